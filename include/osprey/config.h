@@ -1,0 +1,26 @@
+// How a session is scheduled (which backend, threads, fallback) and how its backend behaves.
+#pragma once
+#include <string>
+
+namespace osprey {
+
+enum class ForwardType { CPU = 0, CUDA = 1, OpenCL = 2, Vulkan = 3 };
+const char* forwardTypeName(ForwardType t);               // "cpu", "cuda", ...
+bool forwardTypeFromName(const std::string& name, ForwardType* out);
+
+struct ScheduleConfig {
+  ForwardType backend = ForwardType::CPU;
+  ForwardType backupBackend = ForwardType::CPU;  // takes every op the main backend declines
+  int threads = 1;
+};
+
+struct BackendConfig {
+  enum class Precision { Normal, High, Low };
+  enum class Power { Normal, High, Low };
+  enum class Memory { Normal, Low };
+  Precision precision = Precision::Normal;
+  Power power = Power::Normal;
+  Memory memory = Memory::Normal;
+};
+
+}  // namespace osprey

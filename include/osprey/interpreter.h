@@ -1,0 +1,83 @@
+// Interpreter (an immutable, verified model, shareable between threads) and Session (one
+// schedule of it: backend, threads, memory plan).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "osprey/config.h"
+#include "osprey/status.h"
+#include "osprey/tensor.h"
+
+namespace osprey {
+
+struct Model;
+class SessionImpl;
+
+struct TensorInfoPublic {
+  std::string name;
+  DataType dtype = DataType::Undefined;
+  Shape shape;                        // -1 for symbolic dimensions
+  std::vector<std::string> dimNames;  // the symbol, "" where fixed
+};
+
+struct SessionStats {
+  size_t arenaPeakBytes = 0;        // the planner's activation arena
+  size_t activationBytesSum = 0;    // every activation's size added up (no reuse)
+  size_t staticBytes = 0;           // weights and pre-packed data
+  int executions = 0;               // commands in the pipeline
+  int foldedOps = 0;                // ops computed once at resize (constant folding)
+  int loweredOps = 0;               // ops lowered to Raster
+  int64_t flops = 0;                // of the ops that run (2 per multiply-add)
+  std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
+};
+
+class Session {
+ public:
+  ~Session();
+  // Sets new input shapes and replans; a repeated call with the same shapes does nothing.
+  Status resize(const std::map<std::string, Shape>& inputShapes);
+  // Runs with the given inputs (missing ones keep their last values). Shapes that differ from
+  // the current ones trigger a resize first. Outputs are host tensors in NCHW.
+  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
+  std::vector<TensorInfoPublic> inputs() const;
+  std::vector<TensorInfoPublic> outputs() const;
+  const SessionStats& stats() const;
+
+ private:
+  friend class Interpreter;
+  explicit Session(std::unique_ptr<SessionImpl> impl);
+  std::unique_ptr<SessionImpl> impl_;
+};
+
+class Interpreter {
+ public:
+  // Loads a .osp file, or an .onnx file converted in memory.
+  static Status fromFile(const std::string& path, std::shared_ptr<Interpreter>* out);
+  // Loads .osp bytes (verified first: corrupt bytes are an error, never a crash).
+  static Status fromBuffer(const void* data, size_t size, std::shared_ptr<Interpreter>* out);
+  // Wraps an in-memory model (built by the converter or by tests); validated first.
+  static Status fromModel(std::shared_ptr<const Model> model, std::shared_ptr<Interpreter>* out);
+  ~Interpreter();
+
+  Status createSession(const ScheduleConfig& schedule, const BackendConfig& backend,
+                       std::unique_ptr<Session>* out) const;
+  std::vector<TensorInfoPublic> inputs() const;
+  std::vector<TensorInfoPublic> outputs() const;
+  const Model& model() const { return *model_; }
+
+ private:
+  Interpreter() = default;
+  std::shared_ptr<const Model> model_;
+};
+
+// Backends compiled into this build and the devices each sees.
+struct BackendDescription {
+  std::string name;
+  std::vector<std::string> devices;
+};
+std::vector<BackendDescription> availableBackends();
+
+}  // namespace osprey

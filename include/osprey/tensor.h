@@ -1,0 +1,44 @@
+// A host tensor as users hand it to and get it from a Session.
+#pragma once
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "osprey/types.h"
+
+namespace osprey {
+
+class Tensor {
+ public:
+  Tensor() = default;
+  // Allocates zeroed host memory (64-byte aligned).
+  Tensor(DataType dtype, Shape shape, Layout layout = Layout::NCHW);
+  // Borrows `data`, which must outlive the Tensor and every copy of it.
+  static Tensor wrap(DataType dtype, Shape shape, void* data, Layout layout = Layout::NCHW);
+
+  DataType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  Layout layout() const { return layout_; }
+  int64_t elements() const { return shapeElements(shape_); }
+  size_t bytes() const { return static_cast<size_t>(elements()) * dataTypeSize(dtype_); }
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  template <class T>
+  T* data() { return static_cast<T*>(data_); }
+  template <class T>
+  const T* data() const { return static_cast<const T*>(data_); }
+  bool empty() const { return dtype_ == DataType::Undefined; }
+  // Strings of a DataType::String tensor.
+  std::vector<std::string>& strings() { return strings_; }
+  const std::vector<std::string>& strings() const { return strings_; }
+
+ private:
+  DataType dtype_ = DataType::Undefined;
+  Shape shape_;
+  Layout layout_ = Layout::NCHW;
+  std::shared_ptr<void> storage_;  // null when borrowed
+  void* data_ = nullptr;
+  std::vector<std::string> strings_;
+};
+
+}  // namespace osprey

@@ -1,0 +1,43 @@
+// Basic value types shared by the public API, the runtime and the converter.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace osprey {
+
+// Numbered as ONNX TensorProto.DataType so that importing a model is a cast, not a table.
+enum class DataType : int32_t {
+  Undefined = 0,
+  Float32 = 1,
+  UInt8 = 2,
+  Int8 = 3,
+  UInt16 = 4,
+  Int16 = 5,
+  Int32 = 6,
+  Int64 = 7,
+  String = 8,
+  Bool = 9,
+  Float16 = 10,
+  Float64 = 11,
+  UInt32 = 12,
+  UInt64 = 13,
+  BFloat16 = 16,
+};
+
+// Bytes per element; 0 for types without a fixed size (String, Undefined).
+size_t dataTypeSize(DataType t);
+const char* dataTypeName(DataType t);  // "float32", "int64", ...
+bool isKnownDataType(int32_t v);
+
+// The layout a tensor's bytes are in. Users see NCHW or NHWC; backends may pack channels
+// in groups of 4 or 8 (NC4HW4 / NC8HW8) so that one SIMD register holds one pixel's channels.
+enum class Layout : int32_t { NCHW = 0, NHWC = 1, NC4HW4 = 2, NC8HW8 = 3 };
+const char* layoutName(Layout l);
+
+using Shape = std::vector<int64_t>;
+int64_t shapeElements(const Shape& s);
+std::string shapeToString(const Shape& s);  // "[1, 3, 224, 224]"
+
+}  // namespace osprey

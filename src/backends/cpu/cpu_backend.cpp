@@ -1,0 +1,180 @@
+#include "backends/cpu/cpu_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <thread>
+
+#include "core/layout.h"
+#include "ops/op_def.h"
+
+namespace osprey {
+
+namespace {
+
+constexpr size_t kAlignment = 64;
+
+std::shared_ptr<uint8_t> alignedAlloc(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + kAlignment - 1) / kAlignment * kAlignment;
+  void* p = std::aligned_alloc(kAlignment, rounded);
+  if (!p) return nullptr;
+  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { std::free(q); });
+}
+
+// Planned memory: destroying it marks the end of the chunk's lifetime in the plan.
+class PlannedMemObj : public MemObj {
+ public:
+  PlannedMemObj(MemoryPlanner* planner, std::shared_ptr<MemChunk> chunk) : planner_(planner), chunk_(std::move(chunk)) {}
+  ~PlannedMemObj() override { planner_->release(chunk_); }
+
+ private:
+  MemoryPlanner* planner_;
+  std::shared_ptr<MemChunk> chunk_;
+};
+
+// Memory with its own allocation: freed when the last holder (MemObj or tensor) lets go.
+struct OwnedChunk : MemChunk {
+  std::shared_ptr<uint8_t> block;
+  uint8_t* blockBase = nullptr;
+};
+
+class OwnedMemObj : public MemObj {
+ public:
+  explicit OwnedMemObj(std::shared_ptr<uint8_t> block) : block_(std::move(block)) {}
+
+ private:
+  std::shared_ptr<uint8_t> block_;
+};
+
+// Runs the op's reference kernel: every op with one runs on the CPU.
+class ReferenceExecution : public Execution {
+ public:
+  ReferenceExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), op_(op), def_(opDef(op.type)) {}
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    in_.resize(inputs.size());
+    out_.resize(outputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i]) {
+        in_[i] = inputs[i]->view();
+      } else {
+        in_[i] = TensorView();
+        in_[i].present = false;
+      }
+    }
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      if (outputs[i]) {
+        out_[i] = outputs[i]->view();
+      } else {
+        out_[i] = TensorView();
+        out_[i].present = false;
+      }
+    }
+    auto* cpu = static_cast<CPUBackend*>(backend());
+    return def_.reference(*op_.node, in_, out_, cpu->threadPool());
+  }
+
+ private:
+  OpRef op_;
+  const OpDef& def_;
+  TensorViews in_, out_;
+};
+
+class RasterExecution : public Execution {
+ public:
+  RasterExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), plan_(op.raster) {}
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    srcs_.resize(inputs.size());
+    for (size_t i = 0; i < inputs.size(); ++i) srcs_[i] = inputs[i] ? inputs[i]->host() : nullptr;
+    RuntimeTensor* out = outputs[0];
+    executeRaster(*plan_, srcs_, out->host(), out->elements(), static_cast<int>(dataTypeSize(out->dtype)),
+                  static_cast<int>(out->dtype));
+    return Status::ok();
+  }
+
+ private:
+  std::shared_ptr<const RasterPlan> plan_;
+  std::vector<const void*> srcs_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> CPURuntime::onCreate(const BackendConfig& config) {
+  return std::make_unique<CPUBackend>(this, config);
+}
+
+CPUBackend::CPUBackend(CPURuntime* runtime, const BackendConfig& config)
+    : Backend(ForwardType::CPU), runtime_(runtime), config_(config), planner_(kAlignment) {}
+
+CPUBackend::~CPUBackend() = default;
+
+std::unique_ptr<Execution> CPUBackend::onCreate(const std::vector<RuntimeTensor*>& inputs,
+                                                const std::vector<RuntimeTensor*>& outputs, const OpRef& op) {
+  if (op.type == OpType::Raster) return std::make_unique<RasterExecution>(this, op);
+  if (CPUExecutionCreator creator = cpuKernelCreator(op.type)) {
+    if (auto exe = creator(this, op, inputs, outputs)) return exe;
+  }
+  if (op.node && opDef(op.type).reference) return std::make_unique<ReferenceExecution>(this, op);
+  return nullptr;
+}
+
+std::unique_ptr<MemObj> CPUBackend::onAcquire(RuntimeTensor* tensor, StorageType storage) {
+  size_t bytes = static_cast<size_t>(layoutElements(tensor->shape, tensor->layout)) * dataTypeSize(tensor->dtype);
+  tensor->backend = this;
+  if (storage == StorageType::DYNAMIC) {
+    tensor->chunk = planner_.acquire(bytes);
+    return std::make_unique<PlannedMemObj>(&planner_, tensor->chunk);
+  }
+  auto block = alignedAlloc(bytes);
+  if (!block) return nullptr;
+  std::memset(block.get(), 0, bytes);
+  auto chunk = std::make_shared<OwnedChunk>();
+  chunk->block = block;
+  chunk->blockBase = block.get();
+  chunk->base = &chunk->blockBase;
+  chunk->size = bytes;
+  tensor->chunk = chunk;
+  if (storage == StorageType::DYNAMIC_SEPARATE) separate_.push_back(block);
+  return std::make_unique<OwnedMemObj>(block);
+}
+
+void CPUBackend::onClearBuffer() {
+  separate_.clear();
+  arena_.reset();
+  arenaCapacity_ = 0;
+  planner_.setBase(nullptr);
+}
+
+Status CPUBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
+  if (src->dtype != dst->dtype || src->shape != dst->shape)
+    return Status::internal("copy between tensors of different dtype or shape: " + src->name);
+  return convertLayout(src->host(), src->layout, dst->host(), dst->layout, src->shape, dataTypeSize(src->dtype));
+}
+
+void CPUBackend::onResizeBegin() { planner_.reset(); }
+
+Status CPUBackend::onResizeEnd() {
+  size_t need = planner_.plan();
+  if (need > arenaCapacity_) {
+    arena_ = alignedAlloc(need);
+    if (!arena_) return Status::outOfMemory("cannot allocate the activation arena of " + std::to_string(need) + " bytes");
+    arenaCapacity_ = need;
+  }
+  planner_.setBase(arena_ ? arena_.get() : nullptr);
+  return Status::ok();
+}
+
+namespace {
+class CPURuntimeCreator : public RuntimeCreator {
+ public:
+  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
+    return std::make_unique<CPURuntime>(config.threads);
+  }
+  std::vector<DeviceInfo> devices() const override {
+    return {{"cpu", std::to_string(std::thread::hardware_concurrency()) + " hardware threads"}};
+  }
+};
+}  // namespace
+
+void registerCpuRuntime() { insertRuntimeCreator(ForwardType::CPU, std::make_unique<CPURuntimeCreator>()); }
+
+}  // namespace osprey

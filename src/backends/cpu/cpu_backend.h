@@ -1,0 +1,57 @@
+// The CPU backend: activations planned into one arena, STATIC memory allocated at once,
+// executions from the CPU kernel registry or, for any op without one, its reference kernel.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/memory_planner.h"
+#include "core/thread_pool.h"
+
+namespace osprey {
+
+class CPURuntime : public Runtime {
+ public:
+  explicit CPURuntime(int threads) : pool_(threads) {}
+  std::unique_ptr<Backend> onCreate(const BackendConfig& config) override;
+  ThreadPool* threadPool() override { return &pool_; }
+
+ private:
+  ThreadPool pool_;
+};
+
+class CPUBackend : public Backend {
+ public:
+  CPUBackend(CPURuntime* runtime, const BackendConfig& config);
+  ~CPUBackend() override;
+  std::unique_ptr<Execution> onCreate(const std::vector<RuntimeTensor*>& inputs,
+                                      const std::vector<RuntimeTensor*>& outputs, const OpRef& op) override;
+  std::unique_ptr<MemObj> onAcquire(RuntimeTensor* tensor, StorageType storage) override;
+  void onClearBuffer() override;
+  Status onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) override;
+  void onResizeBegin() override;
+  Status onResizeEnd() override;
+  size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
+  ThreadPool* threadPool() const { return runtime_->threadPool(); }
+  const BackendConfig& config() const { return config_; }
+  MemoryPlanner& planner() { return planner_; }
+
+ private:
+  CPURuntime* runtime_;
+  BackendConfig config_;
+  MemoryPlanner planner_;
+  std::shared_ptr<uint8_t> arena_;
+  size_t arenaCapacity_ = 0;
+  std::vector<std::shared_ptr<uint8_t>> separate_;  // DYNAMIC_SEPARATE blocks
+};
+
+// Creates the CPU execution for an op, or null when the CPU has no kernel for it.
+using CPUExecutionCreator = std::unique_ptr<Execution> (*)(CPUBackend* backend, const OpRef& op,
+                                                            const std::vector<RuntimeTensor*>& inputs,
+                                                            const std::vector<RuntimeTensor*>& outputs);
+// The registry of optimised CPU kernels, filled from the list in cpu_kernels.cpp.
+CPUExecutionCreator cpuKernelCreator(OpType type);
+
+void registerCpuRuntime();
+
+}  // namespace osprey

@@ -1,0 +1,28 @@
+// ONNX -> Osprey conversion: import every node, then run the optimisation passes.
+#pragma once
+#include <string>
+
+#include "core/graph.h"
+
+namespace osprey {
+
+struct ConvertOptions {
+  bool foldConstants = true;
+  bool fuse = true;  // Conv+BatchNorm folding, Conv/Gemm+activation fusion
+};
+
+struct ConvertReport {
+  int onnxNodes = 0;
+  int ospreyOps = 0;
+  int foldedOps = 0;
+  int removedOps = 0;  // Identity, Dropout, dead code
+  int fusedOps = 0;
+  double seconds = 0;
+};
+
+Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options = {},
+                        ConvertReport* report = nullptr);
+Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options = {},
+                       ConvertReport* report = nullptr);
+
+}  // namespace osprey

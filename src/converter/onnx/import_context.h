@@ -1,0 +1,47 @@
+// State shared by the ONNX importers: the graph under construction and name -> tensor lookup.
+#pragma once
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "converter/onnx/onnx_proto.h"
+#include "core/graph.h"
+
+namespace osprey::onnx {
+
+class ImportContext {
+ public:
+  explicit ImportContext(Graph* graph) : graph_(graph) {}
+  Graph& graph() { return *graph_; }
+  // Index of the tensor named `name`, created (dtype unknown) if new; -1 for "".
+  int tensor(const std::string& name);
+  bool has(const std::string& name) const { return index_.count(name) > 0; }
+  // A constant tensor (fresh unique name derived from `hint`).
+  int addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data, size_t bytes);
+  int addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar = false);
+  int addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar = false);
+  std::string uniqueName(const std::string& hint);
+  // The constant behind tensor `index`, or null.
+  const TensorInfo* constantOf(int index) const;
+  Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
+
+ private:
+  Graph* graph_;
+  std::unordered_map<std::string, int> index_;
+  int counter_ = 0;
+};
+
+// Converts an ONNX attribute to Osprey's; unsupported kinds (sparse tensors, graphs) error.
+Status convertAttribute(const AttributeProto& a, Attribute* out);
+Status convertTensor(const TensorProto& t, TensorInfo* out);
+
+// Imports one node (possibly as several Osprey ops). Unsupported ONNX ops are reported as
+// Status::unsupported with an empty message: the caller collects op type and opset.
+using NodeImporter = Status (*)(ImportContext& ctx, const NodeProto& node, int64_t opset);
+// The importer for `opType` in the default domain, or null when Osprey cannot import it.
+NodeImporter findImporter(const std::string& opType);
+// Ops imported as-is: attributes copied, inputs and outputs in ONNX order.
+Status importDirect(ImportContext& ctx, const NodeProto& node, OpType type);
+
+}  // namespace osprey::onnx

@@ -1,0 +1,12 @@
+#pragma once
+#include "converter/onnx/onnx_proto.h"
+#include "core/graph.h"
+
+namespace osprey::onnx {
+
+constexpr int64_t kMaxOnnxOpset = 23;
+
+// Builds the Osprey graph of an ONNX model; no optimisation happens here.
+Status importModel(const ModelProto& proto, Model* out, int* nodeCount);
+
+}  // namespace osprey::onnx

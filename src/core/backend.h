@@ -1,0 +1,117 @@
+// The backend contract: Runtime (per-device resources) -> Backend (per session) -> Execution
+// (per op). A null Execution from onCreate means "not here"; the backup backend takes the op.
+#pragma once
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "core/graph.h"
+#include "core/runtime_tensor.h"
+#include "geometry/raster.h"
+#include "osprey/config.h"
+
+namespace osprey {
+
+class ThreadPool;
+
+enum class StorageType {
+  STATIC,            // weights and pre-packed data: never reused
+  DYNAMIC,           // activations: planned into the arena, reused after release
+  DYNAMIC_SEPARATE,  // kept for the pipeline's life, freed by onClearBuffer
+};
+
+// RAII ownership of acquired memory: destroying a MemObj returns the memory. For DYNAMIC
+// storage during resize this marks the end of the tensor's lifetime in the plan.
+class MemObj {
+ public:
+  virtual ~MemObj() = default;
+};
+
+// What an Execution runs: an op of the model, or a Raster synthesised by geometry lowering.
+struct OpRef {
+  OpType type = OpType::Invalid;
+  const Node* node = nullptr;                // the model's node (attributes, name)
+  std::shared_ptr<const RasterPlan> raster;  // for OpType::Raster
+  std::string describe() const { return node ? node->describe() : std::string("Raster"); }
+};
+
+class Backend;
+
+class Execution {
+ public:
+  explicit Execution(Backend* backend) : backend_(backend) {}
+  virtual ~Execution() = default;
+  // Shapes are final here: acquire scratch (and release it before returning), choose the algorithm.
+  virtual Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) {
+    (void)inputs;
+    (void)outputs;
+    return Status::ok();
+  }
+  virtual Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) = 0;
+  Backend* backend() const { return backend_; }
+
+ private:
+  Backend* backend_;
+};
+
+class Backend {
+ public:
+  explicit Backend(ForwardType type) : type_(type) {}
+  virtual ~Backend() = default;
+  ForwardType type() const { return type_; }
+
+  virtual std::unique_ptr<Execution> onCreate(const std::vector<RuntimeTensor*>& inputs,
+                                              const std::vector<RuntimeTensor*>& outputs, const OpRef& op) = 0;
+  // Gives `tensor` memory for its current shape and layout (tensor->chunk is set).
+  virtual std::unique_ptr<MemObj> onAcquire(RuntimeTensor* tensor, StorageType storage) = 0;
+  virtual void onClearBuffer() = 0;
+  // Copies between this backend and the host (or within it), converting layouts as needed.
+  virtual Status onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) = 0;
+  virtual void onResizeBegin() {}
+  // Makes the memory plan; afterwards every chunk has its address.
+  virtual Status onResizeEnd() { return Status::ok(); }
+  virtual void onExecuteBegin() {}
+  virtual void onExecuteEnd() {}
+  // Planner report of the activation arena.
+  virtual size_t arenaPeakBytes() const { return 0; }
+  // Layout this backend wants for an activation of the given rank (e.g. NC4HW4 for 4-D).
+  virtual Layout preferredLayout(const RuntimeTensor& t) const {
+    (void)t;
+    return Layout::NCHW;
+  }
+
+ private:
+  ForwardType type_;
+};
+
+enum class CompilerType { Geometry, Origin, Loop };
+
+class Runtime {
+ public:
+  virtual ~Runtime() = default;
+  virtual std::unique_ptr<Backend> onCreate(const BackendConfig& config) = 0;
+  virtual void onReset(int threads) { (void)threads; }
+  virtual void onGarbageCollect(int level) { (void)level; }
+  virtual CompilerType compilerType() const { return CompilerType::Geometry; }
+  virtual ThreadPool* threadPool() { return nullptr; }
+};
+
+struct DeviceInfo {
+  std::string name;
+  std::string detail;
+};
+
+class RuntimeCreator {
+ public:
+  virtual ~RuntimeCreator() = default;
+  virtual std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const = 0;
+  virtual std::vector<DeviceInfo> devices() const = 0;  // what `osprey backends` lists
+};
+
+// Registration by forward type from an explicit list (core/backend_registry.cpp), never from
+// static initialisers that a static library could drop.
+void insertRuntimeCreator(ForwardType type, std::unique_ptr<RuntimeCreator> creator);
+const RuntimeCreator* getRuntimeCreator(ForwardType type);
+void registerBuiltinBackends();  // idempotent
+
+}  // namespace osprey

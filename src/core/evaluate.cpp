@@ -1,0 +1,47 @@
+#include "core/evaluate.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace osprey {
+
+Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorViews& outputs,
+                                std::vector<RasterPlan>* rasters) {
+  const OpDef& def = opDef(node.type);
+  rasters->clear();
+  OSPREY_RETURN_IF_ERROR(def.shape(node, inputs, outputs).withContext(node.describe()));
+  for (auto& o : outputs)
+    for (int64_t d : o.shape)
+      if (d < 0) return Status::internal(node.describe() + " computed a negative dimension");
+  if (def.lower) {
+    OSPREY_RETURN_IF_ERROR(def.lower(node, inputs, outputs, *rasters).withContext(node.describe()));
+    for (auto& plan : *rasters) fuseRegions(plan.regions);
+  }
+  return Status::ok();
+}
+
+Status executeOnHost(const Node& node, const TensorViews& inputs, TensorViews& outputs,
+                     const std::vector<RasterPlan>& rasters, ThreadPool* pool) {
+  if (!rasters.empty()) {
+    std::vector<const void*> srcs;
+    for (auto& v : inputs) srcs.push_back(v.data);
+    for (size_t i = 0; i < outputs.size(); ++i)
+      if (outputs[i].present)
+        executeRaster(rasters[i], srcs, outputs[i].data, outputs[i].elements(),
+                      static_cast<int>(dataTypeSize(outputs[i].dtype)), static_cast<int>(outputs[i].dtype));
+    return Status::ok();
+  }
+  const OpDef& def = opDef(node.type);
+  if (!def.reference) return Status::unsupported(node.describe() + " has no reference kernel");
+  return def.reference(node, inputs, outputs, pool).withContext(node.describe());
+}
+
+std::shared_ptr<uint8_t> allocateHost(size_t bytes) {
+  size_t rounded = (std::max<size_t>(bytes, 1) + 63) / 64 * 64;
+  auto* p = static_cast<uint8_t*>(std::aligned_alloc(64, rounded));
+  if (!p) return nullptr;
+  std::memset(p, 0, rounded);
+  return std::shared_ptr<uint8_t>(p, [](uint8_t* q) { std::free(q); });
+}
+
+}  // namespace osprey

@@ -1,0 +1,21 @@
+// Computing an op on the host from known inputs: the session's constant folding at resize and
+// the converter's constant folding share this.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "ops/op_def.h"
+
+namespace osprey {
+
+// Runs shape computation and, if the op lowers to Raster, the lowering. `rasters` is empty when
+// the op is not lowered.
+Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorViews& outputs,
+                                std::vector<RasterPlan>* rasters);
+// Executes the op on the host: outputs already hold their shape, dtype and allocated data.
+Status executeOnHost(const Node& node, const TensorViews& inputs, TensorViews& outputs,
+                     const std::vector<RasterPlan>& rasters, ThreadPool* pool);
+// A 64-byte aligned, zeroed host block.
+std::shared_ptr<uint8_t> allocateHost(size_t bytes);
+
+}  // namespace osprey

@@ -1,0 +1,95 @@
+// The in-memory model: what the converter builds and writes, and what the Interpreter loads.
+// Op semantics are those of the newest ONNX opset of the same name; importers upgrade older forms.
+#pragma once
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "osprey/status.h"
+#include "osprey/types.h"
+#include "ops/op_type.h"
+
+namespace osprey {
+
+struct Graph;
+
+// Immutable bytes of a constant. Shared so that copies of a graph (and tensors pointing into a
+// loaded file) never duplicate weights.
+struct ConstantData {
+  std::shared_ptr<const uint8_t> bytes;  // 16-byte aligned, little-endian packed elements
+  size_t size = 0;
+  std::vector<std::string> strings;  // for DataType::String
+  static ConstantData copyOf(const void* data, size_t size);
+};
+
+struct TensorInfo {
+  std::string name;
+  DataType dtype = DataType::Undefined;
+  Shape shape;                        // -1 for a symbolic or unknown dimension
+  std::vector<std::string> dimNames;  // "" for fixed dims; empty vector when no names
+  bool hasShape = true;               // false when the rank itself is unknown
+  bool isConstant = false;
+  ConstantData data;
+};
+
+struct Attribute {
+  enum class Kind : int8_t { Int, Float, String, Ints, Floats, Strings, Tensor, Graph };
+  std::string name;
+  Kind kind = Kind::Int;
+  int64_t i = 0;
+  float f = 0.f;
+  std::string s;
+  std::vector<int64_t> ints;
+  std::vector<float> floats;
+  std::vector<std::string> strings;
+  std::shared_ptr<TensorInfo> tensor;
+  std::shared_ptr<Graph> graph;
+};
+
+struct Node {
+  OpType type = OpType::Invalid;
+  std::string name;
+  std::vector<int> inputs;  // tensor indices, -1 for an omitted optional input
+  std::vector<int> outputs;
+  std::vector<Attribute> attrs;
+
+  const Attribute* attr(std::string_view name) const;
+  int64_t getInt(std::string_view name, int64_t fallback) const;
+  float getFloat(std::string_view name, float fallback) const;
+  std::string getString(std::string_view name, std::string fallback) const;
+  std::vector<int64_t> getInts(std::string_view name, std::vector<int64_t> fallback = {}) const;
+  std::vector<float> getFloats(std::string_view name, std::vector<float> fallback = {}) const;
+  bool hasAttr(std::string_view name) const { return attr(name) != nullptr; }
+  void setAttr(Attribute a);
+  void setInt(std::string name, int64_t v);
+  void setFloat(std::string name, float v);
+  void setString(std::string name, std::string v);
+  void setInts(std::string name, std::vector<int64_t> v);
+  void setFloats(std::string name, std::vector<float> v);
+  void removeAttr(std::string_view name);
+  // "op 'conv1' (Conv)" — used as error context everywhere.
+  std::string describe() const;
+};
+
+struct Graph {
+  std::vector<TensorInfo> tensors;
+  std::vector<Node> nodes;  // topological order
+  std::vector<int> inputs;
+  std::vector<int> outputs;
+
+  int addTensor(TensorInfo t);
+  int findTensor(std::string_view name) const;  // -1 when absent
+  // Verifies indices, topological order, single producers; names the first offence.
+  Status validate() const;
+};
+
+struct Model {
+  int formatVersion = 1;
+  std::string producer;
+  Graph graph;
+};
+
+constexpr int kModelFormatVersion = 1;
+
+}  // namespace osprey

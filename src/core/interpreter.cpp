@@ -1,0 +1,80 @@
+#include "converter/converter.h"
+#include "core/model_io.h"
+#include "core/session_impl.h"
+#include "osprey/interpreter.h"
+
+namespace osprey {
+
+namespace {
+bool looksLikeOnnx(const std::string& path, const std::vector<uint8_t>& bytes) {
+  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
+  // .osp files carry the identifier at bytes 4..7; anything else is tried as ONNX.
+  return !(bytes.size() >= 8 && std::equal(bytes.begin() + 4, bytes.begin() + 8, "OSP1"));
+}
+}  // namespace
+
+Interpreter::~Interpreter() = default;
+
+Status Interpreter::fromFile(const std::string& path, std::shared_ptr<Interpreter>* out) {
+  std::vector<uint8_t> bytes;
+  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
+  if (looksLikeOnnx(path, bytes)) {
+    auto model = std::make_shared<Model>();
+    OSPREY_RETURN_IF_ERROR(convertOnnxBytes(bytes.data(), bytes.size(), model.get()).withContext(path));
+    std::shared_ptr<Interpreter> interp(new Interpreter());
+    interp->model_ = std::move(model);
+    *out = std::move(interp);
+    return Status::ok();
+  }
+  return fromBuffer(bytes.data(), bytes.size(), out).withContext(path);
+}
+
+Status Interpreter::fromBuffer(const void* data, size_t size, std::shared_ptr<Interpreter>* out) {
+  auto model = std::make_shared<Model>();
+  OSPREY_RETURN_IF_ERROR(readModel(static_cast<const uint8_t*>(data), size, model.get()));
+  std::shared_ptr<Interpreter> interp(new Interpreter());
+  interp->model_ = std::move(model);
+  *out = std::move(interp);
+  return Status::ok();
+}
+
+Status Interpreter::fromModel(std::shared_ptr<const Model> model, std::shared_ptr<Interpreter>* out) {
+  OSPREY_RETURN_IF_ERROR(model->graph.validate());
+  OSPREY_RETURN_IF_ERROR(checkOpArity(model->graph));
+  std::shared_ptr<Interpreter> interp(new Interpreter());
+  interp->model_ = std::move(model);
+  *out = std::move(interp);
+  return Status::ok();
+}
+
+Status Interpreter::createSession(const ScheduleConfig& schedule, const BackendConfig& backend,
+                                  std::unique_ptr<Session>* out) const {
+  auto impl = std::make_unique<SessionImpl>(model_, schedule, backend);
+  OSPREY_RETURN_IF_ERROR(impl->init());
+  out->reset(new Session(std::move(impl)));
+  return Status::ok();
+}
+
+static std::vector<TensorInfoPublic> describe(const Model& m, const std::vector<int>& idx) {
+  std::vector<TensorInfoPublic> out;
+  for (int i : idx) {
+    auto& t = m.graph.tensors[i];
+    out.push_back({t.name, t.dtype, t.shape, t.dimNames});
+  }
+  return out;
+}
+
+std::vector<TensorInfoPublic> Interpreter::inputs() const { return describe(*model_, model_->graph.inputs); }
+std::vector<TensorInfoPublic> Interpreter::outputs() const { return describe(*model_, model_->graph.outputs); }
+
+Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+Status Session::resize(const std::map<std::string, Shape>& inputShapes) { return impl_->resize(inputShapes); }
+Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
+  return impl_->run(inputs, outputs);
+}
+std::vector<TensorInfoPublic> Session::inputs() const { return impl_->inputInfo(); }
+std::vector<TensorInfoPublic> Session::outputs() const { return impl_->outputInfo(); }
+const SessionStats& Session::stats() const { return impl_->stats(); }
+
+}  // namespace osprey

@@ -1,0 +1,70 @@
+#include "core/layout.h"
+
+#include <cstring>
+
+namespace osprey {
+
+namespace {
+int packOf(Layout l) { return l == Layout::NC4HW4 ? 4 : l == Layout::NC8HW8 ? 8 : 1; }
+
+// Element offset of (n, c, s) for a tensor with C channels and S spatial positions.
+int64_t offsetOf(Layout l, int64_t n, int64_t c, int64_t s, int64_t C, int64_t S) {
+  switch (l) {
+    case Layout::NCHW: return (n * C + c) * S + s;
+    case Layout::NHWC: return (n * S + s) * C + c;
+    default: {
+      int64_t p = packOf(l), blocks = (C + p - 1) / p;
+      return (((n * blocks) + c / p) * S + s) * p + c % p;
+    }
+  }
+}
+}  // namespace
+
+int64_t layoutElements(const Shape& shape, Layout layout) {
+  int p = packOf(layout);
+  if (p == 1 || shape.size() < 2) return shapeElements(shape);
+  Shape s = shape;
+  s[1] = (s[1] + p - 1) / p * p;
+  return shapeElements(s);
+}
+
+Shape storedShape(const Shape& logical, Layout layout) {
+  if (layout != Layout::NHWC || logical.size() < 3) return logical;
+  Shape s;
+  s.push_back(logical[0]);
+  for (size_t i = 2; i < logical.size(); ++i) s.push_back(logical[i]);
+  s.push_back(logical[1]);
+  return s;
+}
+
+Status convertLayout(const void* src, Layout srcLayout, void* dst, Layout dstLayout, const Shape& shape,
+                     size_t elementSize) {
+  if (srcLayout == dstLayout || shape.size() < 2) {
+    std::memcpy(dst, src, static_cast<size_t>(layoutElements(shape, srcLayout)) * elementSize);
+    return Status::ok();
+  }
+  int64_t N = shape[0], C = shape[1], S = 1;
+  for (size_t i = 2; i < shape.size(); ++i) S *= shape[i];
+  if (packOf(dstLayout) > 1) std::memset(dst, 0, static_cast<size_t>(layoutElements(shape, dstLayout)) * elementSize);
+  auto* s8 = static_cast<const uint8_t*>(src);
+  auto* d8 = static_cast<uint8_t*>(dst);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t s = 0; s < S; ++s)
+        std::memcpy(d8 + offsetOf(dstLayout, n, c, s, C, S) * elementSize,
+                    s8 + offsetOf(srcLayout, n, c, s, C, S) * elementSize, elementSize);
+  return Status::ok();
+}
+
+}  // namespace osprey
+
+namespace osprey {
+Shape logicalShape(const Shape& stored, Layout layout) {
+  if (layout != Layout::NHWC || stored.size() < 3) return stored;
+  Shape s;
+  s.push_back(stored[0]);
+  s.push_back(stored.back());
+  for (size_t i = 1; i + 1 < stored.size(); ++i) s.push_back(stored[i]);
+  return s;
+}
+}  // namespace osprey

@@ -1,0 +1,198 @@
+#include "core/model_io.h"
+
+#include <fstream>
+#include <iterator>
+
+#include "ops/op_def.h"
+#include "osprey_generated.h"
+
+namespace osprey {
+
+namespace {
+
+constexpr int kMaxGraphDepth = 32;
+
+Status readGraph(const fb::Graph* g, Graph* out, int depth);
+
+Status readTensor(const fb::Tensor* t, TensorInfo* out) {
+  if (!t) return Status::invalidModel("null tensor entry");
+  out->name = t->name() ? t->name()->str() : "";
+  if (!isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
+  out->dtype = static_cast<DataType>(t->dtype());
+  out->hasShape = t->shape() != nullptr;
+  if (t->shape()) out->shape.assign(t->shape()->begin(), t->shape()->end());
+  if (t->dim_names())
+    for (auto* s : *t->dim_names()) out->dimNames.push_back(s ? s->str() : "");
+  out->isConstant = t->is_constant();
+  if (out->isConstant) {
+    if (t->data()) out->data = ConstantData::copyOf(t->data()->data(), t->data()->size());
+    if (t->strings())
+      for (auto* s : *t->strings()) out->data.strings.push_back(s ? s->str() : "");
+  }
+  return Status::ok();
+}
+
+Status readAttribute(const fb::Attribute* a, Attribute* out, int depth) {
+  out->name = a->name()->str();
+  out->kind = static_cast<Attribute::Kind>(a->kind());
+  out->i = a->i();
+  out->f = a->f();
+  if (a->s()) out->s = a->s()->str();
+  if (a->ints()) out->ints.assign(a->ints()->begin(), a->ints()->end());
+  if (a->floats()) out->floats.assign(a->floats()->begin(), a->floats()->end());
+  if (a->strings())
+    for (auto* s : *a->strings()) out->strings.push_back(s ? s->str() : "");
+  if (a->t()) {
+    out->tensor = std::make_shared<TensorInfo>();
+    OSPREY_RETURN_IF_ERROR(readTensor(a->t(), out->tensor.get()));
+  }
+  if (a->g()) {
+    if (depth >= kMaxGraphDepth) return Status::invalidModel("subgraphs nested too deeply");
+    out->graph = std::make_shared<Graph>();
+    OSPREY_RETURN_IF_ERROR(readGraph(a->g(), out->graph.get(), depth + 1));
+  }
+  return Status::ok();
+}
+
+Status readGraph(const fb::Graph* g, Graph* out, int depth) {
+  if (!g) return Status::invalidModel("model has no graph");
+  if (g->tensors())
+    for (auto* t : *g->tensors()) {
+      TensorInfo info;
+      OSPREY_RETURN_IF_ERROR(readTensor(t, &info));
+      out->tensors.push_back(std::move(info));
+    }
+  if (g->ops())
+    for (auto* op : *g->ops()) {
+      if (!op) return Status::invalidModel("null op entry");
+      Node node;
+      node.name = op->name() ? op->name()->str() : "";
+      node.type = opTypeFromName(op->type()->str());
+      if (node.type == OpType::Invalid)
+        return Status::invalidModel("op '" + node.name + "' has type '" + op->type()->str() +
+                                    "', which this build of Osprey does not know");
+      if (op->inputs()) node.inputs.assign(op->inputs()->begin(), op->inputs()->end());
+      if (op->outputs()) node.outputs.assign(op->outputs()->begin(), op->outputs()->end());
+      if (op->attributes())
+        for (auto* a : *op->attributes()) {
+          if (!a) return Status::invalidModel("null attribute in " + node.describe());
+          Attribute attr;
+          OSPREY_RETURN_IF_ERROR(readAttribute(a, &attr, depth).withContext(node.describe()));
+          node.attrs.push_back(std::move(attr));
+        }
+      out->nodes.push_back(std::move(node));
+    }
+  if (g->inputs()) out->inputs.assign(g->inputs()->begin(), g->inputs()->end());
+  if (g->outputs()) out->outputs.assign(g->outputs()->begin(), g->outputs()->end());
+  return Status::ok();
+}
+
+flatbuffers::Offset<fb::Graph> writeGraph(flatbuffers::FlatBufferBuilder& b, const Graph& g);
+
+flatbuffers::Offset<fb::Tensor> writeTensor(flatbuffers::FlatBufferBuilder& b, const TensorInfo& t) {
+  auto name = b.CreateString(t.name);
+  auto shape = t.hasShape ? b.CreateVector(t.shape) : 0;
+  flatbuffers::Offset<flatbuffers::Vector<flatbuffers::Offset<flatbuffers::String>>> dimNames = 0, strings = 0;
+  if (!t.dimNames.empty()) dimNames = b.CreateVectorOfStrings(t.dimNames);
+  flatbuffers::Offset<flatbuffers::Vector<uint8_t>> data = 0;
+  if (t.isConstant) {
+    if (t.dtype == DataType::String) {
+      strings = b.CreateVectorOfStrings(t.data.strings);
+    } else {
+      b.ForceVectorAlignment(t.data.size, 1, 16);
+      data = b.CreateVector(t.data.bytes.get(), t.data.size);
+    }
+  }
+  return fb::CreateTensor(b, name, static_cast<int>(t.dtype), shape, dimNames, data, strings, t.isConstant);
+}
+
+flatbuffers::Offset<fb::Attribute> writeAttribute(flatbuffers::FlatBufferBuilder& b, const Attribute& a) {
+  auto name = b.CreateString(a.name);
+  auto s = a.kind == Attribute::Kind::String ? b.CreateString(a.s) : 0;
+  auto ints = a.ints.empty() && a.kind != Attribute::Kind::Ints ? 0 : b.CreateVector(a.ints);
+  auto floats = a.floats.empty() && a.kind != Attribute::Kind::Floats ? 0 : b.CreateVector(a.floats);
+  auto strings = a.strings.empty() && a.kind != Attribute::Kind::Strings ? 0 : b.CreateVectorOfStrings(a.strings);
+  auto t = a.tensor ? writeTensor(b, *a.tensor) : 0;
+  auto g = a.graph ? writeGraph(b, *a.graph) : 0;
+  return fb::CreateAttribute(b, name, static_cast<fb::AttrKind>(a.kind), a.i, a.f, s, ints, floats, strings, t, g);
+}
+
+flatbuffers::Offset<fb::Graph> writeGraph(flatbuffers::FlatBufferBuilder& b, const Graph& g) {
+  std::vector<flatbuffers::Offset<fb::Tensor>> tensors;
+  for (auto& t : g.tensors) tensors.push_back(writeTensor(b, t));
+  std::vector<flatbuffers::Offset<fb::Op>> ops;
+  for (auto& n : g.nodes) {
+    std::vector<flatbuffers::Offset<fb::Attribute>> attrs;
+    for (auto& a : n.attrs) attrs.push_back(writeAttribute(b, a));
+    ops.push_back(fb::CreateOp(b, b.CreateString(opTypeName(n.type)), b.CreateString(n.name), b.CreateVector(n.inputs),
+                               b.CreateVector(n.outputs), b.CreateVector(attrs)));
+  }
+  return fb::CreateGraph(b, b.CreateVector(tensors), b.CreateVector(ops), b.CreateVector(g.inputs),
+                         b.CreateVector(g.outputs));
+}
+
+}  // namespace
+
+Status checkOpArity(const Graph& graph) {
+  for (const Node& n : graph.nodes) {
+    const OpDef& def = opDef(n.type);
+    int ins = static_cast<int>(n.inputs.size()), outs = static_cast<int>(n.outputs.size());
+    if (ins < def.minInputs || (def.maxInputs >= 0 && ins > def.maxInputs))
+      return Status::invalidModel(n.describe() + " has " + std::to_string(ins) + " inputs; " + def.name + " takes " +
+                                  std::to_string(def.minInputs) + " to " +
+                                  (def.maxInputs < 0 ? std::string("any number") : std::to_string(def.maxInputs)));
+    if (outs < def.minOutputs || (def.maxOutputs >= 0 && outs > def.maxOutputs))
+      return Status::invalidModel(n.describe() + " has " + std::to_string(outs) + " outputs; " + def.name +
+                                  " gives " + std::to_string(def.minOutputs) + " to " +
+                                  (def.maxOutputs < 0 ? std::string("any number") : std::to_string(def.maxOutputs)));
+    for (size_t i = 0; i < n.inputs.size(); ++i)
+      if (n.inputs[i] == -1 && static_cast<int>(i) < def.minInputs)
+        return Status::invalidModel(n.describe() + " is missing its required input " + std::to_string(i));
+  }
+  return Status::ok();
+}
+
+Status readModel(const uint8_t* data, size_t size, Model* out) {
+  if (!data || size < 8) return Status::invalidModel("not an Osprey model: file is empty or too short");
+  if (!fb::ModelBufferHasIdentifier(data))
+    return Status::invalidModel("not an Osprey model: the file identifier is not 'OSP1'");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/128, /*max_tables=*/100000000);
+  if (!fb::VerifyModelBuffer(verifier))
+    return Status::invalidModel("corrupt Osprey model: the FlatBuffers verifier rejected the file (truncated or damaged)");
+  const fb::Model* m = fb::GetModel(data);
+  if (m->format_version() > kModelFormatVersion)
+    return Status::invalidModel("model format version " + std::to_string(m->format_version()) +
+                                " is newer than this build reads (" + std::to_string(kModelFormatVersion) + ")");
+  out->formatVersion = m->format_version();
+  out->producer = m->producer() ? m->producer()->str() : "";
+  OSPREY_RETURN_IF_ERROR(readGraph(m->graph(), &out->graph, 0));
+  OSPREY_RETURN_IF_ERROR(out->graph.validate());
+  return checkOpArity(out->graph);
+}
+
+Status writeModel(const Model& model, std::vector<uint8_t>* out) {
+  flatbuffers::FlatBufferBuilder b(1 << 20);
+  auto graph = writeGraph(b, model.graph);
+  auto root = fb::CreateModel(b, kModelFormatVersion, b.CreateString(model.producer), graph);
+  fb::FinishModelBuffer(b, root);
+  out->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
+  return Status::ok();
+}
+
+Status readFile(const std::string& path, std::vector<uint8_t>* out) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) return Status::notFound("cannot open '" + path + "'");
+  out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  if (f.bad()) return Status::invalidArgument("cannot read '" + path + "'");
+  return Status::ok();
+}
+
+Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  if (!f) return Status::invalidArgument("cannot write '" + path + "'");
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) return Status::invalidArgument("cannot write '" + path + "'");
+  return Status::ok();
+}
+
+}  // namespace osprey

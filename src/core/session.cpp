@@ -1,0 +1,222 @@
+#include <cstdlib>
+#include <cstring>
+#include <unordered_map>
+
+#include "core/evaluate.h"
+#include "core/layout.h"
+#include "core/session_impl.h"
+#include "ops/flops.h"
+#include "ops/op_def.h"
+
+namespace osprey {
+
+SessionImpl::SessionImpl(std::shared_ptr<const Model> model, const ScheduleConfig& schedule, const BackendConfig& config)
+    : model_(std::move(model)), schedule_(schedule), config_(config) {}
+
+Status SessionImpl::init() {
+  if (schedule_.threads < 1) return Status::invalidArgument("threads must be at least 1, got " + std::to_string(schedule_.threads));
+  const RuntimeCreator* mainCreator = getRuntimeCreator(schedule_.backend);
+  if (!mainCreator)
+    return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' is not compiled into this build");
+  mainRuntime_ = mainCreator->onCreate(schedule_);
+  if (!mainRuntime_) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' found no device");
+  main_ = mainRuntime_->onCreate(config_);
+  if (!main_) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' could not start");
+  if (schedule_.backupBackend != schedule_.backend) {
+    const RuntimeCreator* backupCreator = getRuntimeCreator(schedule_.backupBackend);
+    if (!backupCreator) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule_.backupBackend) + "' is not compiled into this build");
+    backupRuntime_ = backupCreator->onCreate(schedule_);
+    if (backupRuntime_) backup_ = backupRuntime_->onCreate(config_);
+    if (!backup_) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule_.backupBackend) + "' could not start");
+  }
+  return Status::ok();
+}
+
+std::vector<TensorInfoPublic> SessionImpl::inputInfo() const {
+  std::vector<TensorInfoPublic> out;
+  for (int i : model_->graph.inputs) {
+    auto& t = model_->graph.tensors[i];
+    auto it = shapes_.find(t.name);
+    out.push_back({t.name, t.dtype, it != shapes_.end() ? it->second : t.shape, t.dimNames});
+  }
+  return out;
+}
+
+std::vector<TensorInfoPublic> SessionImpl::outputInfo() const {
+  std::vector<TensorInfoPublic> out;
+  for (int i : model_->graph.outputs) {
+    auto& t = model_->graph.tensors[i];
+    out.push_back({t.name, t.dtype, planned_ && !eager_ ? tensors_[i].shape : t.shape, t.dimNames});
+  }
+  return out;
+}
+
+Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
+  const Graph& g = model_->graph;
+  std::map<std::string, Shape> shapes;
+  for (auto& [name, shape] : inputShapes) {
+    int idx = g.findTensor(name);
+    bool isInput = false;
+    for (int i : g.inputs) isInput |= (i == idx);
+    if (!isInput) return Status::invalidArgument("'" + name + "' is not an input of the model");
+  }
+  for (int i : g.inputs) {
+    const TensorInfo& t = g.tensors[i];
+    auto it = inputShapes.find(t.name);
+    Shape s;
+    if (it != inputShapes.end()) {
+      s = it->second;
+      if (t.hasShape && s.size() != t.shape.size())
+        return Status::invalidArgument("input '" + t.name + "' has rank " + std::to_string(s.size()) +
+                                       "; the model expects shape " + shapeToString(t.shape));
+      for (size_t d = 0; d < s.size(); ++d) {
+        if (s[d] < 0) return Status::invalidArgument("input '" + t.name + "' has a negative dimension");
+        if (t.hasShape && t.shape[d] >= 0 && t.shape[d] != s[d])
+          return Status::invalidArgument("input '" + t.name + "' has shape " + shapeToString(s) +
+                                         "; the model expects " + shapeToString(t.shape));
+      }
+    } else {
+      s = t.shape;
+      for (int64_t d : s)
+        if (d < 0 || !t.hasShape)
+          return Status::invalidArgument("input '" + t.name + "' has symbolic shape " + shapeToString(t.shape) +
+                                         "; give its shape");
+    }
+    shapes[t.name] = s;
+  }
+  if (planned_ && shapes == shapes_) return Status::ok();
+  shapes_ = shapes;
+  planned_ = false;
+  eager_ = false;
+  OSPREY_RETURN_IF_ERROR(plan(nullptr));
+  planned_ = true;
+  return Status::ok();
+}
+
+uint8_t* SessionImpl::allocateFolded(size_t bytes) {
+  auto block = allocateHost(bytes);
+  if (!block) return nullptr;
+  folded_.push_back(block);
+  return block.get();
+}
+
+Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues) {
+  const Graph& g = model_->graph;
+  commands_.clear();
+  memory_.clear();
+  mirrors_.clear();
+  folded_.clear();
+  stats_ = SessionStats();
+  tensors_.assign(g.tensors.size(), RuntimeTensor());
+  known_.assign(g.tensors.size(), false);
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    const TensorInfo& info = g.tensors[i];
+    RuntimeTensor& t = tensors_[i];
+    t.name = info.name;
+    t.dtype = info.dtype;
+    t.shape = info.shape;
+    if (info.isConstant) {
+      t.constData = info.data.bytes ? info.data.bytes.get() : reinterpret_cast<const uint8_t*>("");
+      t.strings = &info.data.strings;
+      known_[i] = true;
+    }
+  }
+  for (int i : g.inputs) {
+    RuntimeTensor& t = tensors_[i];
+    t.shape = shapes_.at(t.name);
+    if (inputValues) {
+      const Tensor* v = inputValues->at(t.name);
+      uint8_t* p = allocateFolded(t.bytes());
+      if (!p) return Status::outOfMemory("cannot allocate input '" + t.name + "'");
+      OSPREY_RETURN_IF_ERROR(convertLayout(v->data(), v->layout(), p, Layout::NCHW, t.shape, dataTypeSize(t.dtype)));
+      t.constData = p;
+      t.strings = &v->strings();
+      known_[i] = true;
+    }
+  }
+  for (const Node& node : g.nodes) {
+    OSPREY_RETURN_IF_ERROR(computeNode(node));
+    if (eager_) {
+      commands_.clear();
+      return Status::ok();  // planned again at every run, with the inputs' values
+    }
+  }
+  OSPREY_RETURN_IF_ERROR(createExecutions());
+  return planMemory();
+}
+
+Status SessionImpl::computeNode(const Node& node) {
+  const OpDef& def = opDef(node.type);
+  TensorViews in(node.inputs.size()), out(node.outputs.size());
+  bool allKnown = true;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    int idx = node.inputs[i];
+    if (idx < 0) {
+      in[i].present = false;
+      continue;
+    }
+    in[i] = tensors_[idx].view();
+    if (!known_[idx]) {
+      in[i].data = nullptr;
+      allKnown = false;
+      if ((def.valueInputs >> i) & 1u || def.dataDependentShape) {
+        eager_ = true;
+        eagerReason_ = node.describe() + " needs the value of '" + tensors_[idx].name + "' to compute its shape";
+        return Status::ok();
+      }
+    }
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
+  std::vector<RasterPlan> rasters;
+  OSPREY_RETURN_IF_ERROR(computeShapesAndLowering(node, in, out, &rasters));
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] < 0) continue;
+    RuntimeTensor& t = tensors_[node.outputs[i]];
+    t.dtype = out[i].dtype;
+    t.shape = out[i].shape;
+  }
+  const bool lowered = !rasters.empty();  // an op may decline lowering for some attributes
+  if (allKnown && (def.reference || lowered)) {  // constant folding, on the host
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] < 0) continue;
+      RuntimeTensor& t = tensors_[node.outputs[i]];
+      uint8_t* p = allocateFolded(t.bytes());
+      if (!p) return Status::outOfMemory("cannot allocate folded tensor '" + t.name + "'");
+      t.constData = p;
+      out[i].data = p;
+      known_[node.outputs[i]] = true;
+    }
+    OSPREY_RETURN_IF_ERROR(executeOnHost(node, in, out, rasters, mainRuntime_->threadPool()));
+    ++stats_.foldedOps;
+    return Status::ok();
+  }
+  stats_.flops += opFlops(node, in, out);
+  auto tensorsOf = [&](const std::vector<int>& idx) {
+    std::vector<RuntimeTensor*> v;
+    for (int i : idx) v.push_back(i < 0 ? nullptr : &tensors_[i]);
+    return v;
+  };
+  if (lowered) {
+    ++stats_.loweredOps;
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      if (node.outputs[i] < 0) continue;
+      Command cmd;
+      cmd.op.type = OpType::Raster;
+      cmd.op.node = &node;
+      cmd.op.raster = std::make_shared<RasterPlan>(std::move(rasters[i]));
+      cmd.inputs = tensorsOf(node.inputs);
+      cmd.outputs = {&tensors_[node.outputs[i]]};
+      commands_.push_back(std::move(cmd));
+    }
+    return Status::ok();
+  }
+  Command cmd;
+  cmd.op.type = node.type;
+  cmd.op.node = &node;
+  cmd.inputs = tensorsOf(node.inputs);
+  cmd.outputs = tensorsOf(node.outputs);
+  commands_.push_back(std::move(cmd));
+  return Status::ok();
+}
+
+}  // namespace osprey

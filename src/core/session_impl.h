@@ -1,0 +1,63 @@
+// A Session's machinery: resize (shape computation, constant folding, geometry lowering,
+// backend choice, memory planning) and run.
+#pragma once
+#include <deque>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/graph.h"
+#include "osprey/interpreter.h"
+
+namespace osprey {
+
+class SessionImpl {
+ public:
+  SessionImpl(std::shared_ptr<const Model> model, const ScheduleConfig& schedule, const BackendConfig& config);
+  Status init();
+  Status resize(const std::map<std::string, Shape>& inputShapes);
+  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
+  std::vector<TensorInfoPublic> inputInfo() const;
+  std::vector<TensorInfoPublic> outputInfo() const;
+  const SessionStats& stats() const { return stats_; }
+
+ private:
+  struct Command {
+    OpRef op;
+    std::vector<RuntimeTensor*> inputs, outputs;
+    Backend* backend = nullptr;
+    std::unique_ptr<Execution> execution;
+    bool isCopy = false;  // a cross-backend copy inserted by the pipeline
+  };
+
+  // Builds the command list for the current input shapes. With `inputValues`, graph inputs are
+  // known values and everything folds (eager mode, for models whose shapes depend on data).
+  Status plan(const std::map<std::string, const Tensor*>* inputValues);
+  Status computeNode(const Node& node);
+  Status createExecutions();
+  Status planMemory();
+  Status checkInput(const TensorInfo& info, const Tensor& t) const;
+  Status storeOutputs(std::vector<Tensor>* outputs) const;
+  uint8_t* allocateFolded(size_t bytes);
+
+  std::shared_ptr<const Model> model_;
+  ScheduleConfig schedule_;
+  BackendConfig config_;
+  std::unique_ptr<Runtime> mainRuntime_, backupRuntime_;
+  std::unique_ptr<Backend> main_, backup_;
+
+  std::vector<RuntimeTensor> tensors_;   // one per graph tensor
+  std::vector<bool> known_;              // value known at resize time (constant or folded)
+  std::deque<RuntimeTensor> mirrors_;    // copies of tensors on another backend
+  std::vector<Command> commands_;
+  std::vector<std::unique_ptr<MemObj>> memory_;
+  std::vector<std::shared_ptr<uint8_t>> folded_;
+  std::map<std::string, Shape> shapes_;  // current input shapes
+  bool planned_ = false;
+  bool eager_ = false;  // some shape depends on input values: plan at every run
+  std::string eagerReason_;
+  SessionStats stats_;
+};
+
+}  // namespace osprey

@@ -1,0 +1,208 @@
+// Session: executions, memory planning and running (resize's first half is in session.cpp).
+#include <map>
+#include <unordered_map>
+
+#include "core/layout.h"
+#include "core/session_impl.h"
+#include "ops/op_def.h"
+
+namespace osprey {
+
+Status SessionImpl::createExecutions() {
+  std::unordered_map<const RuntimeTensor*, Backend*> home;  // backend holding each activation
+  std::map<std::pair<const RuntimeTensor*, Backend*>, RuntimeTensor*> mirrorOf;
+  for (int i : model_->graph.inputs) home[&tensors_[i]] = main_.get();
+  std::vector<Command> withCopies;
+  for (auto& cmd : commands_) {
+    Backend* chosen = main_.get();
+    cmd.execution = main_->onCreate(cmd.inputs, cmd.outputs, cmd.op);
+    if (!cmd.execution && backup_) {
+      chosen = backup_.get();
+      cmd.execution = backup_->onCreate(cmd.inputs, cmd.outputs, cmd.op);
+    }
+    if (!cmd.execution) {
+      std::string dtypes;
+      for (auto* t : cmd.inputs)
+        if (t) dtypes += std::string(dtypes.empty() ? "" : ", ") + dataTypeName(t->dtype);
+      return Status::unsupported(cmd.op.describe() + ": no kernel for inputs of dtype (" + dtypes + ") on backend '" +
+                                 forwardTypeName(schedule_.backend) + "' or its backup");
+    }
+    cmd.backend = chosen;
+    // Activations made on another backend reach this one through a copy.
+    for (auto*& t : cmd.inputs) {
+      if (!t) continue;
+      bool isConst = t->constData != nullptr;
+      Backend* from = isConst ? nullptr : home[t];
+      bool needsCopy = isConst ? chosen->type() != ForwardType::CPU : from != chosen;
+      if (!needsCopy) continue;
+      auto key = std::make_pair(static_cast<const RuntimeTensor*>(t), chosen);
+      auto found = mirrorOf.find(key);
+      if (found == mirrorOf.end()) {
+        mirrors_.push_back(*t);
+        RuntimeTensor* m = &mirrors_.back();
+        m->constData = nullptr;
+        m->chunk.reset();
+        m->layout = chosen->preferredLayout(*m);
+        Command copy;
+        copy.isCopy = true;
+        copy.inputs = {t};
+        copy.outputs = {m};
+        copy.backend = chosen->type() == ForwardType::CPU && from ? from : chosen;
+        withCopies.push_back(std::move(copy));
+        found = mirrorOf.emplace(key, m).first;
+      }
+      t = found->second;
+    }
+    for (auto* t : cmd.outputs)
+      if (t) home[t] = chosen;
+    std::string key = std::string(forwardTypeName(chosen->type())) + ":" +
+                      (cmd.op.type == OpType::Raster ? std::string("Raster") : opTypeName(cmd.op.type));
+    ++stats_.opsByBackend[key];
+    withCopies.push_back(std::move(cmd));
+  }
+  // Graph outputs produced off the CPU are read back through their backend's onCopyBuffer in run().
+  commands_ = std::move(withCopies);
+  stats_.executions = static_cast<int>(commands_.size());
+  return Status::ok();
+}
+
+Status SessionImpl::planMemory() {
+  std::unordered_map<const RuntimeTensor*, size_t> lastUse;
+  for (size_t i = 0; i < commands_.size(); ++i)
+    for (auto* t : commands_[i].inputs)
+      if (t) lastUse[t] = i;
+  std::unordered_map<const RuntimeTensor*, bool> isGraphOutput;
+  for (int o : model_->graph.outputs) isGraphOutput[&tensors_[o]] = true;
+
+  main_->onResizeBegin();
+  if (backup_) backup_->onResizeBegin();
+  std::unordered_map<const RuntimeTensor*, std::unique_ptr<MemObj>> live;
+  size_t activationSum = 0;
+  auto acquire = [&](RuntimeTensor* t, Backend* b, StorageType storage) -> Status {
+    if (t->chunk || t->constData) return Status::ok();
+    auto mem = b->onAcquire(t, storage);
+    if (!mem) return Status::outOfMemory("cannot allocate '" + t->name + "' of " + std::to_string(t->bytes()) + " bytes");
+    activationSum += t->bytes();
+    if (storage == StorageType::DYNAMIC) {
+      live[t] = std::move(mem);
+    } else {
+      memory_.push_back(std::move(mem));
+    }
+    return Status::ok();
+  };
+  for (int i : model_->graph.inputs) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], main_.get(), StorageType::DYNAMIC));
+  for (size_t i = 0; i < commands_.size(); ++i) {
+    Command& cmd = commands_[i];
+    for (auto* t : cmd.outputs) {
+      if (!t) continue;
+      bool constantMirror = cmd.isCopy && cmd.inputs[0]->constData;
+      OSPREY_RETURN_IF_ERROR(acquire(t, cmd.backend, constantMirror ? StorageType::STATIC : StorageType::DYNAMIC));
+    }
+    if (cmd.execution) OSPREY_RETURN_IF_ERROR(cmd.execution->onResize(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
+    auto releaseIfDone = [&](RuntimeTensor* t, bool dead) {
+      if (!t || isGraphOutput.count(t)) return;
+      auto it = lastUse.find(t);
+      if ((it != lastUse.end() && it->second == i) || (dead && it == lastUse.end())) live.erase(t);
+    };
+    for (auto* t : cmd.inputs) releaseIfDone(t, false);
+    for (auto* t : cmd.outputs) releaseIfDone(t, true);
+  }
+  for (auto& [t, mem] : live) memory_.push_back(std::move(mem));
+  OSPREY_RETURN_IF_ERROR(main_->onResizeEnd());
+  if (backup_) OSPREY_RETURN_IF_ERROR(backup_->onResizeEnd());
+  stats_.arenaPeakBytes = main_->arenaPeakBytes() + (backup_ ? backup_->arenaPeakBytes() : 0);
+  stats_.activationBytesSum = activationSum;
+  // Constants needed on a device backend are uploaded once, now.
+  for (auto& cmd : commands_)
+    if (cmd.isCopy && cmd.inputs[0]->constData)
+      OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));
+  return Status::ok();
+}
+
+Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
+  if (t.dtype() != info.dtype)
+    return Status::invalidArgument("input '" + info.name + "' has dtype " + dataTypeName(t.dtype()) +
+                                   "; the model expects " + dataTypeName(info.dtype));
+  if (t.layout() != Layout::NCHW && t.layout() != Layout::NHWC)
+    return Status::invalidArgument("input '" + info.name + "' must be in NCHW or NHWC layout");
+  if (t.dtype() != DataType::String && !t.data() && t.elements() > 0)
+    return Status::invalidArgument("input '" + info.name + "' has no data");
+  return Status::ok();
+}
+
+Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
+  const Graph& g = model_->graph;
+  std::map<std::string, Shape> shapes;
+  std::map<std::string, const Tensor*> values;
+  for (auto& [name, t] : inputs) {
+    int idx = g.findTensor(name);
+    bool isInput = false;
+    for (int i : g.inputs) isInput |= (i == idx);
+    if (!isInput) {
+      std::string names;
+      for (int i : g.inputs) names += (names.empty() ? "" : ", ") + g.tensors[i].name;
+      return Status::invalidArgument("'" + name + "' is not an input of the model; its inputs are: " + names);
+    }
+    OSPREY_RETURN_IF_ERROR(checkInput(g.tensors[idx], t));
+    shapes[name] = logicalShape(t.shape(), t.layout());
+    values[name] = &t;
+  }
+  for (int i : g.inputs)
+    if (!values.count(g.tensors[i].name) && !(planned_ && !eager_))
+      return Status::invalidArgument("input '" + g.tensors[i].name + "' was not given");
+  for (auto& [name, s] : shapes_)
+    if (!shapes.count(name)) shapes[name] = s;
+  OSPREY_RETURN_IF_ERROR(resize(shapes));
+  if (eager_) {
+    for (int i : g.inputs)
+      if (!values.count(g.tensors[i].name)) return Status::invalidArgument("input '" + g.tensors[i].name + "' was not given");
+    OSPREY_RETURN_IF_ERROR(plan(&values));
+    if (eager_) return Status::internal("eager planning did not fold: " + eagerReason_);
+    if (!commands_.empty()) return Status::internal("eager planning left commands to run");
+    return storeOutputs(outputs);
+  }
+  for (auto& [name, t] : values) {
+    RuntimeTensor& rt = tensors_[g.findTensor(name)];
+    if (rt.dtype == DataType::String) return Status::unsupported("string input '" + name + "' must be constant-folded");
+    OSPREY_RETURN_IF_ERROR(convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype)));
+  }
+  main_->onExecuteBegin();
+  if (backup_) backup_->onExecuteBegin();
+  for (auto& cmd : commands_) {
+    if (cmd.isCopy) {
+      if (cmd.inputs[0]->constData) continue;  // uploaded at resize
+      OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));
+      continue;
+    }
+    OSPREY_RETURN_IF_ERROR(cmd.execution->onExecute(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
+  }
+  main_->onExecuteEnd();
+  if (backup_) backup_->onExecuteEnd();
+  return storeOutputs(outputs);
+}
+
+Status SessionImpl::storeOutputs(std::vector<Tensor>* outputs) const {
+  outputs->clear();
+  for (int o : model_->graph.outputs) {
+    const RuntimeTensor& rt = tensors_[o];
+    Tensor t(rt.dtype, rt.shape);
+    if (rt.dtype == DataType::String) {
+      if (rt.strings) t.strings() = *rt.strings;
+    } else if (rt.constData || (rt.backend && rt.backend->type() == ForwardType::CPU)) {
+      OSPREY_RETURN_IF_ERROR(convertLayout(rt.host(), rt.layout, t.data(), Layout::NCHW, rt.shape, dataTypeSize(rt.dtype)));
+    } else if (rt.backend) {
+      RuntimeTensor host = rt;
+      host.backend = nullptr;
+      host.layout = Layout::NCHW;
+      auto chunk = std::make_shared<MemChunk>();
+      uint8_t* base = static_cast<uint8_t*>(t.data());
+      chunk->base = &base;
+      host.chunk = chunk;
+      OSPREY_RETURN_IF_ERROR(rt.backend->onCopyBuffer(&rt, &host));
+    }
+    outputs->push_back(std::move(t));
+  }
+  return Status::ok();
+}
+
+}  // namespace osprey

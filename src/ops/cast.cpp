@@ -1,0 +1,177 @@
+// Cast between every pair of numeric dtypes (including bool, float16, bfloat16), and from
+// string to numeric when the strings are known (constants). Float8, 4-bit and 2-bit types and
+// casts to string are not supported; `saturate` only concerns float8 and is ignored.
+//
+// Conversions ONNX leaves undefined are made deterministic: float to integer truncates toward
+// zero, NaN gives 0, and values outside int64 saturate before the result wraps to a narrower
+// integer (the wrap matches numpy and C casts on x86 for in-range-of-int64 values). Integer to
+// integer wraps. double to float16/bfloat16 rounds through float.
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+
+#include "core/thread_pool.h"
+#include "ops/op_util.h"
+
+namespace osprey {
+
+namespace {
+
+const char* unsupportedDtypeName(int64_t v) {
+  switch (v) {
+    case 14: return "complex64";
+    case 15: return "complex128";
+    case 17: return "float8e4m3fn";
+    case 18: return "float8e4m3fnuz";
+    case 19: return "float8e5m2";
+    case 20: return "float8e5m2fnuz";
+    case 21: return "uint4";
+    case 22: return "int4";
+    case 23: return "float4e2m1";
+    case 24: return "float8e8m0";
+    case 25: return "uint2";
+    case 26: return "int2";
+    default: return nullptr;
+  }
+}
+
+bool isNumeric(DataType t) { return dispatchNumeric(t, [](auto) {}); }
+
+Status castShape(const Node& node, const TensorViews& in, TensorViews& out) {
+  if (!node.hasAttr("to")) return Status::invalidModel("attribute 'to' is missing");
+  const int64_t to = node.getInt("to", 0);
+  if (const char* name = unsupportedDtypeName(to)) return Status::unsupported(std::string("Cast to ") + name + " is not supported");
+  if (to < 0 || to > std::numeric_limits<int32_t>::max() || !isKnownDataType(static_cast<int32_t>(to)) ||
+      to == static_cast<int64_t>(DataType::Undefined))
+    return Status::invalidModel("attribute 'to' is " + std::to_string(to) + ", which is not a dtype");
+  const DataType target = static_cast<DataType>(to);
+  if (target == DataType::String) return Status::unsupported("Cast to string is not supported");
+  if (!isNumeric(target)) return Status::unsupported(std::string("Cast to ") + dataTypeName(target) + " is not supported");
+  if (!isNumeric(in[0].dtype) && in[0].dtype != DataType::String)
+    return Status::unsupported(dtypeError(in[0], "input"));
+  out[0].dtype = target;
+  out[0].shape = in[0].shape;
+  return Status::ok();
+}
+
+// Float to integer without undefined behaviour (see the file comment).
+template <class To>
+To floatToInteger(double v) {
+  if (std::isnan(v)) return To(0);
+  if constexpr (std::is_same_v<To, uint64_t>) {
+    if (v >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
+    if (v >= 9223372036854775808.0) return static_cast<uint64_t>(v);
+  }
+  if (v >= 9223372036854775808.0) return static_cast<To>(std::numeric_limits<int64_t>::max());
+  if (v < -9223372036854775808.0) return static_cast<To>(std::numeric_limits<int64_t>::min());
+  return static_cast<To>(static_cast<int64_t>(v));
+}
+
+template <class To, class From>
+inline To convertValue(From x) {
+  using CF = ComputeType<From>;
+  using CT = ComputeType<To>;
+  if constexpr (std::is_same_v<To, bool>) {
+    return CF(x) != CF(0);
+  } else if constexpr (std::is_same_v<From, bool>) {
+    return To(CT(x ? 1 : 0));
+  } else if constexpr (isFloatLike<From> && !isFloatLike<To>) {
+    return floatToInteger<To>(static_cast<double>(CF(x)));
+  } else {
+    return To(static_cast<CT>(CF(x)));
+  }
+}
+
+template <class To, class From>
+void convertAll(const From* x, To* y, int64_t n, ThreadPool* pool) {
+  auto work = [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) y[i] = convertValue<To, From>(x[i]);
+  };
+  if (n >= (int64_t{1} << 16)) {
+    parallelFor(pool, n, work);
+  } else {
+    work(0, n);
+  }
+}
+
+// Parses a string as the target dtype: decimal or hexadecimal numbers, inf and nan for floats;
+// surrounding spaces are allowed, anything else is an error.
+template <class To>
+Status parseValue(const std::string& s, To* out) {
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  if constexpr (isFloatLike<To>) {
+    double v = std::strtod(begin, &end);
+    while (end && (*end == ' ' || *end == '\t')) ++end;
+    if (end == begin || *end != '\0') return Status::invalidArgument("cannot parse '" + s + "' as a number");
+    *out = convertValue<To, double>(v);
+  } else if constexpr (std::is_same_v<To, bool>) {
+    if (s == "true" || s == "True" || s == "false" || s == "False") {
+      *out = s[0] == 't' || s[0] == 'T';
+    } else {
+      double v = std::strtod(begin, &end);
+      if (end == begin || *end != '\0') return Status::invalidArgument("cannot parse '" + s + "' as a bool");
+      *out = v != 0.0;
+    }
+  } else if constexpr (std::is_signed_v<To>) {
+    long long v = std::strtoll(begin, &end, 10);
+    while (end && (*end == ' ' || *end == '\t')) ++end;
+    if (end == begin || *end != '\0') return Status::invalidArgument("cannot parse '" + s + "' as an integer");
+    if (errno == ERANGE || v < std::numeric_limits<To>::lowest() || v > std::numeric_limits<To>::max())
+      return Status::invalidArgument("'" + s + "' is out of range for " + dataTypeName(dataTypeOf<To>()));
+    *out = static_cast<To>(v);
+  } else {
+    while (*begin == ' ' || *begin == '\t') ++begin;
+    if (*begin == '-') return Status::invalidArgument("'" + s + "' is negative; the target is unsigned");
+    unsigned long long v = std::strtoull(begin, &end, 10);
+    while (end && (*end == ' ' || *end == '\t')) ++end;
+    if (end == begin || *end != '\0') return Status::invalidArgument("cannot parse '" + s + "' as an integer");
+    if (errno == ERANGE || v > std::numeric_limits<To>::max())
+      return Status::invalidArgument("'" + s + "' is out of range for " + dataTypeName(dataTypeOf<To>()));
+    *out = static_cast<To>(v);
+  }
+  return Status::ok();
+}
+
+Status castFromStrings(const TensorView& in, TensorView& out) {
+  if (!in.strings) return Status::unsupported("Cast from string needs a constant input");
+  if (static_cast<int64_t>(in.strings->size()) != in.elements())
+    return Status::invalidModel("string tensor holds " + std::to_string(in.strings->size()) + " values; its shape " +
+                                shapeToString(in.shape) + " needs " + std::to_string(in.elements()));
+  Status st = Status::ok();
+  dispatchNumeric(out.dtype, [&](auto tag) {
+    using To = typename decltype(tag)::type;
+    To* y = out.as<To>();
+    for (int64_t i = 0; i < in.elements() && st.isOk(); ++i) st = parseValue<To>((*in.strings)[i], &y[i]);
+  });
+  return st;
+}
+
+Status castKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
+  if (in[0].dtype == DataType::String) return castFromStrings(in[0], out[0]);
+  if (in[0].dtype == out[0].dtype) {
+    std::memcpy(out[0].data, in[0].data, in[0].bytes());
+    return Status::ok();
+  }
+  bool ok = false;
+  dispatchNumeric(in[0].dtype, [&](auto fromTag) {
+    using From = typename decltype(fromTag)::type;
+    ok = dispatchNumeric(out[0].dtype, [&](auto toTag) {
+      using To = typename decltype(toTag)::type;
+      convertAll<To, From>(in[0].as<const From>(), out[0].as<To>(), in[0].elements(), pool);
+    });
+  });
+  return ok ? Status::ok()
+            : Status::unsupported(std::string("Cast from ") + dataTypeName(in[0].dtype) + " to " + dataTypeName(out[0].dtype) +
+                                  " is not supported");
+}
+
+}  // namespace
+
+const OpDef kOpDef_Cast = {OpType::Cast, "Cast", 1, 1, 1, 1, castShape, castKernel, nullptr, 0, false};
+
+}  // namespace osprey

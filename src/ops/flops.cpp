@@ -1,0 +1,28 @@
+#include "ops/flops.h"
+
+namespace osprey {
+
+int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out) {
+  auto elems = [](const TensorView& v) { return v.present ? shapeElements(v.shape) : 0; };
+  switch (node.type) {
+    case OpType::Conv:  // W: [Cout, Cin/g, k...]
+      if (in.size() > 1 && in[1].shape.size() > 1) return 2 * elems(out[0]) * (elems(in[1]) / in[1].shape[0]);
+      return 0;
+    case OpType::ConvTranspose:  // W: [Cin, Cout/g, k...]
+      if (in.size() > 1 && in[1].shape.size() > 1) return 2 * elems(in[0]) * (elems(in[1]) / in[1].shape[0]);
+      return 0;
+    case OpType::MatMul:
+      if (!in[0].shape.empty()) return 2 * elems(out[0]) * in[0].shape.back();
+      return 0;
+    case OpType::Gemm:
+      if (in[0].shape.size() == 2) return 2 * elems(out[0]) * in[0].shape[node.getInt("transA", 0) ? 0 : 1];
+      return 0;
+    default: {
+      int64_t n = 0;
+      for (auto& o : out) n += elems(o);
+      return n;
+    }
+  }
+}
+
+}  // namespace osprey

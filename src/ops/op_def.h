@@ -1,0 +1,50 @@
+// What every op provides, independent of any backend: shape computation, a reference kernel
+// (the oracle every backend is tested against) and, for pure data movement, a lowering to Raster.
+#pragma once
+#include <vector>
+
+#include "core/graph.h"
+#include "core/tensor_view.h"
+#include "geometry/raster.h"
+
+namespace osprey {
+
+class ThreadPool;
+
+using TensorViews = std::vector<TensorView>;
+
+// Fills outputs[i].dtype and .shape. Inputs carry dtype and shape; .data is set when the value
+// is known at resize time (constants and folded tensors).
+using ShapeFn = Status (*)(const Node& node, const TensorViews& inputs, TensorViews& outputs);
+// Computes outputs from inputs; all views hold data, outputs are allocated to their shapes.
+using KernelFn = Status (*)(const Node& node, const TensorViews& inputs, TensorViews& outputs,
+                            ThreadPool* pool);
+// Describes each output as strided copies from the inputs (one RasterPlan per output, in
+// output order). Leaving `plans` empty declines: the op then runs its reference kernel.
+using LowerFn = Status (*)(const Node& node, const TensorViews& inputs, const TensorViews& outputs,
+                           std::vector<RasterPlan>& plans);
+
+struct OpDef {
+  OpType type = OpType::Invalid;
+  const char* name = "";
+  int minInputs = 1, maxInputs = 1;    // maxInputs -1: variadic
+  int minOutputs = 1, maxOutputs = 1;
+  ShapeFn shape = nullptr;
+  KernelFn reference = nullptr;
+  LowerFn lower = nullptr;
+  uint32_t valueInputs = 0;      // bit i: shape computation needs the value of input i
+  bool dataDependentShape = false;  // output shape needs every input's value (NonZero, ...)
+};
+
+// The definition of every op in ops.def; an op without one gets a definition whose shape
+// function reports that it is not implemented.
+const OpDef& opDef(OpType type);
+bool opIsImplemented(OpType type);
+
+// Each op's file defines its OpDef(s). Declared weak so that an op listed in the catalog but
+// not yet defined links and reports "not implemented"; a unit test lists any such op.
+#define OSPREY_OP(name) extern const OpDef kOpDef_##name __attribute__((weak));
+#include "ops/ops.def"
+#undef OSPREY_OP
+
+}  // namespace osprey

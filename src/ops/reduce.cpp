@@ -1,0 +1,212 @@
+// ReduceSum, ReduceMean, ReduceMax (opset 18+ form): the axes come as optional int64 input 1,
+// whose value shape computation needs. No axes (absent or empty) reduces every axis, unless
+// noop_with_empty_axes is set, which makes the op an identity. keepdims (default 1) keeps
+// reduced axes as size 1. Over an empty set ReduceSum gives 0, ReduceMax -inf (the lowest
+// value for integers, false for bool) and ReduceMean NaN (0 for integers).
+// Float sums accumulate in double; integer sums wrap like the element type.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <type_traits>
+#include <vector>
+
+#include "core/thread_pool.h"
+#include "ops/op_util.h"
+
+namespace osprey {
+
+namespace {
+
+enum class Reduce { Sum, Mean, Max };
+
+// Which input axes are reduced; `noop` when the op is an identity.
+Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* reduced, bool* noop) {
+  const int64_t rank = in[0].rank();
+  std::vector<int64_t> axes;
+  if (in.size() > 1 && in[1].present) {
+    if (in[1].rank() > 1) return Status::invalidModel("axes (input 1) must be 1-D, got shape " + shapeToString(in[1].shape));
+    OSPREY_RETURN_IF_ERROR(in[1].readInts(&axes, "axes (input 1)"));
+  } else {
+    axes = node.getInts("axes");  // the attribute form of older opsets, if it survived import
+  }
+  *noop = false;
+  reduced->assign(static_cast<size_t>(rank), false);
+  if (axes.empty()) {
+    if (node.getInt("noop_with_empty_axes", 0) != 0) {
+      *noop = true;
+    } else {
+      reduced->assign(static_cast<size_t>(rank), true);
+    }
+    return Status::ok();
+  }
+  std::vector<int64_t> norm;
+  Status st = normalizeAxes(axes, rank, &norm);
+  if (!st.isOk()) return Status::invalidModel("axes: " + st.message() + " (data has shape " + shapeToString(in[0].shape) + ")");
+  for (int64_t a : norm) (*reduced)[static_cast<size_t>(a)] = true;
+  return Status::ok();
+}
+
+Status reduceShape(const Node& node, const TensorViews& in, TensorViews& out) {
+  const DataType t = in[0].dtype;
+  bool ok = dispatchNumeric(t, [](auto) {}) && (t != DataType::Bool || node.type == OpType::ReduceMax);
+  if (!ok) return Status::unsupported(dtypeError(in[0], "input data"));
+  std::vector<bool> reduced;
+  bool noop;
+  OSPREY_RETURN_IF_ERROR(reducedAxes(node, in, &reduced, &noop));
+  const bool keep = node.getInt("keepdims", 1) != 0;
+  out[0].dtype = t;
+  out[0].shape.clear();
+  for (size_t d = 0; d < reduced.size(); ++d) {
+    if (!reduced[d] || noop) out[0].shape.push_back(in[0].shape[d]);
+    else if (keep) out[0].shape.push_back(1);
+  }
+  return Status::ok();
+}
+
+template <Reduce K, class T>
+struct Reducer {
+  using C = ComputeType<T>;
+  using Acc = std::conditional_t<K == Reduce::Max, C,
+                                 std::conditional_t<isFloatLike<T>, double,
+                                                    std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>;
+  static Acc init() {
+    if constexpr (K != Reduce::Max) return Acc(0);
+    else if constexpr (std::numeric_limits<C>::has_infinity) return -std::numeric_limits<C>::infinity();
+    else return std::numeric_limits<C>::lowest();
+  }
+  static Acc step(Acc a, T x) {
+    if constexpr (K == Reduce::Max) {
+      const C v = C(x);
+      return (v > a || v != v) ? v : a;
+    } else if constexpr (isFloatLike<T>) {
+      return a + static_cast<double>(C(x));
+    } else {
+      return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(x));
+    }
+  }
+  static T finish(Acc a, int64_t count) {
+    if constexpr (K == Reduce::Mean) {
+      if constexpr (isFloatLike<T>) {
+        return T(C(a / static_cast<double>(count)));  // 0 / 0: NaN for the empty set
+      } else {
+        return count ? static_cast<T>(a / static_cast<Acc>(count)) : T(0);
+      }
+    } else if constexpr (isFloatLike<T>) {
+      return T(C(a));
+    } else {
+      return static_cast<T>(a);
+    }
+  }
+};
+
+// Input dims with size-1 dims dropped and neighbours of the same kind (kept / reduced) merged.
+struct MergedDims {
+  std::vector<int64_t> size;
+  std::vector<bool> reduced;
+};
+
+MergedDims mergeDims(const Shape& shape, const std::vector<bool>& reduced) {
+  MergedDims m;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (shape[d] == 1) continue;
+    if (!m.size.empty() && m.reduced.back() == reduced[d]) {
+      m.size.back() *= shape[d];
+    } else {
+      m.size.push_back(shape[d]);
+      m.reduced.push_back(reduced[d]);
+    }
+  }
+  return m;
+}
+
+template <Reduce K, class T>
+void reduceFor(const TensorView& in, TensorView& out, const std::vector<bool>& reduced, ThreadPool* pool) {
+  using R = Reducer<K, T>;
+  using Acc = typename R::Acc;
+  const T* x = in.as<const T>();
+  T* y = out.as<T>();
+  const int64_t outN = out.elements();
+  const int64_t count = outN ? in.elements() / outN : 0;
+  if (in.elements() == 0) {
+    for (int64_t i = 0; i < outN; ++i) y[i] = R::finish(R::init(), 0);
+    return;
+  }
+  const MergedDims m = mergeDims(in.shape, reduced);
+  int reducedRuns = 0;
+  for (bool r : m.reduced) reducedRuns += r;
+  if (reducedRuns <= 1) {
+    // [outer, n, inner] with one reduced block of n: the shapes that real models produce.
+    int64_t outer = 1, n = 1, inner = 1;
+    bool seen = false;
+    for (size_t d = 0; d < m.size.size(); ++d) {
+      if (m.reduced[d]) n = m.size[d], seen = true;
+      else (seen ? inner : outer) *= m.size[d];
+    }
+    auto work = [&](int64_t o0, int64_t o1) {
+      std::vector<Acc> acc(static_cast<size_t>(inner));
+      for (int64_t o = o0; o < o1; ++o) {
+        const T* block = x + o * n * inner;
+        if (inner == 1) {
+          Acc a = R::init();
+          for (int64_t r = 0; r < n; ++r) a = R::step(a, block[r]);
+          y[o] = R::finish(a, count);
+          continue;
+        }
+        for (auto& a : acc) a = R::init();
+        for (int64_t r = 0; r < n; ++r)
+          for (int64_t j = 0; j < inner; ++j) acc[j] = R::step(acc[j], block[r * inner + j]);
+        for (int64_t j = 0; j < inner; ++j) y[o * inner + j] = R::finish(acc[j], count);
+      }
+    };
+    if (in.elements() >= 4096) {
+      parallelFor(pool, outer, work);
+    } else {
+      work(0, outer);
+    }
+    return;
+  }
+  // Several reduced blocks: walk the input in order, accumulating into the output element
+  // each input element belongs to.
+  const size_t rank = m.size.size();
+  std::vector<int64_t> outStrides(rank, 0), inStrides(rank, 0);
+  int64_t os = 1, is = 1;
+  for (size_t d = rank; d-- > 0;) {
+    inStrides[d] = is;
+    is *= m.size[d];
+    if (!m.reduced[d]) {
+      outStrides[d] = os;
+      os *= m.size[d];
+    }
+  }
+  std::vector<Acc> acc(static_cast<size_t>(outN), R::init());
+  forEachBroadcast(m.size, outStrides, inStrides, [&](int64_t, int64_t o, int64_t i) { acc[o] = R::step(acc[o], x[i]); });
+  for (int64_t i = 0; i < outN; ++i) y[i] = R::finish(acc[i], count);
+}
+
+template <Reduce K>
+Status reduceKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
+  std::vector<bool> reduced;
+  bool noop;
+  OSPREY_RETURN_IF_ERROR(reducedAxes(node, in, &reduced, &noop));
+  if (noop) {
+    std::memcpy(out[0].data, in[0].data, in[0].bytes());
+    return Status::ok();
+  }
+  Status st = Status::unsupported(dtypeError(in[0], "input data"));
+  dispatchNumeric(in[0].dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (!std::is_same_v<T, bool> || K == Reduce::Max) {
+      reduceFor<K, T>(in[0], out[0], reduced, pool);
+      st = Status::ok();
+    }
+  });
+  return st;
+}
+
+}  // namespace
+
+const OpDef kOpDef_ReduceSum = {OpType::ReduceSum, "ReduceSum", 1, 2, 1, 1, reduceShape, reduceKernel<Reduce::Sum>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceMean = {OpType::ReduceMean, "ReduceMean", 1, 2, 1, 1, reduceShape, reduceKernel<Reduce::Mean>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceMax = {OpType::ReduceMax, "ReduceMax", 1, 2, 1, 1, reduceShape, reduceKernel<Reduce::Max>, nullptr, 0b10, false};
+
+}  // namespace osprey

@@ -1,0 +1,49 @@
+#include <string>
+#include <unordered_map>
+
+#include "ops/op_def.h"
+
+namespace osprey {
+
+namespace {
+const OpDef* const kOpDefs[] = {
+#define OSPREY_OP(name) &kOpDef_##name,
+#include "ops/ops.def"
+#undef OSPREY_OP
+};
+const char* const kOpNames[] = {
+#define OSPREY_OP(name) #name,
+#include "ops/ops.def"
+#undef OSPREY_OP
+};
+
+Status notImplemented(const Node& node, const TensorViews&, TensorViews&) {
+  return Status::unsupported(std::string(opTypeName(node.type)) + " is in the catalog but not implemented");
+}
+const OpDef kMissing = {OpType::Invalid, "missing", 0, -1, 0, -1, notImplemented, nullptr, nullptr, 0, false};
+}  // namespace
+
+const OpDef& opDef(OpType type) {
+  const OpDef* d = kOpDefs[static_cast<int>(type)];
+  return d ? *d : kMissing;
+}
+
+bool opIsImplemented(OpType type) { return kOpDefs[static_cast<int>(type)] != nullptr; }
+
+const char* opTypeName(OpType t) {
+  int i = static_cast<int>(t);
+  if (i < 0 || i >= static_cast<int>(OpType::Count)) return "Invalid";
+  return kOpNames[i];
+}
+
+OpType opTypeFromName(std::string_view name) {
+  static const std::unordered_map<std::string, OpType> byName = [] {
+    std::unordered_map<std::string, OpType> m;
+    for (int i = 0; i < static_cast<int>(OpType::Count); ++i) m[kOpNames[i]] = static_cast<OpType>(i);
+    return m;
+  }();
+  auto it = byName.find(std::string(name));
+  return it == byName.end() ? OpType::Invalid : it->second;
+}
+
+}  // namespace osprey

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Bad input gives one clear line on stderr and a non-zero exit, never a crash: a corrupt .osp,
+a truncated .onnx, an ONNX model with unsupported ops, a wrong input shape and dtype."""
+import os, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+failures = []
+
+
+def expect_error(args, *needles):
+    r = subprocess.run([os.environ["OSPREY_BIN"]] + args, capture_output=True, text=True, timeout=120)
+    lines = [l for l in r.stderr.splitlines() if l.strip()]
+    problems = []
+    if r.returncode <= 0:
+        problems.append("exit status %d (want a positive failure status; negative means a crash)" % r.returncode)
+    if len(lines) != 1 or not lines[0].startswith("error: "):
+        problems.append("stderr is not one 'error:' line: %r" % r.stderr)
+    for n in needles:
+        if n not in r.stderr:
+            problems.append("message lacks %r" % n)
+    status = "ok" if not problems else "FAIL"
+    print("%-4s osprey %s\n     %s" % (status, " ".join(os.path.basename(a) for a in args), r.stderr.strip()))
+    if problems:
+        failures.append((args, problems))
+
+
+def main():
+    try:
+        import numpy as np
+        import onnx
+        from onnx import TensorProto, helper
+        import make_default_model
+    except ImportError as e:
+        print("SKIPPED: %s (run scripts/setup.sh)" % e)
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="osprey-cli-errors-")
+    model = make_default_model.build(np.random.RandomState(0))
+    good = os.path.join(tmp, "good.onnx")
+    onnx.save(model, good)
+    data = open(good, "rb").read()
+
+    truncated = os.path.join(tmp, "truncated.onnx")
+    open(truncated, "wb").write(data[: len(data) // 2])
+    expect_error(["run", truncated], "truncated")
+    expect_error(["convert", truncated, os.path.join(tmp, "x.osp")], "truncated")
+
+    osp = os.path.join(tmp, "good.osp")
+    subprocess.run([os.environ["OSPREY_BIN"], "convert", good, osp], check=True, capture_output=True)
+    osp_bytes = bytearray(open(osp, "rb").read())
+    cut = os.path.join(tmp, "cut.osp")
+    open(cut, "wb").write(osp_bytes[: len(osp_bytes) - 100])
+    expect_error(["run", cut], "corrupt")
+    damaged = bytearray(osp_bytes)
+    for i in range(8, min(len(damaged), 200)):
+        damaged[i] ^= 0xA5
+    bad = os.path.join(tmp, "damaged.osp")
+    open(bad, "wb").write(bytes(damaged))
+    expect_error(["info", bad], "corrupt")
+
+    nodes = [helper.make_node("Relu", ["x"], ["a"]),
+             helper.make_node("FancyOp", ["a"], ["b"]),
+             helper.make_node("Det", ["b"], ["c"]),
+             helper.make_node("FancyOp", ["c"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
+    unsupported = os.path.join(tmp, "unsupported.onnx")
+    onnx.save(m, unsupported)
+    expect_error(["convert", unsupported, os.path.join(tmp, "u.osp")], "FancyOp (opset 13)", "Det (opset 13)")
+    expect_error(["run", unsupported], "FancyOp (opset 13)", "Det (opset 13)")
+
+    wrong_shape = os.path.join(tmp, "wrong_shape.npy")
+    np.save(wrong_shape, np.zeros((1, 3, 32, 32), np.float32))
+    expect_error(["run", osp, "--input", "input=" + wrong_shape], "'input'", "[1, 3, 64, 64]")
+    wrong_dtype = os.path.join(tmp, "wrong_dtype.npy")
+    np.save(wrong_dtype, np.zeros((1, 3, 64, 64), np.float64))
+    expect_error(["run", osp, "--input", "input=" + wrong_dtype], "'input'", "float64")
+    expect_error(["run", osp, "--input", "nosuch=" + wrong_dtype], "'nosuch'")
+    expect_error(["run", os.path.join(tmp, "missing.osp")], "missing.osp")
+
+    if failures:
+        print("%d check(s) failed" % len(failures))
+        sys.exit(1)
+    print("all error checks passed")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""End to end: every model of ../shared/models/make_models.py converted and run through the
+`osprey` CLI, each output compared with PyTorch's: max|diff| <= 1e-4 * max(1, max|ref|).
+
+Environment: OSPREY_BIN (the CLI), OSPREY_MODELS_DIR (models made by make_models.py; generated
+into OSPREY_WORK_DIR/models when absent), OSPREY_SHARED_DIR (default: ../shared beside the
+repository), OSPREY_BERT_LAYERS (default 2; 12 for the full model), OSPREY_THREADS (default 2).
+Exits 77 (skipped) when neither models nor make_models.py with torch are available."""
+import os, re, subprocess, sys, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SKIP = 77
+
+
+def skip(msg):
+    print("SKIPPED: " + msg)
+    sys.exit(SKIP)
+
+
+def main():
+    try:
+        import numpy as np
+    except ImportError:
+        skip("numpy is not installed for %s (run scripts/setup.sh)" % sys.executable)
+    osprey = os.environ.get("OSPREY_BIN") or skip("OSPREY_BIN is not set")
+    work = os.environ.get("OSPREY_WORK_DIR", "/tmp/osprey-model-check")
+    layers = int(os.environ.get("OSPREY_BERT_LAYERS", "2"))
+    threads = os.environ.get("OSPREY_THREADS", "2")
+    models = os.environ.get("OSPREY_MODELS_DIR") or os.path.join(work, "models")
+    shared = os.environ.get("OSPREY_SHARED_DIR", os.path.join(os.path.dirname(ROOT), "shared"))
+    maker = os.path.join(shared, "models", "make_models.py")
+    bert = "bert_base_l%d_seq128" % layers
+    names = ["mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "shufflenet_v2_x1_0",
+             "efficientnet_b0", bert, "vit_tiny_p16_224"]
+    missing = [n for n in names if not os.path.exists(os.path.join(models, n + ".ref.npy"))]
+    if missing:
+        if not os.path.exists(maker):
+            skip("no models in %s and no %s (../shared is absent)" % (models, maker))
+        try:
+            import torch, torchvision  # noqa: F401
+        except ImportError:
+            skip("torch/torchvision are not installed for %s (run scripts/setup.sh)" % sys.executable)
+        os.makedirs(models, exist_ok=True)
+        print("generating %s into %s" % (", ".join(missing), models), flush=True)
+        subprocess.run([sys.executable, maker, models, "--only", ",".join(missing), "--bert-layers", str(layers)],
+                       check=True)
+    os.makedirs(os.path.join(work, "out"), exist_ok=True)
+    rows, failed = [], 0
+    for name in names:
+        onnx_path = os.path.join(models, name + ".onnx")
+        osp = os.path.join(work, name + ".osp")
+        t0 = time.time()
+        conv = subprocess.run([osprey, "convert", onnx_path, osp], capture_output=True, text=True)
+        convert_s = time.time() - t0
+        if conv.returncode != 0:
+            rows.append((name, "convert failed: " + conv.stderr.strip(), "", "", "", ""))
+            failed += 1
+            continue
+        outdir = os.path.join(work, "out", name)
+        t0 = time.time()
+        run = subprocess.run([osprey, "run", osp, "--input", "input=" + os.path.join(models, name + ".input.npy"),
+                              "--save-outputs", outdir, "--threads", threads], capture_output=True, text=True)
+        run_s = time.time() - t0
+        if run.returncode != 0:
+            rows.append((name, "run failed: " + run.stderr.strip(), "", "", "", ""))
+            failed += 1
+            continue
+        ref = np.load(os.path.join(models, name + ".ref.npy"))
+        out = np.load(os.path.join(outdir, "0_output.npy"))
+        if out.shape != ref.shape:
+            rows.append((name, "shape %s != %s" % (out.shape, ref.shape), "", "", "", ""))
+            failed += 1
+            continue
+        diff = float(np.max(np.abs(out.astype(np.float64) - ref.astype(np.float64))))
+        bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))))
+        ok = diff <= bound
+        failed += 0 if ok else 1
+        m = re.search(r"arena peak ([\d.]+) MB \(activations add up to ([\d.]+) MB\)", run.stdout)
+        arena = "%s / %s MB" % (m.group(1), m.group(2)) if m else "?"
+        rows.append((name, "ok" if ok else "MISMATCH", "%.3g (bound %.3g)" % (diff, bound), "%.2f s" % convert_s,
+                     arena, "%.2f s" % run_s))
+    print("%-22s %-9s %-26s %-9s %-28s %s" % ("model", "result", "max|diff|", "convert", "arena peak / sum", "run"))
+    for r in rows:
+        print("%-22s %-9s %-26s %-9s %-28s %s" % r)
+    sys.exit(1 if failed else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,91 @@
+#include "op_test_util.h"
+
+#include <cmath>
+
+#include "core/graph.h"
+
+namespace osprey::test {
+
+Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs) {
+  auto model = std::make_shared<Model>();
+  Graph& g = model->graph;
+  std::map<std::string, Tensor> feeds;
+  node.inputs.clear();
+  node.outputs.clear();
+  if (node.name.empty()) node.name = "op";
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].absent) {
+      node.inputs.push_back(-1);
+      continue;
+    }
+    TensorInfo t;
+    t.name = "x" + std::to_string(i);
+    t.dtype = inputs[i].value.dtype();
+    t.shape = inputs[i].value.shape();
+    if (inputs[i].constant) {
+      t.isConstant = true;
+      if (t.dtype == DataType::String) {
+        t.data.strings = inputs[i].value.strings();
+      } else {
+        t.data = ConstantData::copyOf(inputs[i].value.data(), inputs[i].value.bytes());
+      }
+      node.inputs.push_back(g.addTensor(t));
+    } else {
+      int idx = g.addTensor(t);
+      g.inputs.push_back(idx);
+      node.inputs.push_back(idx);
+      feeds[t.name] = inputs[i].value;
+    }
+  }
+  for (int i = 0; i < numOutputs; ++i) {
+    TensorInfo t;
+    t.name = "y" + std::to_string(i);
+    int idx = g.addTensor(t);
+    node.outputs.push_back(idx);
+    g.outputs.push_back(idx);
+  }
+  g.nodes.push_back(node);
+  std::shared_ptr<Interpreter> interp;
+  OSPREY_RETURN_IF_ERROR(Interpreter::fromModel(model, &interp));
+  std::unique_ptr<Session> session;
+  OSPREY_RETURN_IF_ERROR(interp->createSession(ScheduleConfig(), BackendConfig(), &session));
+  return session->run(feeds, outputs);
+}
+
+Tensor randomTensor(DataType dtype, const Shape& shape, uint32_t seed, double lo, double hi) {
+  Tensor t(dtype, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> dist(lo, hi);
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    double v = dist(gen);
+    if (dtype != DataType::Float32 && dtype != DataType::Float64 && dtype != DataType::Float16 &&
+        dtype != DataType::BFloat16)
+      v = std::floor(v);
+    storeFromDouble(dtype, t.data(), i, v);
+  }
+  return t;
+}
+
+double maxAbsDiff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  EXPECT_EQ(a.dtype(), b.dtype());
+  if (a.shape() != b.shape() || a.dtype() != b.dtype()) return INFINITY;
+  double m = 0;
+  for (int64_t i = 0; i < a.elements(); ++i) m = std::max(m, std::fabs(at(a, i) - at(b, i)));
+  return m;
+}
+
+void expectNear(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+  ASSERT_EQ(actual.shape(), expected.shape());
+  ASSERT_EQ(actual.dtype(), expected.dtype());
+  for (int64_t i = 0; i < actual.elements(); ++i) {
+    double a = at(actual, i), e = at(expected, i);
+    if (std::isnan(e)) {
+      ASSERT_TRUE(std::isnan(a)) << "element " << i;
+      continue;
+    }
+    ASSERT_NEAR(a, e, atol + rtol * std::fabs(e)) << "element " << i << " of shape " << shapeToString(actual.shape());
+  }
+}
+
+}  // namespace osprey::test

@@ -1,0 +1,42 @@
+// Runs one op through a real Session (shape computation, lowering, CPU backend) for op tests.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+#include "core/graph.h"
+#include "osprey/osprey.h"
+
+namespace osprey::test {
+
+struct OpInput {
+  Tensor value;
+  bool constant = false;  // a model constant (initializer) instead of a graph input
+  bool absent = false;    // an omitted optional input
+};
+
+inline OpInput in(Tensor t) { return {std::move(t), false, false}; }
+inline OpInput constant(Tensor t) { return {std::move(t), true, false}; }
+inline OpInput absent() { return {Tensor(), false, true}; }
+
+// Builds a one-node model of `node` (its inputs/outputs are filled here), runs it on the CPU
+// backend and returns the outputs. Fails the test on any error.
+Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
+
+// Seeded uniform random tensor in [lo, hi).
+Tensor randomTensor(DataType dtype, const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0);
+template <class T>
+Tensor makeTensor(const Shape& shape, const std::vector<T>& values) {
+  Tensor t(dataTypeOf<T>(), shape);
+  for (size_t i = 0; i < values.size(); ++i) t.data<T>()[i] = values[i];
+  return t;
+}
+// Max |a-b| over two tensors of equal shape and dtype (as doubles); fails the test otherwise.
+double maxAbsDiff(const Tensor& a, const Tensor& b);
+void expectNear(const Tensor& actual, const Tensor& expected, double atol, double rtol);
+inline double at(const Tensor& t, int64_t i) { return loadAsDouble(t.dtype(), t.data(), i); }
+
+}  // namespace osprey::test

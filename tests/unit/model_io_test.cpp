@@ -1,0 +1,195 @@
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "core/graph.h"
+#include "core/model_io.h"
+#include "ops/op_def.h"
+#include "osprey/osprey.h"
+
+namespace osprey {
+namespace {
+
+// x[?, 4] -> Add(x, c) -> Relu -> Transpose -> y
+Model smallModel() {
+  Model m;
+  m.producer = "test";
+  Graph& g = m.graph;
+  TensorInfo x;
+  x.name = "x";
+  x.dtype = DataType::Float32;
+  x.shape = {-1, 4};
+  x.dimNames = {"batch", ""};
+  int xi = g.addTensor(x);
+  TensorInfo c;
+  c.name = "c";
+  c.dtype = DataType::Float32;
+  c.shape = {4};
+  c.isConstant = true;
+  float cv[4] = {1.f, -2.f, 3.f, -4.f};
+  c.data = ConstantData::copyOf(cv, sizeof(cv));
+  int ci = g.addTensor(c);
+  TensorInfo s, r, y;
+  s.name = "sum";
+  r.name = "relu";
+  y.name = "y";
+  int si = g.addTensor(s), ri = g.addTensor(r), yi = g.addTensor(y);
+  Node add;
+  add.type = OpType::Add;
+  add.name = "add";
+  add.inputs = {xi, ci};
+  add.outputs = {si};
+  Node relu;
+  relu.type = OpType::Relu;
+  relu.name = "relu";
+  relu.inputs = {si};
+  relu.outputs = {ri};
+  Node tr;
+  tr.type = OpType::Transpose;
+  tr.name = "transpose";
+  tr.inputs = {ri};
+  tr.outputs = {yi};
+  tr.setInts("perm", {1, 0});
+  g.nodes = {add, relu, tr};
+  g.inputs = {xi};
+  g.outputs = {yi};
+  return m;
+}
+
+TEST(ModelIO, RoundTripKeepsEverything) {
+  Model m = smallModel();
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(m, &bytes).isOk());
+  Model back;
+  Status st = readModel(bytes.data(), bytes.size(), &back);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(back.producer, "test");
+  ASSERT_EQ(back.graph.tensors.size(), m.graph.tensors.size());
+  for (size_t i = 0; i < m.graph.tensors.size(); ++i) {
+    EXPECT_EQ(back.graph.tensors[i].name, m.graph.tensors[i].name);
+    EXPECT_EQ(back.graph.tensors[i].shape, m.graph.tensors[i].shape);
+    EXPECT_EQ(back.graph.tensors[i].isConstant, m.graph.tensors[i].isConstant);
+  }
+  EXPECT_EQ(back.graph.tensors[0].dimNames, (std::vector<std::string>{"batch", ""}));
+  ASSERT_EQ(back.graph.tensors[1].data.size, 16u);
+  EXPECT_EQ(reinterpret_cast<const float*>(back.graph.tensors[1].data.bytes.get())[3], -4.f);
+  ASSERT_EQ(back.graph.nodes.size(), 3u);
+  EXPECT_EQ(back.graph.nodes[2].type, OpType::Transpose);
+  EXPECT_EQ(back.graph.nodes[2].getInts("perm"), (std::vector<int64_t>{1, 0}));
+  EXPECT_EQ(back.graph.inputs, m.graph.inputs);
+  EXPECT_EQ(back.graph.outputs, m.graph.outputs);
+  // Writing what was read gives the same bytes.
+  std::vector<uint8_t> again;
+  ASSERT_TRUE(writeModel(back, &again).isOk());
+  EXPECT_EQ(again, bytes);
+}
+
+TEST(ModelIO, EveryTruncationIsAnError) {
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(smallModel(), &bytes).isOk());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    Model m;
+    Status st = readModel(bytes.data(), n, &m);
+    EXPECT_FALSE(st.isOk()) << "prefix of " << n << " bytes was accepted";
+  }
+}
+
+TEST(ModelIO, CorruptBytesNeverCrash) {
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(smallModel(), &bytes).isOk());
+  std::mt19937 gen(11);
+  int rejected = 0;
+  for (int trial = 0; trial < 3000; ++trial) {
+    std::vector<uint8_t> bad = bytes;
+    int flips = 1 + gen() % 4;
+    for (int f = 0; f < flips; ++f) bad[gen() % bad.size()] = static_cast<uint8_t>(gen());
+    Model m;
+    Status st = readModel(bad.data(), bad.size(), &m);
+    if (!st.isOk()) {
+      ++rejected;
+      EXPECT_FALSE(st.message().empty());
+      continue;
+    }
+    // Whatever the verifier accepts must also be safe to plan and run.
+    std::shared_ptr<Interpreter> interp;
+    if (!Interpreter::fromModel(std::make_shared<Model>(m), &interp).isOk()) continue;
+    std::unique_ptr<Session> session;
+    if (!interp->createSession({}, {}, &session).isOk()) continue;
+    std::map<std::string, Tensor> feeds;
+    for (auto& in : session->inputs()) {
+      Shape s = in.shape;
+      bool sane = true;
+      for (auto& d : s) {
+        if (d < 0) d = 2;
+        sane &= d < 64;
+      }
+      if (!sane || in.dtype == DataType::String || dataTypeSize(in.dtype) == 0) continue;
+      feeds[in.name] = Tensor(in.dtype, s);
+    }
+    std::vector<Tensor> out;
+    (void)session->run(feeds, &out);
+  }
+  EXPECT_GT(rejected, 0);
+}
+
+TEST(ModelIO, NotAModel) {
+  const char text[] = "this is not a model at all, just some text";
+  Model m;
+  Status st = readModel(reinterpret_cast<const uint8_t*>(text), sizeof(text), &m);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("not an Osprey model"), std::string::npos) << st.message();
+  std::shared_ptr<Interpreter> interp;
+  EXPECT_FALSE(Interpreter::fromBuffer(text, 0, &interp).isOk());
+}
+
+TEST(Session, ResizeToNewShapesWithoutReload) {
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(smallModel(), &bytes).isOk());
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromBuffer(bytes.data(), bytes.size(), &interp).isOk());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession({}, {}, &session).isOk());
+  for (int64_t batch : {3, 7, 1, 7}) {
+    Tensor x(DataType::Float32, {batch, 4});
+    for (int64_t i = 0; i < x.elements(); ++i) x.data<float>()[i] = static_cast<float>(i % 5) - 2.f;
+    std::vector<Tensor> out;
+    Status st = session->run({{"x", x}}, &out);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(out[0].shape(), (Shape{4, batch}));
+    const float c[4] = {1.f, -2.f, 3.f, -4.f};
+    for (int64_t b = 0; b < batch; ++b)
+      for (int64_t j = 0; j < 4; ++j)
+        EXPECT_EQ(out[0].data<float>()[j * batch + b], std::max(0.f, x.data<float>()[b * 4 + j] + c[j]));
+    EXPECT_GT(session->stats().arenaPeakBytes, 0u);
+    EXPECT_LE(session->stats().arenaPeakBytes, session->stats().activationBytesSum + 64 * 4);
+  }
+}
+
+TEST(Session, WrongInputsAreClearErrors) {
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(smallModel(), &bytes).isOk());
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromBuffer(bytes.data(), bytes.size(), &interp).isOk());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession({}, {}, &session).isOk());
+  std::vector<Tensor> out;
+  Status st = session->run({{"x", Tensor(DataType::Float64, {2, 4})}}, &out);
+  EXPECT_NE(st.message().find("'x'"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("float64"), std::string::npos) << st.message();
+  st = session->run({{"x", Tensor(DataType::Float32, {2, 5})}}, &out);
+  EXPECT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("'x'"), std::string::npos) << st.message();
+  st = session->run({{"nope", Tensor(DataType::Float32, {2, 4})}}, &out);
+  EXPECT_NE(st.message().find("'nope'"), std::string::npos) << st.message();
+  st = session->run({}, &out);
+  EXPECT_NE(st.message().find("not given"), std::string::npos) << st.message();
+}
+
+TEST(Catalog, EveryOpIsImplemented) {
+  for (int i = 0; i < static_cast<int>(OpType::Count); ++i) {
+    EXPECT_TRUE(opIsImplemented(static_cast<OpType>(i))) << opTypeName(static_cast<OpType>(i)) << " has no OpDef";
+  }
+}
+
+}  // namespace
+}  // namespace osprey

@@ -1,0 +1,147 @@
+#include "cli_common.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <random>
+#include <sstream>
+
+#include "converter/onnx/onnx_proto.h"
+#include "core/dtype.h"
+#include "core/npy.h"
+
+namespace osprey::cli {
+
+std::string Args::get(const std::string& name, const std::string& fallback) const {
+  auto it = options.find(name);
+  return it == options.end() ? fallback : it->second;
+}
+
+std::vector<std::string> Args::all(const std::string& name) const {
+  std::vector<std::string> v;
+  auto range = options.equal_range(name);
+  for (auto it = range.first; it != range.second; ++it) v.push_back(it->second);
+  return v;
+}
+
+Status parseArgs(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                 const std::vector<std::string>& flags, Args* out) {
+  for (int i = first; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a.rfind("--", 0) != 0) {
+      out->positional.push_back(a);
+      continue;
+    }
+    std::string name = a.substr(2), value;
+    size_t eq = name.find('=');
+    bool inlineValue = eq != std::string::npos;
+    if (inlineValue) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+    }
+    bool isFlag = std::find(flags.begin(), flags.end(), name) != flags.end();
+    bool isValued = std::find(valued.begin(), valued.end(), name) != valued.end();
+    if (!isFlag && !isValued) return Status::invalidArgument("unknown option --" + name);
+    if (isValued && !inlineValue) {
+      if (i + 1 >= argc) return Status::invalidArgument("option --" + name + " needs a value");
+      value = argv[++i];
+    }
+    out->options.emplace(name, value);
+  }
+  return Status::ok();
+}
+
+Status parseInt(const std::string& text, const char* what, int* out) {
+  char* end = nullptr;
+  long v = std::strtol(text.c_str(), &end, 10);
+  if (text.empty() || *end != '\0' || v < 0 || v > 1 << 20)
+    return Status::invalidArgument(std::string(what) + " must be a non-negative integer, got '" + text + "'");
+  *out = static_cast<int>(v);
+  return Status::ok();
+}
+
+Status loadTensorFile(const std::string& path, Tensor* out) {
+  bool isPb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+  if (isPb) {
+    onnx::TensorProto tp;
+    OSPREY_RETURN_IF_ERROR(onnx::loadTensorFile(path, &tp));
+    if (tp.dtype == DataType::Undefined)
+      return Status::unsupported("'" + path + "' holds ONNX data type " + std::to_string(tp.rawType));
+    Tensor t(tp.dtype, tp.dims);
+    if (tp.dtype == DataType::String) {
+      t.strings() = tp.strings;
+    } else if (!tp.data.empty()) {
+      std::memcpy(t.data(), tp.data.data(), tp.data.size());
+    }
+    *out = std::move(t);
+    return Status::ok();
+  }
+  NpyArray a;
+  OSPREY_RETURN_IF_ERROR(readNpy(path, &a));
+  Tensor t(a.dtype, a.shape);
+  if (!a.data.empty()) std::memcpy(t.data(), a.data.data(), a.data.size());
+  *out = std::move(t);
+  return Status::ok();
+}
+
+Status saveNpy(const std::string& path, const Tensor& t) {
+  if (t.dtype() == DataType::String) return Status::unsupported("cannot save string tensor to " + path);
+  return writeNpy(path, t.dtype(), t.shape(), t.data());
+}
+
+Tensor randomInput(DataType dtype, const Shape& shape, uint32_t seed) {
+  Tensor t(dtype, shape);
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::uniform_int_distribution<int> small(0, 9);
+  for (int64_t i = 0; i < t.elements(); ++i) {
+    switch (dtype) {
+      case DataType::Float32:
+      case DataType::Float64:
+      case DataType::Float16:
+      case DataType::BFloat16: storeFromDouble(dtype, t.data(), i, uniform(gen)); break;
+      case DataType::Bool: storeFromDouble(dtype, t.data(), i, small(gen) & 1); break;
+      case DataType::String: t.strings()[i] = "s" + std::to_string(small(gen)); break;
+      default: storeFromDouble(dtype, t.data(), i, small(gen)); break;
+    }
+  }
+  return t;
+}
+
+std::string previewValues(const Tensor& t, int count) {
+  std::ostringstream os;
+  int64_t n = std::min<int64_t>(count, t.elements());
+  os << "[";
+  for (int64_t i = 0; i < n; ++i) {
+    if (i) os << ", ";
+    if (t.dtype() == DataType::String) {
+      os << '"' << t.strings()[i] << '"';
+    } else {
+      os << loadAsDouble(t.dtype(), t.data(), i);
+    }
+  }
+  if (t.elements() > n) os << ", ...";
+  os << "]";
+  return os.str();
+}
+
+Status loadModel(const std::string& path, std::shared_ptr<Interpreter>* out) { return Interpreter::fromFile(path, out); }
+
+Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
+  std::string backend = args.get("backend", "cpu");
+  if (!forwardTypeFromName(backend, &schedule->backend))
+    return Status::invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)");
+  if (args.has("threads")) OSPREY_RETURN_IF_ERROR(parseInt(args.get("threads"), "--threads", &schedule->threads));
+  if (schedule->threads < 1) return Status::invalidArgument("--threads must be at least 1");
+  return Status::ok();
+}
+
+int fail(const Status& st) {
+  std::string msg = st.message();
+  for (char& c : msg)
+    if (c == '\n') c = ' ';
+  std::fprintf(stderr, "error: %s\n", msg.c_str());
+  return 1;
+}
+
+}  // namespace osprey::cli

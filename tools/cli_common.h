@@ -1,0 +1,43 @@
+// Shared pieces of the `osprey` CLI: argument access, tensor files, printing.
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "osprey/osprey.h"
+
+namespace osprey::cli {
+
+// Arguments after the subcommand; options are "--name value" or "--flag".
+struct Args {
+  std::vector<std::string> positional;
+  std::multimap<std::string, std::string> options;
+  std::string get(const std::string& name, const std::string& fallback = "") const;
+  std::vector<std::string> all(const std::string& name) const;
+  bool has(const std::string& name) const { return options.count(name) > 0; }
+};
+// Parses argv; `flags` are the options that take no value. Unknown options are an error.
+Status parseArgs(int argc, char** argv, int first, const std::vector<std::string>& valued,
+                 const std::vector<std::string>& flags, Args* out);
+Status parseInt(const std::string& text, const char* what, int* out);
+
+// Reads a .npy or ONNX TensorProto .pb file.
+Status loadTensorFile(const std::string& path, Tensor* out);
+Status saveNpy(const std::string& path, const Tensor& t);
+// Seeded random data for an input (floats in [-1, 1), integers in [0, 10), bools 0/1).
+Tensor randomInput(DataType dtype, const Shape& shape, uint32_t seed);
+std::string previewValues(const Tensor& t, int count);
+
+Status loadModel(const std::string& path, std::shared_ptr<Interpreter>* out);
+Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule);
+
+int cmdConvert(int argc, char** argv);
+int cmdRun(int argc, char** argv);
+int cmdInfo(int argc, char** argv);
+int cmdBackends(int argc, char** argv);
+
+// Prints "error: <message>" on one line to stderr and returns 1.
+int fail(const Status& st);
+
+}  // namespace osprey::cli

@@ -1,0 +1,90 @@
+// osprey convert | info | backends
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include "cli_common.h"
+#include "converter/converter.h"
+#include "core/graph.h"
+#include "core/model_io.h"
+
+namespace osprey::cli {
+
+int cmdConvert(int argc, char** argv) {
+  Args args;
+  Status st = parseArgs(argc, argv, 2, {}, {"no-fold", "no-fuse"}, &args);
+  if (!st) return fail(st);
+  if (args.positional.size() != 2) return fail(Status::invalidArgument("convert needs SRC.onnx and DST.osp"));
+  ConvertOptions options;
+  options.foldConstants = !args.has("no-fold");
+  options.fuse = !args.has("no-fuse");
+  Model model;
+  ConvertReport report;
+  if (!(st = convertOnnxFile(args.positional[0], &model, options, &report))) return fail(st);
+  std::vector<uint8_t> bytes;
+  if (!(st = writeModel(model, &bytes))) return fail(st);
+  if (!(st = writeFile(args.positional[1], bytes))) return fail(st);
+  std::printf("converted %s -> %s: %d ONNX nodes -> %d ops (%d folded, %d fused, %d removed), %.1f MB, %.3f s\n",
+              args.positional[0].c_str(), args.positional[1].c_str(), report.onnxNodes, report.ospreyOps,
+              report.foldedOps, report.fusedOps, report.removedOps, bytes.size() / 1048576.0, report.seconds);
+  return 0;
+}
+
+int cmdInfo(int argc, char** argv) {
+  Args args;
+  Status st = parseArgs(argc, argv, 2, {}, {}, &args);
+  if (!st) return fail(st);
+  if (args.positional.size() != 1) return fail(Status::invalidArgument("info needs one MODEL"));
+  std::shared_ptr<Interpreter> interp;
+  if (!(st = loadModel(args.positional[0], &interp))) return fail(st);
+  const Model& model = interp->model();
+  std::printf("model %s (format %d, producer '%s')\n", args.positional[0].c_str(), model.formatVersion,
+              model.producer.c_str());
+  auto printInfo = [](const char* role, const TensorInfoPublic& t) {
+    std::string shape = "[";
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      if (i) shape += ", ";
+      shape += t.shape[i] >= 0 ? std::to_string(t.shape[i])
+                               : (i < t.dimNames.size() && !t.dimNames[i].empty() ? t.dimNames[i] : "?");
+    }
+    shape += "]";
+    std::printf("  %s '%s': %s %s\n", role, t.name.c_str(), dataTypeName(t.dtype), shape.c_str());
+  };
+  for (auto& t : interp->inputs()) printInfo("input ", t);
+  for (auto& t : interp->outputs()) printInfo("output", t);
+  std::map<std::string, int> histogram;
+  for (auto& n : model.graph.nodes) ++histogram[opTypeName(n.type)];
+  int64_t params = 0;
+  for (auto& t : model.graph.tensors)
+    if (t.isConstant) params += shapeElements(t.shape);
+  std::printf("ops: %zu\n", model.graph.nodes.size());
+  for (auto& [name, count] : histogram) std::printf("  %-22s %d\n", name.c_str(), count);
+  std::printf("parameters: %lld (%.2f M)\n", static_cast<long long>(params), params / 1e6);
+  // FLOPs need shapes: plan a session at the model's shapes (symbolic dimensions as 1).
+  std::map<std::string, Shape> shapes;
+  for (auto& t : interp->inputs()) {
+    Shape s = t.shape;
+    for (auto& d : s)
+      if (d < 0) d = 1;
+    shapes[t.name] = s;
+  }
+  std::unique_ptr<Session> session;
+  if ((st = interp->createSession(ScheduleConfig(), BackendConfig(), &session)) && (st = session->resize(shapes))) {
+    std::printf("FLOPs: %.3f G (symbolic dimensions as 1)\n", session->stats().flops / 1e9);
+    std::printf("activation arena: %.2f MB planned (activations add up to %.2f MB)\n",
+                session->stats().arenaPeakBytes / 1048576.0, session->stats().activationBytesSum / 1048576.0);
+  } else {
+    std::printf("FLOPs: unknown (%s)\n", st.message().c_str());
+  }
+  return 0;
+}
+
+int cmdBackends(int argc, char** argv) {
+  for (auto& b : availableBackends()) {
+    std::printf("%s\n", b.name.c_str());
+    for (auto& d : b.devices) std::printf("  %s\n", d.c_str());
+  }
+  return 0;
+}
+
+}  // namespace osprey::cli

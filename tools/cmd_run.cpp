@@ -1,0 +1,104 @@
+// osprey run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend B] [--threads N] [--loops L]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli_common.h"
+
+namespace osprey::cli {
+
+namespace {
+std::string fileSafe(const std::string& name) {
+  std::string s = name;
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  return s;
+}
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+int cmdRun(int argc, char** argv) {
+  Args args;
+  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed"}, {"quiet"}, &args);
+  if (!st) return fail(st);
+  if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
+  ScheduleConfig schedule;
+  if (!(st = scheduleFromArgs(args, &schedule))) return fail(st);
+  int loops = 1, seed = 0;
+  if (args.has("loops") && !(st = parseInt(args.get("loops"), "--loops", &loops))) return fail(st);
+  if (args.has("seed") && !(st = parseInt(args.get("seed"), "--seed", &seed))) return fail(st);
+  loops = std::max(loops, 1);
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<Interpreter> interp;
+  if (!(st = loadModel(args.positional[0], &interp))) return fail(st);
+  double loadMs = msSince(t0);
+
+  std::map<std::string, Tensor> inputs;
+  for (const std::string& spec : args.all("input")) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || eq == 0) return fail(Status::invalidArgument("--input expects NAME=FILE, got '" + spec + "'"));
+    Tensor t;
+    if (!(st = loadTensorFile(spec.substr(eq + 1), &t))) return fail(st);
+    inputs[spec.substr(0, eq)] = std::move(t);
+  }
+  uint32_t inputSeed = static_cast<uint32_t>(seed);
+  for (const auto& info : interp->inputs()) {
+    if (inputs.count(info.name)) continue;
+    Shape shape = info.shape;
+    for (auto& d : shape)
+      if (d < 0) d = 1;  // symbolic dimensions default to 1
+    inputs[info.name] = randomInput(info.dtype, shape, inputSeed++);
+    std::printf("input '%s': random %s %s (seed %u)\n", info.name.c_str(), dataTypeName(info.dtype),
+                shapeToString(shape).c_str(), inputSeed - 1);
+  }
+
+  std::unique_ptr<Session> session;
+  if (!(st = interp->createSession(schedule, BackendConfig(), &session))) return fail(st);
+  std::vector<Tensor> outputs;
+  std::vector<double> times;
+  for (int i = 0; i < loops; ++i) {
+    auto r0 = std::chrono::steady_clock::now();
+    if (!(st = session->run(inputs, &outputs))) return fail(st);
+    times.push_back(msSince(r0));
+  }
+  auto names = session->outputs();
+  std::string dir = args.get("save-outputs");
+  if (!dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return fail(Status::invalidArgument("cannot create directory '" + dir + "': " + ec.message()));
+  }
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const Tensor& t = outputs[i];
+    std::printf("output %zu '%s': %s %s %s\n", i, names[i].name.c_str(), dataTypeName(t.dtype()),
+                shapeToString(t.shape()).c_str(), previewValues(t, 8).c_str());
+    if (!dir.empty()) {
+      std::string path = dir + "/" + std::to_string(i) + "_" + fileSafe(names[i].name) + ".npy";
+      if (!(st = saveNpy(path, t))) return fail(st);
+    }
+  }
+  const SessionStats& stats = session->stats();
+  std::vector<double> sorted = times;
+  std::sort(sorted.begin(), sorted.end());
+  std::printf("backend %s, %d thread(s): load %.1f ms, first run %.2f ms (includes planning)", forwardTypeName(schedule.backend),
+              schedule.threads, loadMs, times[0]);
+  if (loops > 1)
+    std::printf(", then min %.2f / median %.2f ms over %d runs", *std::min_element(times.begin() + 1, times.end()),
+                [&] {
+                  std::vector<double> rest(times.begin() + 1, times.end());
+                  std::sort(rest.begin(), rest.end());
+                  return rest[rest.size() / 2];
+                }(),
+                loops - 1);
+  std::printf("\narena peak %.2f MB (activations add up to %.2f MB), %d executions, %d ops folded, %d lowered to raster\n",
+              stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.executions, stats.foldedOps,
+              stats.loweredOps);
+  return 0;
+}
+
+}  // namespace osprey::cli

@@ -1,0 +1,38 @@
+// osprey: convert | run | info | backends
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli_common.h"
+
+namespace {
+void usage() {
+  std::fprintf(stderr,
+               "usage: osprey <command> [options]\n"
+               "  convert SRC.onnx DST.osp          convert an ONNX model\n"
+               "  run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend cpu] [--threads N]\n"
+               "                                    run a .onnx or .osp model and print its outputs\n"
+               "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
+               "  backends                          backends compiled in and their devices\n");
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")) {
+    usage();
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  try {
+    if (cmd == "convert") return osprey::cli::cmdConvert(argc, argv);
+    if (cmd == "run") return osprey::cli::cmdRun(argc, argv);
+    if (cmd == "info") return osprey::cli::cmdInfo(argc, argv);
+    if (cmd == "backends") return osprey::cli::cmdBackends(argc, argv);
+  } catch (const std::exception& e) {  // e.g. bad_alloc on a model too large for memory
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  std::fprintf(stderr, "error: unknown command '%s'\n", cmd.c_str());
+  usage();
+  return 2;
+}
