@@ -327,6 +327,9 @@ TEST(OnnxProto, TensorContentsAreValidated) {
   EXPECT_NE(s.message().find("has 1 strings, expected 3"), std::string::npos) << s.message();
   s = parseInit(Pb().packedVarints(1, {1 << 30, 1 << 30, 1 << 30}).varint(2, 1).bytes(8, "huge"));
   EXPECT_FALSE(s);
+  Pb manyDims = Pb().varint(2, 1).bytes(8, "rank");
+  for (int i = 0; i < 2000; ++i) manyDims.varint(1, 1);
+  EXPECT_NE(parseInit(manyDims).message().find("2000 dimensions"), std::string::npos);
   EXPECT_TRUE(parseInit(Pb().varint(1, 0).varint(2, 1).bytes(8, "empty")));  // zero elements, no data
 }
 

@@ -70,6 +70,7 @@ namespace dim_f {  // TensorShapeProto.Dimension: a oneof of value and symbol
 enum : uint32_t { kValue = 1, kParam = 2 };
 }
 constexpr int32_t kDataLocationExternal = 1;
+constexpr size_t kMaxTensorRank = 1024;  // far above any real tensor
 
 #define OSPREY_MESSAGE(var, name, ...)          \
   constexpr FieldSpec var##Fields[] = __VA_ARGS__; \
@@ -185,6 +186,10 @@ Status finishTensor(const Ctx& c, TensorWire& w, TensorProto* t) {
   t->rawType = w.dataType;
   t->dtype = isKnownDataType(w.dataType) ? static_cast<DataType>(w.dataType) : DataType::Undefined;
   t->external = w.dataLocation == kDataLocationExternal;
+  // Checked before any message prints the shape: hostile input can declare millions of dims.
+  if (t->dims.size() > kMaxTensorRank)
+    return Status::invalidModel(std::string(c.what) + ": tensor '" + t->name + "' has " + std::to_string(t->dims.size()) +
+                                " dimensions, more than " + std::to_string(kMaxTensorRank));
   auto fail = [&](const std::string& m) { return Status::invalidModel(std::string(c.what) + ": " + describeTensor(*t) + " " + m); };
   if (w.dataType == 0) return fail("has no data_type");  // UNDEFINED is never valid on a tensor
   for (int64_t d : t->dims)

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what Osprey needs on Debian 12 / Ubuntu 24.04 from the distribution's packages.
+#   scripts/setup.sh          build tools and the Python used by the default-model script
+#   scripts/setup.sh --tests  also GoogleTest and PyTorch (the end-to-end tests compare with it)
+set -euo pipefail
+packages=(cmake g++ make flatbuffers-compiler libflatbuffers-dev python3 python3-numpy python3-onnx)
+if [[ "${1:-}" == "--tests" ]]; then
+  packages+=(libgtest-dev python3-torch python3-torchvision)
+fi
+missing=()
+for p in "${packages[@]}"; do
+  dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  sudo=""
+  [[ $(id -u) -ne 0 ]] && sudo="sudo"
+  echo "installing: ${missing[*]}"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
