@@ -6,10 +6,16 @@
 namespace osprey {
 
 namespace {
+bool endsWith(const std::string& s, const char* suffix) {
+  size_t n = std::char_traits<char>::length(suffix);
+  return s.size() >= n && s.compare(s.size() - n, n, suffix) == 0;
+}
+
 bool looksLikeOnnx(const std::string& path, const std::vector<uint8_t>& bytes) {
-  if (path.size() >= 5 && path.compare(path.size() - 5, 5, ".onnx") == 0) return true;
-  // .osp files carry the identifier at bytes 4..7; anything else is tried as ONNX.
-  return !(bytes.size() >= 8 && std::equal(bytes.begin() + 4, bytes.begin() + 8, "OSP1"));
+  if (endsWith(path, ".onnx")) return true;
+  if (endsWith(path, ".osp")) return false;
+  // .osp files carry the identifier at bytes 8..11 (after the size prefix and root offset).
+  return !(bytes.size() >= 12 && std::equal(bytes.begin() + 8, bytes.begin() + 12, "OSP1"));
 }
 }  // namespace
 

@@ -17,7 +17,8 @@ Status readGraph(const fb::Graph* g, Graph* out, int depth);
 Status readTensor(const fb::Tensor* t, TensorInfo* out) {
   if (!t) return Status::invalidModel("null tensor entry");
   out->name = t->name() ? t->name()->str() : "";
-  if (!isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
+  bool undefinedOk = t->dtype() == 0 && !t->is_constant();  // intermediate: dtype found at resize
+  if (!undefinedOk && !isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
   out->dtype = static_cast<DataType>(t->dtype());
   out->hasShape = t->shape() != nullptr;
   if (t->shape()) out->shape.assign(t->shape()->begin(), t->shape()->end());
@@ -34,6 +35,8 @@ Status readTensor(const fb::Tensor* t, TensorInfo* out) {
 
 Status readAttribute(const fb::Attribute* a, Attribute* out, int depth) {
   out->name = a->name()->str();
+  if (a->kind() < fb::AttrKind_MIN || a->kind() > fb::AttrKind_MAX)
+    return Status::invalidModel("attribute '" + out->name + "' has an unknown kind");
   out->kind = static_cast<Attribute::Kind>(a->kind());
   out->i = a->i();
   out->f = a->f();
@@ -153,13 +156,19 @@ Status checkOpArity(const Graph& graph) {
 }
 
 Status readModel(const uint8_t* data, size_t size, Model* out) {
-  if (!data || size < 8) return Status::invalidModel("not an Osprey model: file is empty or too short");
-  if (!fb::ModelBufferHasIdentifier(data))
+  // Files are size-prefixed so that a truncated file is caught even where the cut removes
+  // only padding the verifier would not miss.
+  if (!data || size < 12) return Status::invalidModel("not an Osprey model: file is empty or too short");
+  if (!flatbuffers::BufferHasIdentifier(data, fb::ModelIdentifier(), /*size_prefixed=*/true))
     return Status::invalidModel("not an Osprey model: the file identifier is not 'OSP1'");
+  const size_t declared = flatbuffers::GetPrefixedSize(data) + sizeof(flatbuffers::uoffset_t);
+  if (declared != size)
+    return Status::invalidModel("corrupt Osprey model: the file holds " + std::to_string(size) + " bytes but declares " +
+                                std::to_string(declared) + " (truncated or damaged)");
   flatbuffers::Verifier verifier(data, size, /*max_depth=*/128, /*max_tables=*/100000000);
-  if (!fb::VerifyModelBuffer(verifier))
+  if (!fb::VerifySizePrefixedModelBuffer(verifier))
     return Status::invalidModel("corrupt Osprey model: the FlatBuffers verifier rejected the file (truncated or damaged)");
-  const fb::Model* m = fb::GetModel(data);
+  const fb::Model* m = fb::GetSizePrefixedModel(data);
   if (m->format_version() > kModelFormatVersion)
     return Status::invalidModel("model format version " + std::to_string(m->format_version()) +
                                 " is newer than this build reads (" + std::to_string(kModelFormatVersion) + ")");
@@ -174,7 +183,7 @@ Status writeModel(const Model& model, std::vector<uint8_t>* out) {
   flatbuffers::FlatBufferBuilder b(1 << 20);
   auto graph = writeGraph(b, model.graph);
   auto root = fb::CreateModel(b, kModelFormatVersion, b.CreateString(model.producer), graph);
-  fb::FinishModelBuffer(b, root);
+  fb::FinishSizePrefixedModelBuffer(b, root);
   out->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
   return Status::ok();
 }

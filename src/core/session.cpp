@@ -158,7 +158,7 @@ Status SessionImpl::computeNode(const Node& node) {
     in[i] = tensors_[idx].view();
     if (!known_[idx]) {
       in[i].data = nullptr;
-      allKnown = false;
+      allKnown = allKnown && def.readsShapesOnly;
       if ((def.valueInputs >> i) & 1u || def.dataDependentShape) {
         eager_ = true;
         eagerReason_ = node.describe() + " needs the value of '" + tensors_[idx].name + "' to compute its shape";

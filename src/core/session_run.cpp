@@ -156,8 +156,12 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   if (eager_) {
     for (int i : g.inputs)
       if (!values.count(g.tensors[i].name)) return Status::invalidArgument("input '" + g.tensors[i].name + "' was not given");
-    OSPREY_RETURN_IF_ERROR(plan(&values));
-    if (eager_) return Status::internal("eager planning did not fold: " + eagerReason_);
+    eager_ = false;  // plan() sets it again if some value is still missing
+    Status planned = plan(&values);
+    const bool folded = !eager_;
+    eager_ = true;  // the next run plans again, with its own values
+    OSPREY_RETURN_IF_ERROR(planned);
+    if (!folded) return Status::internal("eager planning did not fold: " + eagerReason_);
     if (!commands_.empty()) return Status::internal("eager planning left commands to run");
     return storeOutputs(outputs);
   }

@@ -17,13 +17,15 @@ const char* const kParamNames[] = {"scale", "B", "input_mean", "input_var"};
 
 Status batchNormShape(const Node& node, const TensorViews& inputs, TensorViews& outputs) {
   if (node.getInt("training_mode", 0) != 0)
-    return Status::unsupported("training_mode=1 (updating running statistics) is not supported; export the model for inference");
+    return Status::unsupported(
+        "training_mode=1 (updating running statistics) is not supported; export the model for inference");
   for (size_t i = 1; i < outputs.size(); ++i)
     if (outputs[i].present)
       return Status::invalidModel("outputs running_mean and running_var exist only in training mode");
   const TensorView& x = inputs[0];
   OSPREY_RETURN_IF_ERROR(requireFloatDtype(x, "X"));
-  if (x.rank() < 2) return Status::invalidModel("X " + shapeToString(x.shape) + " must have rank 2 or more (N, C, ...)");
+  if (x.rank() < 2)
+    return Status::invalidModel("X " + shapeToString(x.shape) + " must have rank 2 or more (N, C, ...)");
   for (int i = 1; i <= 4; ++i) {
     OSPREY_RETURN_IF_ERROR(requireFloatDtype(inputs[i], kParamNames[i - 1]));
     if (inputs[i].shape != Shape{x.shape[1]})
@@ -33,7 +35,8 @@ Status batchNormShape(const Node& node, const TensorViews& inputs, TensorViews& 
   }
   // scale/B and mean/var may each have their own float type (T1, T2), but pairwise agree.
   if (inputs[1].dtype != inputs[2].dtype) return Status::invalidModel("scale and B must have the same dtype");
-  if (inputs[3].dtype != inputs[4].dtype) return Status::invalidModel("input_mean and input_var must have the same dtype");
+  if (inputs[3].dtype != inputs[4].dtype)
+    return Status::invalidModel("input_mean and input_var must have the same dtype");
   outputs[0].dtype = x.dtype;
   outputs[0].shape = x.shape;
   return Status::ok();
@@ -72,7 +75,16 @@ Status batchNormReference(const Node& node, const TensorViews& inputs, TensorVie
 
 }  // namespace
 
-const OpDef kOpDef_BatchNormalization = {OpType::BatchNormalization, "BatchNormalization", 5, 5, 1, 3,
-                                         batchNormShape, batchNormReference, nullptr, 0, false};
+const OpDef kOpDef_BatchNormalization = {OpType::BatchNormalization,
+                                         "BatchNormalization",
+                                         5,
+                                         5,
+                                         1,
+                                         3,
+                                         batchNormShape,
+                                         batchNormReference,
+                                         nullptr,
+                                         0,
+                                         false};
 
 }  // namespace osprey

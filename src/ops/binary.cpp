@@ -168,21 +168,29 @@ void powKernelFor(const TensorView& a, const TensorView& b, TensorView& y, Threa
     }
     auto run = [&](auto f) { broadcastBinary(y.shape, o, x, a.shape, e, b.shape, pool, f); };
     // Squares and cubes are common in exported LayerNorm / GELU graphs.
-    if (b.elements() == 1 && e[0] == C(2)) return run([](T v, C) { C c = C(v); return T(c * c); });
-    if (b.elements() == 1 && e[0] == C(3)) return run([](T v, C) { C c = C(v); return T(c * c * c); });
+    if (b.elements() == 1 && e[0] == C(2))
+      return run([](T v, C) {
+        C c = C(v);
+        return T(c * c);
+      });
+    if (b.elements() == 1 && e[0] == C(3))
+      return run([](T v, C) {
+        C c = C(v);
+        return T(c * c * c);
+      });
     if (b.elements() == 1 && e[0] == C(1)) return run([](T v, C) { return v; });
     run([](T v, C p) { return T(std::pow(C(v), p)); });
   } else {
-    bool floatExponent = b.dtype == DataType::Float32 || b.dtype == DataType::Float64 ||
-                         b.dtype == DataType::Float16 || b.dtype == DataType::BFloat16;
+    bool floatExponent = b.dtype == DataType::Float32 || b.dtype == DataType::Float64 || b.dtype == DataType::Float16 ||
+                         b.dtype == DataType::BFloat16;
     if (floatExponent) {
       std::vector<double> e = convertedValues<double>(b);
-      broadcastBinary(y.shape, o, x, a.shape, e.data(), b.shape, pool, [](T v, double p) {
-        return saturatingFromDouble<T>(std::pow(static_cast<double>(v), p));
-      });
+      broadcastBinary(y.shape, o, x, a.shape, e.data(), b.shape, pool,
+                      [](T v, double p) { return saturatingFromDouble<T>(std::pow(static_cast<double>(v), p)); });
     } else {
       std::vector<int64_t> e = convertedValues<int64_t>(b);
-      broadcastBinary(y.shape, o, x, a.shape, e.data(), b.shape, pool, [](T v, int64_t p) { return integerPow<T>(v, p); });
+      broadcastBinary(y.shape, o, x, a.shape, e.data(), b.shape, pool,
+                      [](T v, int64_t p) { return integerPow<T>(v, p); });
     }
   }
 }
@@ -239,9 +247,12 @@ const OpDef kOpDef_Sub = {OpType::Sub, "Sub", 2, 2, 1, 1, binaryShape, arithKern
 const OpDef kOpDef_Mul = {OpType::Mul, "Mul", 2, 2, 1, 1, binaryShape, arithKernel<Arith::Mul>, nullptr, 0, false};
 const OpDef kOpDef_Div = {OpType::Div, "Div", 2, 2, 1, 1, binaryShape, arithKernel<Arith::Div>, nullptr, 0, false};
 const OpDef kOpDef_Pow = {OpType::Pow, "Pow", 2, 2, 1, 1, binaryShape, powKernel, nullptr, 0, false};
-const OpDef kOpDef_Equal = {OpType::Equal, "Equal", 2, 2, 1, 1, binaryShape, compareKernel<Compare::Equal>, nullptr, 0, false};
-const OpDef kOpDef_Less = {OpType::Less, "Less", 2, 2, 1, 1, binaryShape, compareKernel<Compare::Less>, nullptr, 0, false};
-const OpDef kOpDef_Greater = {OpType::Greater, "Greater", 2, 2, 1, 1, binaryShape, compareKernel<Compare::Greater>, nullptr, 0, false};
+const OpDef kOpDef_Equal = {OpType::Equal, "Equal", 2,    2, 1, 1, binaryShape, compareKernel<Compare::Equal>,
+                            nullptr,       0,       false};
+const OpDef kOpDef_Less = {OpType::Less, "Less", 2,    2, 1, 1, binaryShape, compareKernel<Compare::Less>,
+                           nullptr,      0,      false};
+const OpDef kOpDef_Greater = {OpType::Greater, "Greater", 2,    2, 1, 1, binaryShape, compareKernel<Compare::Greater>,
+                              nullptr,         0,         false};
 const OpDef kOpDef_PRelu = {OpType::PRelu, "PRelu", 2, 2, 1, 1, preluShape, preluKernel, nullptr, 0, false};
 
 }  // namespace osprey

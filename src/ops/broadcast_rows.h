@@ -107,10 +107,10 @@ template <class O, class A, class B, class F>
 void broadcastBinary(const Shape& outShape, O* o, const A* a, const Shape& aShape, const B* b, const Shape& bShape,
                      ThreadPool* pool, F&& f) {
   const auto plan = planBroadcastRows<2>(outShape, {&aShape, &bShape});
-  forEachBroadcastRow<2>(plan, pool, [&](int64_t out, const std::array<int64_t, 2>& off, int64_t n,
-                                         const std::array<int64_t, 2>& s) {
-    binaryRow(o + out, a + off[0], s[0], b + off[1], s[1], n, f);
-  });
+  forEachBroadcastRow<2>(
+      plan, pool, [&](int64_t out, const std::array<int64_t, 2>& off, int64_t n, const std::array<int64_t, 2>& s) {
+        binaryRow(o + out, a + off[0], s[0], b + off[1], s[1], n, f);
+      });
 }
 
 }  // namespace osprey

@@ -22,34 +22,51 @@ namespace {
 
 const char* unsupportedDtypeName(int64_t v) {
   switch (v) {
-    case 14: return "complex64";
-    case 15: return "complex128";
-    case 17: return "float8e4m3fn";
-    case 18: return "float8e4m3fnuz";
-    case 19: return "float8e5m2";
-    case 20: return "float8e5m2fnuz";
-    case 21: return "uint4";
-    case 22: return "int4";
-    case 23: return "float4e2m1";
-    case 24: return "float8e8m0";
-    case 25: return "uint2";
-    case 26: return "int2";
-    default: return nullptr;
+    case 14:
+      return "complex64";
+    case 15:
+      return "complex128";
+    case 17:
+      return "float8e4m3fn";
+    case 18:
+      return "float8e4m3fnuz";
+    case 19:
+      return "float8e5m2";
+    case 20:
+      return "float8e5m2fnuz";
+    case 21:
+      return "uint4";
+    case 22:
+      return "int4";
+    case 23:
+      return "float4e2m1";
+    case 24:
+      return "float8e8m0";
+    case 25:
+      return "uint2";
+    case 26:
+      return "int2";
+    default:
+      return nullptr;
   }
 }
 
-bool isNumeric(DataType t) { return dispatchNumeric(t, [](auto) {}); }
+bool isNumeric(DataType t) {
+  return dispatchNumeric(t, [](auto) {});
+}
 
 Status castShape(const Node& node, const TensorViews& in, TensorViews& out) {
   if (!node.hasAttr("to")) return Status::invalidModel("attribute 'to' is missing");
   const int64_t to = node.getInt("to", 0);
-  if (const char* name = unsupportedDtypeName(to)) return Status::unsupported(std::string("Cast to ") + name + " is not supported");
+  if (const char* name = unsupportedDtypeName(to))
+    return Status::unsupported(std::string("Cast to ") + name + " is not supported");
   if (to < 0 || to > std::numeric_limits<int32_t>::max() || !isKnownDataType(static_cast<int32_t>(to)) ||
       to == static_cast<int64_t>(DataType::Undefined))
     return Status::invalidModel("attribute 'to' is " + std::to_string(to) + ", which is not a dtype");
   const DataType target = static_cast<DataType>(to);
   if (target == DataType::String) return Status::unsupported("Cast to string is not supported");
-  if (!isNumeric(target)) return Status::unsupported(std::string("Cast to ") + dataTypeName(target) + " is not supported");
+  if (!isNumeric(target))
+    return Status::unsupported(std::string("Cast to ") + dataTypeName(target) + " is not supported");
   if (!isNumeric(in[0].dtype) && in[0].dtype != DataType::String)
     return Status::unsupported(dtypeError(in[0], "input"));
   out[0].dtype = target;
@@ -166,8 +183,8 @@ Status castKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPo
     });
   });
   return ok ? Status::ok()
-            : Status::unsupported(std::string("Cast from ") + dataTypeName(in[0].dtype) + " to " + dataTypeName(out[0].dtype) +
-                                  " is not supported");
+            : Status::unsupported(std::string("Cast from ") + dataTypeName(in[0].dtype) + " to " +
+                                  dataTypeName(out[0].dtype) + " is not supported");
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ Status checkCommon(const Node& node, const TensorViews& inputs, int64_t* group) 
     return Status::invalidModel("X channels " + std::to_string(x.shape[1]) + " are not divisible by group " +
                                 std::to_string(*group));
   if (const Attribute* k = node.attr("kernel_shape"); k && k->ints != Shape(w.shape.begin() + 2, w.shape.end()))
-    return Status::invalidModel("kernel_shape " + shapeToString(k->ints) + " does not match W " + shapeToString(w.shape));
+    return Status::invalidModel("kernel_shape " + shapeToString(k->ints) + " does not match W " +
+                                shapeToString(w.shape));
   return Status::ok();
 }
 
@@ -56,8 +57,8 @@ Status setupConv(const Node& node, const TensorViews& inputs, ConvSetup* s) {
     return Status::invalidModel("W " + shapeToString(w.shape) + " needs X channels / group = " +
                                 std::to_string(s->inChannels / s->group) + " in dimension 1");
   if (s->outChannels % s->group != 0)
-    return Status::invalidModel("W output channels " + std::to_string(s->outChannels) +
-                                " are not divisible by group " + std::to_string(s->group));
+    return Status::invalidModel("W output channels " + std::to_string(s->outChannels) + " are not divisible by group " +
+                                std::to_string(s->group));
   OSPREY_RETURN_IF_ERROR(checkBias(inputs, s->outChannels));
   OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node, &s->act));
   OSPREY_RETURN_IF_ERROR(readWindow(node, Shape(x.shape.begin() + 2, x.shape.end()),
@@ -79,8 +80,8 @@ Status setupConvTranspose(const Node& node, const TensorViews& inputs, ConvSetup
   OSPREY_RETURN_IF_ERROR(checkBias(inputs, s->outChannels));
   OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node, &s->act));
   Window& win = s->window;
-  OSPREY_RETURN_IF_ERROR(readWindow(node, Shape(x.shape.begin() + 2, x.shape.end()),
-                                    Shape(w.shape.begin() + 2, w.shape.end()), &win));
+  OSPREY_RETURN_IF_ERROR(
+      readWindow(node, Shape(x.shape.begin() + 2, x.shape.end()), Shape(w.shape.begin() + 2, w.shape.end()), &win));
   const int rank = win.rank;
   std::vector<int64_t> outputPadding = node.getInts("output_padding", std::vector<int64_t>(rank, 0));
   if (static_cast<int>(outputPadding.size()) != rank)
@@ -115,7 +116,7 @@ Status setupConvTranspose(const Node& node, const TensorViews& inputs, ConvSetup
   return Status::ok();
 }
 
-Status outputShape(const ConvSetup& s, const TensorViews& inputs, TensorViews& outputs) {
+Status setOutput(const ConvSetup& s, const TensorViews& inputs, TensorViews& outputs) {
   outputs[0].dtype = inputs[0].dtype;
   outputs[0].shape = {s.batch, s.outChannels};
   for (int64_t d : s.window.outShape()) outputs[0].shape.push_back(d);
@@ -125,13 +126,13 @@ Status outputShape(const ConvSetup& s, const TensorViews& inputs, TensorViews& o
 Status convShape(const Node& node, const TensorViews& inputs, TensorViews& outputs) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConv(node, inputs, &s));
-  return outputShape(s, inputs, outputs);
+  return setOutput(s, inputs, outputs);
 }
 
 Status convTransposeShape(const Node& node, const TensorViews& inputs, TensorViews& outputs) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConvTranspose(node, inputs, &s));
-  return outputShape(s, inputs, outputs);
+  return setOutput(s, inputs, outputs);
 }
 
 // Unpacks a kernel-tap index into (kd, kh, kw).
@@ -212,7 +213,7 @@ void convDirect(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y,
         }
       }
       if (s.act.kind != FusedActivation::Kind::None)
-        for (int64_t i = 0; i < outSize; ++i) yc[i] = activate(s.act, yc[i]);
+        for (int64_t i = 0; i < outSize; ++i) yc[i] = applyActivation(s.act, yc[i]);
     }
   });
 }
@@ -235,7 +236,7 @@ void convForward(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y
       batchedGemm(pool, 1, groupOut, outSize, K, w + grp * groupOut * K, zero, pointwise ? xg : col.data(), zero,
                   y + (n * s.outChannels + grp * groupOut) * outSize, [&](int64_t, int64_t r, T* row) {
                     const T b = biasG ? biasG[r] : T(0);
-                    for (int64_t i = 0; i < outSize; ++i) row[i] = activate(s.act, row[i] + b);
+                    for (int64_t i = 0; i < outSize; ++i) row[i] = applyActivation(s.act, row[i] + b);
                   });
     }
   }
@@ -284,7 +285,7 @@ void convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* b
             }
           }
           if (s.act.kind != FusedActivation::Kind::None)
-            for (int64_t i = 0; i < outSize; ++i) yc[i] = activate(s.act, yc[i]);
+            for (int64_t i = 0; i < outSize; ++i) yc[i] = applyActivation(s.act, yc[i]);
         }
       });
     }
@@ -299,8 +300,7 @@ Status runInFloat(const TensorViews& inputs, TensorView& out, Fn&& fn) {
     dispatchFloat(out.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-        fn(inputs[0].as<const T>(), inputs[1].as<const T>(), hasBias ? inputs[2].as<const T>() : nullptr,
-           out.as<T>());
+        fn(inputs[0].as<const T>(), inputs[1].as<const T>(), hasBias ? inputs[2].as<const T>() : nullptr, out.as<T>());
     });
     return Status::ok();
   }
@@ -311,7 +311,8 @@ Status runInFloat(const TensorViews& inputs, TensorView& out, Fn&& fn) {
       for (size_t i = 0; i < f.size(); ++i) f[i] = static_cast<float>(v.as<const T>()[i]);
       return f;
     };
-    std::vector<float> x = widen(inputs[0]), w = widen(inputs[1]), b = hasBias ? widen(inputs[2]) : std::vector<float>();
+    std::vector<float> x = widen(inputs[0]), w = widen(inputs[1]),
+                       b = hasBias ? widen(inputs[2]) : std::vector<float>();
     std::vector<float> y(static_cast<size_t>(out.elements()));
     fn(x.data(), w.data(), hasBias ? b.data() : nullptr, y.data());
     for (size_t i = 0; i < y.size(); ++i) out.as<T>()[i] = T(y[i]);
@@ -322,9 +323,8 @@ Status runInFloat(const TensorViews& inputs, TensorView& out, Fn&& fn) {
 Status convReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool* pool) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConv(node, inputs, &s));
-  return runInFloat(inputs, outputs[0], [&](const auto* x, const auto* w, const auto* b, auto* y) {
-    convForward(s, x, w, b, y, pool);
-  });
+  return runInFloat(inputs, outputs[0],
+                    [&](const auto* x, const auto* w, const auto* b, auto* y) { convForward(s, x, w, b, y, pool); });
 }
 
 Status convTransposeReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool* pool) {
@@ -338,7 +338,7 @@ Status convTransposeReference(const Node& node, const TensorViews& inputs, Tenso
 }  // namespace
 
 const OpDef kOpDef_Conv = {OpType::Conv, "Conv", 2, 3, 1, 1, convShape, convReference, nullptr, 0, false};
-const OpDef kOpDef_ConvTranspose = {OpType::ConvTranspose, "ConvTranspose", 2, 3, 1, 1, convTransposeShape,
-                                    convTransposeReference, nullptr, 0, false};
+const OpDef kOpDef_ConvTranspose = {OpType::ConvTranspose, "ConvTranspose",        2,       3, 1,    1,
+                                    convTransposeShape,    convTransposeReference, nullptr, 0, false};
 
 }  // namespace osprey

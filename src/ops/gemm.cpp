@@ -23,8 +23,10 @@ Status requireGemmDtype(const TensorView& v, const char* what) {
     case DataType::Int32:
     case DataType::Int64:
     case DataType::UInt32:
-    case DataType::UInt64: return Status::ok();
-    default: return Status::unsupported(dtypeError(v, what));
+    case DataType::UInt64:
+      return Status::ok();
+    default:
+      return Status::unsupported(dtypeError(v, what));
   }
 }
 
@@ -33,15 +35,23 @@ Status requireGemmDtype(const TensorView& v, const char* what) {
 template <class Impl>
 Status dispatchGemmTypes(const TensorViews& inputs, TensorView& out, Impl&& impl) {
   switch (out.dtype) {
-    case DataType::Float32: return impl(TypeTag<float>{}, inputs, out);
-    case DataType::Float64: return impl(TypeTag<double>{}, inputs, out);
-    case DataType::Int32: return impl(TypeTag<int32_t>{}, inputs, out);
-    case DataType::Int64: return impl(TypeTag<int64_t>{}, inputs, out);
-    case DataType::UInt32: return impl(TypeTag<uint32_t>{}, inputs, out);
-    case DataType::UInt64: return impl(TypeTag<uint64_t>{}, inputs, out);
+    case DataType::Float32:
+      return impl(TypeTag<float>{}, inputs, out);
+    case DataType::Float64:
+      return impl(TypeTag<double>{}, inputs, out);
+    case DataType::Int32:
+      return impl(TypeTag<int32_t>{}, inputs, out);
+    case DataType::Int64:
+      return impl(TypeTag<int64_t>{}, inputs, out);
+    case DataType::UInt32:
+      return impl(TypeTag<uint32_t>{}, inputs, out);
+    case DataType::UInt64:
+      return impl(TypeTag<uint64_t>{}, inputs, out);
     case DataType::Float16:
-    case DataType::BFloat16: break;
-    default: return Status::unsupported(dtypeError(out, "the output"));
+    case DataType::BFloat16:
+      break;
+    default:
+      return Status::unsupported(dtypeError(out, "the output"));
   }
   std::vector<std::vector<float>> copies(inputs.size());
   TensorViews wide = inputs;
@@ -95,15 +105,17 @@ Status setupGemm(const Node& node, const TensorViews& inputs, GemmSetup* s) {
   const int64_t kB = s->transB ? b.shape[1] : b.shape[0];
   s->N = s->transB ? b.shape[0] : b.shape[1];
   if (kB != s->K)
-    return Status::invalidModel("inner dimensions differ: A " + shapeToString(a.shape) + (s->transA ? " (transposed)" : "") +
-                                " and B " + shapeToString(b.shape) + (s->transB ? " (transposed)" : ""));
+    return Status::invalidModel("inner dimensions differ: A " + shapeToString(a.shape) +
+                                (s->transA ? " (transposed)" : "") + " and B " + shapeToString(b.shape) +
+                                (s->transB ? " (transposed)" : ""));
   if (inputs.size() > 2 && inputs[2].present) {
     const Shape& c = inputs[2].shape;
     const Shape target{s->M, s->N};
     bool ok = c.size() <= 2;
     for (size_t i = 0; ok && i < c.size(); ++i) ok = c[i] == 1 || c[i] == target[2 - c.size() + i];
     if (!ok)
-      return Status::invalidModel("C " + shapeToString(c) + " does not broadcast to the result " + shapeToString(target));
+      return Status::invalidModel("C " + shapeToString(c) + " does not broadcast to the result " +
+                                  shapeToString(target));
   }
   return FusedActivation::fromNode(node, &s->act);
 }
@@ -138,9 +150,12 @@ Status gemmReference(const Node& node, const TensorViews& inputs, TensorViews& o
       const T* cRow = c ? c + i * cStrides[0] : nullptr;
       for (int64_t j = 0; j < s.N; ++j) {
         T v = row[j];
-        if (!plain) v = static_cast<T>(alpha * static_cast<Scale>(v) + (cRow ? beta * static_cast<Scale>(cRow[j * cStrides[1]]) : Scale(0)));
-        else if (cRow) v += cRow[j * cStrides[1]];
-        row[j] = activate(s.act, v);
+        if (!plain)
+          v = static_cast<T>(alpha * static_cast<Scale>(v) +
+                             (cRow ? beta * static_cast<Scale>(cRow[j * cStrides[1]]) : Scale(0)));
+        else if (cRow)
+          v += cRow[j * cStrides[1]];
+        row[j] = applyActivation(s.act, v);
       }
     });
     return Status::ok();
@@ -170,12 +185,14 @@ Status setupMatMul(const Node& node, const TensorViews& inputs, MatMulSetup* s) 
   s->K = sa.back();
   s->N = sb.back();
   if (sb[sb.size() - 2] != s->K)
-    return Status::invalidModel("inner dimensions differ: A " + shapeToString(a.shape) + " and B " + shapeToString(b.shape));
+    return Status::invalidModel("inner dimensions differ: A " + shapeToString(a.shape) + " and B " +
+                                shapeToString(b.shape));
   s->batchA = Shape(sa.begin(), sa.end() - 2);
   s->batchB = Shape(sb.begin(), sb.end() - 2);
   Status st = broadcastShapes(s->batchA, s->batchB, &s->batch);
-  if (!st) return Status::invalidModel("batch dimensions of A " + shapeToString(a.shape) + " and B " +
-                                       shapeToString(b.shape) + " do not broadcast");
+  if (!st)
+    return Status::invalidModel("batch dimensions of A " + shapeToString(a.shape) + " and B " + shapeToString(b.shape) +
+                                " do not broadcast");
   s->outShape = s->batch;
   if (a.rank() > 1) s->outShape.push_back(s->M);
   if (b.rank() > 1) s->outShape.push_back(s->N);
@@ -199,7 +216,7 @@ Status matMulReference(const Node& node, const TensorViews& inputs, TensorViews&
     const T* b = in[1].as<const T>();
     auto epilogue = [&](int64_t, int64_t, T* row) {
       if (s.act.kind != FusedActivation::Kind::None)
-        for (int64_t j = 0; j < s.N; ++j) row[j] = activate(s.act, row[j]);
+        for (int64_t j = 0; j < s.N; ++j) row[j] = applyActivation(s.act, row[j]);
     };
     const int64_t batches = shapeElements(s.batch);
     const std::vector<int64_t> zero{0};

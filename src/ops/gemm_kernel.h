@@ -20,8 +20,8 @@ namespace gemm_detail {
 constexpr int64_t kBlock = 8;
 
 template <class T>
-inline void rowUpdate4(int64_t n, T a0, T a1, T a2, T a3, const T* __restrict b, T* __restrict c0,
-                       T* __restrict c1, T* __restrict c2, T* __restrict c3) {
+inline void rowUpdate4(int64_t n, T a0, T a1, T a2, T a3, const T* __restrict b, T* __restrict c0, T* __restrict c1,
+                       T* __restrict c2, T* __restrict c3) {
   int64_t j = 0;
   for (; j + kBlock <= n; j += kBlock) {
     for (int64_t t = j; t < j + kBlock; ++t) {
@@ -54,8 +54,8 @@ inline void rowUpdate1(int64_t n, T a, const T* __restrict b, T* __restrict c) {
 // Rows [rowBegin, rowEnd) of C = A * B, overwriting C. A is M x K (row stride lda), B is
 // K x N (row stride ldb), C is M x N (row stride ldc).
 template <class T>
-void gemmRows(int64_t rowBegin, int64_t rowEnd, int64_t N, int64_t K, const T* A, int64_t lda, const T* B,
-              int64_t ldb, T* C, int64_t ldc) {
+void gemmRows(int64_t rowBegin, int64_t rowEnd, int64_t N, int64_t K, const T* A, int64_t lda, const T* B, int64_t ldb,
+              T* C, int64_t ldc) {
   constexpr int64_t kTileN = 256;  // a 4-row strip of C (4 KiB of floats) stays in L1
   constexpr int64_t kTileK = 128;  // a 128 x 256 tile of B (128 KiB of floats) stays in L2
   for (int64_t i = rowBegin; i < rowEnd; ++i) std::fill(C + i * ldc, C + i * ldc + N, T(0));
@@ -68,8 +68,8 @@ void gemmRows(int64_t rowBegin, int64_t rowEnd, int64_t N, int64_t K, const T* A
         const T* a = A + i * lda;
         T* c = C + i * ldc + j0;
         for (int64_t k = k0; k < k1; ++k)
-          gemm_detail::rowUpdate4(nb, a[k], a[lda + k], a[2 * lda + k], a[3 * lda + k], B + k * ldb + j0, c,
-                                  c + ldc, c + 2 * ldc, c + 3 * ldc);
+          gemm_detail::rowUpdate4(nb, a[k], a[lda + k], a[2 * lda + k], a[3 * lda + k], B + k * ldb + j0, c, c + ldc,
+                                  c + 2 * ldc, c + 3 * ldc);
       }
       for (; i < rowEnd; ++i) {
         const T* a = A + i * lda;
@@ -101,7 +101,7 @@ void batchedGemm(ThreadPool* pool, int64_t batches, int64_t M, int64_t N, int64_
 // A fused activation on one value of T: Relu exactly in T, the others through float (they are
 // float functions; the converter fuses them into float ops).
 template <class T>
-inline T activate(const FusedActivation& act, T v) {
+inline T applyActivation(const FusedActivation& act, T v) {
   if (act.kind == FusedActivation::Kind::None) return v;
   if (act.kind == FusedActivation::Kind::Relu) return v > T(0) ? v : T(0);
   return static_cast<T>(act.apply(static_cast<float>(v)));

@@ -20,8 +20,11 @@ Status stashDtype(const Node& node, DataType* out) {
     case static_cast<int64_t>(DataType::Float32):
     case static_cast<int64_t>(DataType::Float64):
     case static_cast<int64_t>(DataType::Float16):
-    case static_cast<int64_t>(DataType::BFloat16): *out = static_cast<DataType>(s); return Status::ok();
-    default: return Status::invalidModel("attribute stash_type is " + std::to_string(s) + "; expected a float dtype");
+    case static_cast<int64_t>(DataType::BFloat16):
+      *out = static_cast<DataType>(s);
+      return Status::ok();
+    default:
+      return Status::invalidModel("attribute stash_type is " + std::to_string(s) + "; expected a float dtype");
   }
 }
 
@@ -40,7 +43,8 @@ Status layerNormShape(const Node& node, const TensorViews& in, TensorViews& out)
   OSPREY_RETURN_IF_ERROR(requireSameDtype(in, 0, 2));
   int64_t axis;
   Status st = normalizeAxis(node.getInt("axis", -1), x.rank(), &axis);
-  if (!st.isOk()) return Status::invalidModel("attribute " + st.message() + " (X has shape " + shapeToString(x.shape) + ")");
+  if (!st.isOk())
+    return Status::invalidModel("attribute " + st.message() + " (X has shape " + shapeToString(x.shape) + ")");
   float eps = node.getFloat("epsilon", 1e-5f);
   if (!(eps >= 0.f)) return Status::invalidModel("attribute epsilon is " + std::to_string(eps) + "; it must be >= 0");
   OSPREY_RETURN_IF_ERROR(broadcastsTo(in[1], x.shape, "Scale (input 1)"));
@@ -131,12 +135,12 @@ void layerNormFor(const Node& node, const TensorViews& in, TensorViews& out, int
       const T* br = hasBias ? bias + biasIdx.outerOffset(o, shape) : nullptr;
       if (scaleIdx.contiguous && (!br || biasIdx.contiguous)) {
         for (int64_t j = 0; j < n; ++j) {
-          const C normalized = C((A(C(xr[j])) - mean) * inv);
+          const C normalized = C(T((A(C(xr[j])) - mean) * inv));  // the spec rounds to X's type here
           yr[j] = T(normalized * C(sr[j]) + (br ? C(br[j]) : C(0)));
         }
       } else {
         for (int64_t j = 0; j < n; ++j) {
-          const C normalized = C((A(C(xr[j])) - mean) * inv);
+          const C normalized = C(T((A(C(xr[j])) - mean) * inv));  // the spec rounds to X's type here
           yr[j] = T(normalized * C(sr[scaleIdx.innerOff[j]]) + (br ? C(br[biasIdx.innerOff[j]]) : C(0)));
         }
       }
@@ -156,14 +160,15 @@ Status layerNormKernel(const Node& node, const TensorViews& in, TensorViews& out
   OSPREY_RETURN_IF_ERROR(stashDtype(node, &stash));
   bool ok = dispatchFloat(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    dispatchFloat(stash, [&](auto stashTag) { layerNormFor<T, typename decltype(stashTag)::type>(node, in, out, axis, pool); });
+    dispatchFloat(
+        stash, [&](auto stashTag) { layerNormFor<T, typename decltype(stashTag)::type>(node, in, out, axis, pool); });
   });
   return ok ? Status::ok() : Status::unsupported(dtypeError(in[0], "input X"));
 }
 
 }  // namespace
 
-const OpDef kOpDef_LayerNormalization = {OpType::LayerNormalization, "LayerNormalization", 2, 3, 1, 3, layerNormShape,
-                                         layerNormKernel, nullptr, 0, false};
+const OpDef kOpDef_LayerNormalization = {
+    OpType::LayerNormalization, "LayerNormalization", 2, 3, 1, 3, layerNormShape, layerNormKernel, nullptr, 0, false};
 
 }  // namespace osprey

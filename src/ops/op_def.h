@@ -34,16 +34,14 @@ struct OpDef {
   LowerFn lower = nullptr;
   uint32_t valueInputs = 0;      // bit i: shape computation needs the value of input i
   bool dataDependentShape = false;  // output shape needs every input's value (NonZero, ...)
+  bool readsShapesOnly = false;     // the kernel reads input shapes, never values (Shape, Size)
 };
 
-// The definition of every op in ops.def; an op without one gets a definition whose shape
-// function reports that it is not implemented.
+// The definition of every op in ops.def.
 const OpDef& opDef(OpType type);
-bool opIsImplemented(OpType type);
 
-// Each op's file defines its OpDef(s). Declared weak so that an op listed in the catalog but
-// not yet defined links and reports "not implemented"; a unit test lists any such op.
-#define OSPREY_OP(name) extern const OpDef kOpDef_##name __attribute__((weak));
+// Each op's file defines its OpDef(s); an op listed in the catalog without one fails to link.
+#define OSPREY_OP(name) extern const OpDef kOpDef_##name;
 #include "ops/ops.def"
 #undef OSPREY_OP
 

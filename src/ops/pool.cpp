@@ -36,10 +36,12 @@ Status readFlag(const Node& node, const char* name, bool* out) {
 Status setupPool(const Node& node, const TensorViews& inputs, PoolKind kind, PoolSetup* s) {
   const TensorView& x = inputs[0];
   const DataType t = x.dtype;
-  const bool floatType = t == DataType::Float32 || t == DataType::Float64 || t == DataType::Float16 || t == DataType::BFloat16;
+  const bool floatType =
+      t == DataType::Float32 || t == DataType::Float64 || t == DataType::Float16 || t == DataType::BFloat16;
   const bool byteType = t == DataType::Int8 || t == DataType::UInt8;
   if (!floatType && !(kind == PoolKind::Max && byteType)) return Status::unsupported(dtypeError(x, "X"));
-  if (x.rank() < 3) return Status::invalidModel("X " + shapeToString(x.shape) + " must have rank 3 or more (N, C, spatial...)");
+  if (x.rank() < 3)
+    return Status::invalidModel("X " + shapeToString(x.shape) + " must have rank 3 or more (N, C, spatial...)");
   if (!node.hasAttr("kernel_shape")) return Status::invalidModel("kernel_shape is required");
   s->batch = x.shape[0];
   s->channels = x.shape[1];
@@ -47,7 +49,8 @@ Status setupPool(const Node& node, const TensorViews& inputs, PoolKind kind, Poo
   OSPREY_RETURN_IF_ERROR(readFlag(node, "ceil_mode", &ceilMode));
   OSPREY_RETURN_IF_ERROR(readFlag(node, "count_include_pad", &s->countIncludePad));
   OSPREY_RETURN_IF_ERROR(readFlag(node, "storage_order", &s->columnMajorIndices));
-  OSPREY_RETURN_IF_ERROR(readWindow(node, Shape(x.shape.begin() + 2, x.shape.end()), node.getInts("kernel_shape"), &s->window));
+  OSPREY_RETURN_IF_ERROR(
+      readWindow(node, Shape(x.shape.begin() + 2, x.shape.end()), node.getInts("kernel_shape"), &s->window));
   return resolveForwardWindow(ceilMode, &s->window);
 }
 
@@ -138,7 +141,8 @@ Status poolReference(const Node& node, const TensorViews& inputs, TensorViews& o
 Status globalPoolShape(const Node&, const TensorViews& inputs, TensorViews& outputs) {
   OSPREY_RETURN_IF_ERROR(requireFloatDtype(inputs[0], "X"));
   const TensorView& x = inputs[0];
-  if (x.rank() < 2) return Status::invalidModel("X " + shapeToString(x.shape) + " must have rank 2 or more (N, C, spatial...)");
+  if (x.rank() < 2)
+    return Status::invalidModel("X " + shapeToString(x.shape) + " must have rank 2 or more (N, C, spatial...)");
   outputs[0].dtype = x.dtype;
   outputs[0].shape = Shape(x.shape.size(), 1);
   outputs[0].shape[0] = x.shape[0];
@@ -176,13 +180,40 @@ Status globalPoolReference(const Node&, const TensorViews& inputs, TensorViews& 
 
 }  // namespace
 
-const OpDef kOpDef_MaxPool = {OpType::MaxPool, "MaxPool", 1, 1, 1, 2, poolShape<PoolKind::Max>,
-                              poolReference<PoolKind::Max>, nullptr, 0, false};
-const OpDef kOpDef_AveragePool = {OpType::AveragePool, "AveragePool", 1, 1, 1, 1, poolShape<PoolKind::Average>,
-                                  poolReference<PoolKind::Average>, nullptr, 0, false};
-const OpDef kOpDef_GlobalAveragePool = {OpType::GlobalAveragePool, "GlobalAveragePool", 1, 1, 1, 1, globalPoolShape,
-                                        globalPoolReference<PoolKind::Average>, nullptr, 0, false};
-const OpDef kOpDef_GlobalMaxPool = {OpType::GlobalMaxPool, "GlobalMaxPool", 1, 1, 1, 1, globalPoolShape,
-                                    globalPoolReference<PoolKind::Max>, nullptr, 0, false};
+const OpDef kOpDef_MaxPool = {
+    OpType::MaxPool, "MaxPool", 1, 1, 1, 2, poolShape<PoolKind::Max>, poolReference<PoolKind::Max>, nullptr, 0, false};
+const OpDef kOpDef_AveragePool = {OpType::AveragePool,
+                                  "AveragePool",
+                                  1,
+                                  1,
+                                  1,
+                                  1,
+                                  poolShape<PoolKind::Average>,
+                                  poolReference<PoolKind::Average>,
+                                  nullptr,
+                                  0,
+                                  false};
+const OpDef kOpDef_GlobalAveragePool = {OpType::GlobalAveragePool,
+                                        "GlobalAveragePool",
+                                        1,
+                                        1,
+                                        1,
+                                        1,
+                                        globalPoolShape,
+                                        globalPoolReference<PoolKind::Average>,
+                                        nullptr,
+                                        0,
+                                        false};
+const OpDef kOpDef_GlobalMaxPool = {OpType::GlobalMaxPool,
+                                    "GlobalMaxPool",
+                                    1,
+                                    1,
+                                    1,
+                                    1,
+                                    globalPoolShape,
+                                    globalPoolReference<PoolKind::Max>,
+                                    nullptr,
+                                    0,
+                                    false};
 
 }  // namespace osprey

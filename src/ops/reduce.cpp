@@ -4,6 +4,7 @@
 // reduced axes as size 1. Over an empty set ReduceSum gives 0, ReduceMax -inf (the lowest
 // value for integers, false for bool) and ReduceMean NaN (0 for integers).
 // Float sums accumulate in double; integer sums wrap like the element type.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -24,7 +25,8 @@ Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* r
   const int64_t rank = in[0].rank();
   std::vector<int64_t> axes;
   if (in.size() > 1 && in[1].present) {
-    if (in[1].rank() > 1) return Status::invalidModel("axes (input 1) must be 1-D, got shape " + shapeToString(in[1].shape));
+    if (in[1].rank() > 1)
+      return Status::invalidModel("axes (input 1) must be 1-D, got shape " + shapeToString(in[1].shape));
     OSPREY_RETURN_IF_ERROR(in[1].readInts(&axes, "axes (input 1)"));
   } else {
     axes = node.getInts("axes");  // the attribute form of older opsets, if it survived import
@@ -41,7 +43,8 @@ Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* r
   }
   std::vector<int64_t> norm;
   Status st = normalizeAxes(axes, rank, &norm);
-  if (!st.isOk()) return Status::invalidModel("axes: " + st.message() + " (data has shape " + shapeToString(in[0].shape) + ")");
+  if (!st.isOk())
+    return Status::invalidModel("axes: " + st.message() + " (data has shape " + shapeToString(in[0].shape) + ")");
   for (int64_t a : norm) (*reduced)[static_cast<size_t>(a)] = true;
   return Status::ok();
 }
@@ -57,8 +60,10 @@ Status reduceShape(const Node& node, const TensorViews& in, TensorViews& out) {
   out[0].dtype = t;
   out[0].shape.clear();
   for (size_t d = 0; d < reduced.size(); ++d) {
-    if (!reduced[d] || noop) out[0].shape.push_back(in[0].shape[d]);
-    else if (keep) out[0].shape.push_back(1);
+    if (!reduced[d] || noop)
+      out[0].shape.push_back(in[0].shape[d]);
+    else if (keep)
+      out[0].shape.push_back(1);
   }
   return Status::ok();
 }
@@ -66,13 +71,16 @@ Status reduceShape(const Node& node, const TensorViews& in, TensorViews& out) {
 template <Reduce K, class T>
 struct Reducer {
   using C = ComputeType<T>;
-  using Acc = std::conditional_t<K == Reduce::Max, C,
-                                 std::conditional_t<isFloatLike<T>, double,
-                                                    std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>;
+  using Acc = std::conditional_t<
+      K == Reduce::Max, C,
+      std::conditional_t<isFloatLike<T>, double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>;
   static Acc init() {
-    if constexpr (K != Reduce::Max) return Acc(0);
-    else if constexpr (std::numeric_limits<C>::has_infinity) return -std::numeric_limits<C>::infinity();
-    else return std::numeric_limits<C>::lowest();
+    if constexpr (K != Reduce::Max)
+      return Acc(0);
+    else if constexpr (std::numeric_limits<C>::has_infinity)
+      return -std::numeric_limits<C>::infinity();
+    else
+      return std::numeric_limits<C>::lowest();
   }
   static Acc step(Acc a, T x) {
     if constexpr (K == Reduce::Max) {
@@ -139,8 +147,10 @@ void reduceFor(const TensorView& in, TensorView& out, const std::vector<bool>& r
     int64_t outer = 1, n = 1, inner = 1;
     bool seen = false;
     for (size_t d = 0; d < m.size.size(); ++d) {
-      if (m.reduced[d]) n = m.size[d], seen = true;
-      else (seen ? inner : outer) *= m.size[d];
+      if (m.reduced[d])
+        n = m.size[d], seen = true;
+      else
+        (seen ? inner : outer) *= m.size[d];
     }
     auto work = [&](int64_t o0, int64_t o1) {
       std::vector<Acc> acc(static_cast<size_t>(inner));
@@ -152,7 +162,7 @@ void reduceFor(const TensorView& in, TensorView& out, const std::vector<bool>& r
           y[o] = R::finish(a, count);
           continue;
         }
-        for (auto& a : acc) a = R::init();
+        std::fill(acc.begin(), acc.end(), R::init());
         for (int64_t r = 0; r < n; ++r)
           for (int64_t j = 0; j < inner; ++j) acc[j] = R::step(acc[j], block[r * inner + j]);
         for (int64_t j = 0; j < inner; ++j) y[o * inner + j] = R::finish(acc[j], count);
@@ -179,7 +189,8 @@ void reduceFor(const TensorView& in, TensorView& out, const std::vector<bool>& r
     }
   }
   std::vector<Acc> acc(static_cast<size_t>(outN), R::init());
-  forEachBroadcast(m.size, outStrides, inStrides, [&](int64_t, int64_t o, int64_t i) { acc[o] = R::step(acc[o], x[i]); });
+  forEachBroadcast(m.size, outStrides, inStrides,
+                   [&](int64_t, int64_t o, int64_t i) { acc[o] = R::step(acc[o], x[i]); });
   for (int64_t i = 0; i < outN; ++i) y[i] = R::finish(acc[i], count);
 }
 
@@ -205,8 +216,11 @@ Status reduceKernel(const Node& node, const TensorViews& in, TensorViews& out, T
 
 }  // namespace
 
-const OpDef kOpDef_ReduceSum = {OpType::ReduceSum, "ReduceSum", 1, 2, 1, 1, reduceShape, reduceKernel<Reduce::Sum>, nullptr, 0b10, false};
-const OpDef kOpDef_ReduceMean = {OpType::ReduceMean, "ReduceMean", 1, 2, 1, 1, reduceShape, reduceKernel<Reduce::Mean>, nullptr, 0b10, false};
-const OpDef kOpDef_ReduceMax = {OpType::ReduceMax, "ReduceMax", 1, 2, 1, 1, reduceShape, reduceKernel<Reduce::Max>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceSum = {OpType::ReduceSum,         "ReduceSum", 1,    2,    1, 1, reduceShape,
+                                reduceKernel<Reduce::Sum>, nullptr,     0b10, false};
+const OpDef kOpDef_ReduceMean = {OpType::ReduceMean,         "ReduceMean", 1,    2,    1, 1, reduceShape,
+                                 reduceKernel<Reduce::Mean>, nullptr,      0b10, false};
+const OpDef kOpDef_ReduceMax = {OpType::ReduceMax,         "ReduceMax", 1,    2,    1, 1, reduceShape,
+                                reduceKernel<Reduce::Max>, nullptr,     0b10, false};
 
 }  // namespace osprey

@@ -17,18 +17,9 @@ const char* const kOpNames[] = {
 #undef OSPREY_OP
 };
 
-Status notImplemented(const Node& node, const TensorViews&, TensorViews&) {
-  return Status::unsupported(std::string(opTypeName(node.type)) + " is in the catalog but not implemented");
-}
-const OpDef kMissing = {OpType::Invalid, "missing", 0, -1, 0, -1, notImplemented, nullptr, nullptr, 0, false};
 }  // namespace
 
-const OpDef& opDef(OpType type) {
-  const OpDef* d = kOpDefs[static_cast<int>(type)];
-  return d ? *d : kMissing;
-}
-
-bool opIsImplemented(OpType type) { return kOpDefs[static_cast<int>(type)] != nullptr; }
+const OpDef& opDef(OpType type) { return *kOpDefs[static_cast<int>(type)]; }
 
 const char* opTypeName(OpType t) {
   int i = static_cast<int>(t);

@@ -140,6 +140,7 @@ Status dropoutShape(const Node&, const TensorViews& inputs, TensorViews& outputs
     if (inputs[2].dtype != DataType::Bool || inputs[2].elements() != 1)
       return Status::invalidModel("training_mode must be a bool scalar, got " + std::string(dataTypeName(inputs[2].dtype)) +
                                   " of shape " + shapeToString(inputs[2].shape));
+    if (!inputs[2].hasValue()) return Status::invalidArgument("training_mode must be known when shapes are computed");
     if (*inputs[2].as<const bool>()) {
       const bool hasRatio = inputs.size() > 1 && inputs[1].present;
       std::vector<float> ratio;

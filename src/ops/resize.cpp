@@ -215,7 +215,7 @@ AxisTaps axisTaps(const ResizeAttrs& a, const AxisResize& ax) {
   t.first.push_back(0);
   const int64_t last = ax.inLen - 1;
   for (int64_t x = 0; x < ax.outLen; ++x) {
-    double c;
+    double c = 0;
     t.outside.push_back(!originalCoordinate(a.coord, ax, x, &c));
     if (t.outside.back() || ax.inLen == 0) {
       t.first.push_back(t.taps.size());

@@ -86,6 +86,7 @@ Status constantOfShapeReference(const Node& node, const TensorViews&, TensorView
 Status rangeShape(const Node&, const TensorViews& inputs, TensorViews& outputs) {
   const DataType dt = inputs[0].dtype;
   for (int i = 0; i < 3; ++i) {
+    if (!inputs[i].hasValue()) return Status::invalidArgument("input " + std::to_string(i) + " must be known when shapes are computed");
     if (inputs[i].elements() != 1)
       return Status::invalidModel("input " + std::to_string(i) + " must be a scalar, got shape " + shapeToString(inputs[i].shape));
     if (inputs[i].dtype != dt)
@@ -198,7 +199,7 @@ Status constantReference(const Node& node, const TensorViews&, TensorViews& outp
 
 }  // namespace
 
-const OpDef kOpDef_Shape = {OpType::Shape, "Shape", 1, 1, 1, 1, shapeShape, shapeReference, nullptr, 0, false};
+const OpDef kOpDef_Shape = {OpType::Shape, "Shape", 1, 1, 1, 1, shapeShape, shapeReference, nullptr, 0, false, true};
 const OpDef kOpDef_ConstantOfShape = {OpType::ConstantOfShape, "ConstantOfShape", 1, 1, 1, 1, constantOfShapeShape,
                                       constantOfShapeReference, nullptr, 1u << 0, false};
 const OpDef kOpDef_Range = {OpType::Range, "Range", 3, 3, 1, 1, rangeShape, rangeReference, nullptr,

@@ -29,10 +29,11 @@ Status computeSlice(const TensorViews& inputs, SliceBox* box) {
   if (starts.size() != ends.size())
     return Status::invalidModel("starts " + shapeToString(starts) + " and ends " + shapeToString(ends) + " differ in length");
   if (inputs.size() > 3 && inputs[3].present) {
-    OSPREY_RETURN_IF_ERROR(readValues(inputs, 3, "axes", &axes));
-    if (axes.size() != starts.size())
-      return Status::invalidModel("axes " + shapeToString(axes) + " and starts " + shapeToString(starts) + " differ in length");
-    OSPREY_RETURN_IF_ERROR(normalizeAxes(axes, rank, &axes).withContext("input shape " + shapeToString(in)));
+    std::vector<int64_t> raw;
+    OSPREY_RETURN_IF_ERROR(readValues(inputs, 3, "axes", &raw));
+    if (raw.size() != starts.size())
+      return Status::invalidModel("axes " + shapeToString(raw) + " and starts " + shapeToString(starts) + " differ in length");
+    OSPREY_RETURN_IF_ERROR(normalizeAxes(raw, rank, &axes).withContext("input shape " + shapeToString(in)));
   } else {
     if (static_cast<int64_t>(starts.size()) > rank)
       return Status::invalidModel("starts " + shapeToString(starts) + " has more entries than the input " + shapeToString(in) +

@@ -21,9 +21,12 @@ Status splitAt(const Node& node, const Shape& shape, AxisSplit* s) {
   OSPREY_RETURN_IF_ERROR(normalizeAxis(node.getInt("axis", -1), static_cast<int64_t>(shape.size()), &axis));
   *s = AxisSplit();
   for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis) s->outer *= shape[d];
-    else if (d == axis) s->axis = shape[d];
-    else s->inner *= shape[d];
+    if (d < axis)
+      s->outer *= shape[d];
+    else if (d == axis)
+      s->axis = shape[d];
+    else
+      s->inner *= shape[d];
   }
   return Status::ok();
 }
@@ -32,15 +35,15 @@ Status softmaxShape(const Node& node, const TensorViews& in, TensorViews& out) {
   OSPREY_RETURN_IF_ERROR(requireFloatDtype(in[0], "input"));
   AxisSplit s;
   Status st = splitAt(node, in[0].shape, &s);
-  if (!st.isOk()) return Status::invalidModel("attribute " + st.message() + " (input shape " + shapeToString(in[0].shape) + ")");
+  if (!st.isOk())
+    return Status::invalidModel("attribute " + st.message() + " (input shape " + shapeToString(in[0].shape) + ")");
   return sameAsFirstInput(node, in, out);
 }
 
 // One outer index: n rows of `inner` elements each, normalised down the rows. `e` holds
 // exp(x - max) between the passes (the output itself when it has the compute type).
 template <class T, bool kLog>
-void softmaxBlock(const T* x, T* y, int64_t n, int64_t inner, ComputeType<T>* e, double* sum,
-                  ComputeType<T>* mx) {
+void softmaxBlock(const T* x, T* y, int64_t n, int64_t inner, ComputeType<T>* e, double* sum, ComputeType<T>* mx) {
   using C = ComputeType<T>;
   for (int64_t j = 0; j < inner; ++j) {
     mx[j] = C(x[j]);
@@ -90,8 +93,10 @@ void softmaxFor(const TensorView& in, TensorView& out, const AxisSplit& s, Threa
     if (!kInPlace) scratch.resize(static_cast<size_t>(block));
     for (int64_t o = o0; o < o1; ++o) {
       C* e;
-      if constexpr (kInPlace) e = y + o * block;
-      else e = scratch.data();
+      if constexpr (kInPlace)
+        e = y + o * block;
+      else
+        e = scratch.data();
       softmaxBlock<T, kLog>(x + o * block, y + o * block, s.axis, s.inner, e, sum.data(), mx.data());
     }
   };
@@ -106,15 +111,16 @@ template <bool kLog>
 Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   AxisSplit s;
   OSPREY_RETURN_IF_ERROR(splitAt(node, in[0].shape, &s));
-  bool ok = dispatchFloat(in[0].dtype, [&](auto tag) {
-    softmaxFor<typename decltype(tag)::type, kLog>(in[0], out[0], s, pool);
-  });
+  bool ok = dispatchFloat(in[0].dtype,
+                          [&](auto tag) { softmaxFor<typename decltype(tag)::type, kLog>(in[0], out[0], s, pool); });
   return ok ? Status::ok() : Status::unsupported(dtypeError(in[0], "input"));
 }
 
 }  // namespace
 
-const OpDef kOpDef_Softmax = {OpType::Softmax, "Softmax", 1, 1, 1, 1, softmaxShape, softmaxKernel<false>, nullptr, 0, false};
-const OpDef kOpDef_LogSoftmax = {OpType::LogSoftmax, "LogSoftmax", 1, 1, 1, 1, softmaxShape, softmaxKernel<true>, nullptr, 0, false};
+const OpDef kOpDef_Softmax = {OpType::Softmax,      "Softmax", 1, 1,    1, 1, softmaxShape,
+                              softmaxKernel<false>, nullptr,   0, false};
+const OpDef kOpDef_LogSoftmax = {OpType::LogSoftmax, "LogSoftmax",        1,       1, 1,    1,
+                                 softmaxShape,       softmaxKernel<true>, nullptr, 0, false};
 
 }  // namespace osprey

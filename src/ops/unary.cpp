@@ -18,11 +18,14 @@ enum class Domain { Float, Signed, Numeric };  // Signed: floats and signed inte
 Domain domainOf(OpType t) {
   switch (t) {
     case OpType::Relu:
-    case OpType::Neg: return Domain::Signed;
+    case OpType::Neg:
+      return Domain::Signed;
     case OpType::Abs:
     case OpType::Erf:
-    case OpType::Clip: return Domain::Numeric;
-    default: return Domain::Float;
+    case OpType::Clip:
+      return Domain::Numeric;
+    default:
+      return Domain::Float;
   }
 }
 
@@ -94,8 +97,10 @@ bool unaryFor(const Node& node, const T* x, T* y, int64_t n, ThreadPool* pool) {
         const C alpha = C(node.getFloat("alpha", 0.01f));
         return run([alpha](C v) { return v < C(0) ? alpha * v : v; });
       }
-      case OpType::Sigmoid: return run([](C v) { return C(1) / (C(1) + std::exp(-v)); });
-      case OpType::Tanh: return run([](C v) { return std::tanh(v); });
+      case OpType::Sigmoid:
+        return run([](C v) { return C(1) / (C(1) + std::exp(-v)); });
+      case OpType::Tanh:
+        return run([](C v) { return std::tanh(v); });
       case OpType::HardSigmoid: {
         const C alpha = C(node.getFloat("alpha", 0.2f)), beta = C(node.getFloat("beta", 0.5f));
         return run([alpha, beta](C v) { return std::fmax(C(0), std::fmin(C(1), alpha * v + beta)); });
@@ -112,28 +117,39 @@ bool unaryFor(const Node& node, const T* x, T* y, int64_t n, ThreadPool* pool) {
         const C alpha = C(node.getFloat("alpha", 1.f));
         return run([alpha](C v) { return v < C(0) ? alpha * std::expm1(v) : v; });
       }
-      case OpType::Exp: return run([](C v) { return std::exp(v); });
-      case OpType::Log: return run([](C v) { return std::log(v); });
-      case OpType::Sqrt: return run([](C v) { return std::sqrt(v); });
-      case OpType::Reciprocal: return run([](C v) { return C(1) / v; });
-      default: break;
+      case OpType::Exp:
+        return run([](C v) { return std::exp(v); });
+      case OpType::Log:
+        return run([](C v) { return std::log(v); });
+      case OpType::Sqrt:
+        return run([](C v) { return std::sqrt(v); });
+      case OpType::Reciprocal:
+        return run([](C v) { return C(1) / v; });
+      default:
+        break;
     }
   }
   if constexpr (inDomain<T>(Domain::Signed)) {
     switch (node.type) {
-      case OpType::Relu: return run([](C v) { return v < C(0) ? C(0) : v; });
-      case OpType::Neg: return run([](C v) { return wrapNegate(v); });
-      default: break;
+      case OpType::Relu:
+        return run([](C v) { return v < C(0) ? C(0) : v; });
+      case OpType::Neg:
+        return run([](C v) { return wrapNegate(v); });
+      default:
+        break;
     }
   }
   if constexpr (inDomain<T>(Domain::Numeric)) {
     switch (node.type) {
       case OpType::Abs:
-        if constexpr (std::is_unsigned_v<C>) return run([](C v) { return v; });
-        else return run([](C v) { return v < C(0) ? wrapNegate(v) : v; });
+        if constexpr (std::is_unsigned_v<C>)
+          return run([](C v) { return v; });
+        else
+          return run([](C v) { return v < C(0) ? wrapNegate(v) : v; });
       case OpType::Erf:
         return run([](C v) { return static_cast<C>(std::erf(static_cast<double>(v))); });
-      default: break;
+      default:
+        break;
     }
   }
   return false;
@@ -143,7 +159,8 @@ Status unaryKernel(const Node& node, const TensorViews& in, TensorViews& out, Th
   bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) done = unaryFor<T>(node, in[0].as<const T>(), out[0].as<T>(), in[0].elements(), pool);
+    if constexpr (!std::is_same_v<T, bool>)
+      done = unaryFor<T>(node, in[0].as<const T>(), out[0].as<T>(), in[0].elements(), pool);
   });
   return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input X"));
 }

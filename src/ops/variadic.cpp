@@ -14,21 +14,29 @@ enum class Combine { Max, Min, Sum, Mean };
 
 Combine combineOf(OpType t) {
   switch (t) {
-    case OpType::Max: return Combine::Max;
-    case OpType::Min: return Combine::Min;
-    case OpType::Sum: return Combine::Sum;
-    default: return Combine::Mean;
+    case OpType::Max:
+      return Combine::Max;
+    case OpType::Min:
+      return Combine::Min;
+    case OpType::Sum:
+      return Combine::Sum;
+    default:
+      return Combine::Mean;
   }
 }
 
 template <Combine K, class C>
 inline C combine(C x, C y) {
   if constexpr (K == Combine::Max) {
-    if constexpr (std::is_floating_point_v<C>) return (x > y || x != x) ? x : y;
-    else return x > y ? x : y;
+    if constexpr (std::is_floating_point_v<C>)
+      return (x > y || x != x) ? x : y;
+    else
+      return x > y ? x : y;
   } else if constexpr (K == Combine::Min) {
-    if constexpr (std::is_floating_point_v<C>) return (x < y || x != x) ? x : y;
-    else return x < y ? x : y;
+    if constexpr (std::is_floating_point_v<C>)
+      return (x < y || x != x) ? x : y;
+    else
+      return x < y ? x : y;
   } else {
     return x + y;
   }
@@ -103,9 +111,13 @@ Status variadicKernel(const Node&, const TensorViews& in, TensorViews& out, Thre
 
 }  // namespace
 
-const OpDef kOpDef_Max = {OpType::Max, "Max", 1, -1, 1, 1, variadicShape, variadicKernel<Combine::Max>, nullptr, 0, false};
-const OpDef kOpDef_Min = {OpType::Min, "Min", 1, -1, 1, 1, variadicShape, variadicKernel<Combine::Min>, nullptr, 0, false};
-const OpDef kOpDef_Sum = {OpType::Sum, "Sum", 1, -1, 1, 1, variadicShape, variadicKernel<Combine::Sum>, nullptr, 0, false};
-const OpDef kOpDef_Mean = {OpType::Mean, "Mean", 1, -1, 1, 1, variadicShape, variadicKernel<Combine::Mean>, nullptr, 0, false};
+const OpDef kOpDef_Max = {OpType::Max, "Max", 1,    -1, 1, 1, variadicShape, variadicKernel<Combine::Max>,
+                          nullptr,     0,     false};
+const OpDef kOpDef_Min = {OpType::Min, "Min", 1,    -1, 1, 1, variadicShape, variadicKernel<Combine::Min>,
+                          nullptr,     0,     false};
+const OpDef kOpDef_Sum = {OpType::Sum, "Sum", 1,    -1, 1, 1, variadicShape, variadicKernel<Combine::Sum>,
+                          nullptr,     0,     false};
+const OpDef kOpDef_Mean = {OpType::Mean, "Mean", 1,    -1, 1, 1, variadicShape, variadicKernel<Combine::Mean>,
+                           nullptr,      0,      false};
 
 }  // namespace osprey

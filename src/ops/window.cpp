@@ -12,8 +12,8 @@ Status readPerDim(const Node& node, const char* name, int rank, int64_t minValue
   const Attribute* a = node.attr(name);
   if (!a) return Status::ok();
   if (static_cast<int>(a->ints.size()) != rank)
-    return Status::invalidModel(std::string(name) + " " + listToString(a->ints) + " must have " +
-                                std::to_string(rank) + " values, one per spatial dimension");
+    return Status::invalidModel(std::string(name) + " " + listToString(a->ints) + " must have " + std::to_string(rank) +
+                                " values, one per spatial dimension");
   for (int d = 0; d < rank; ++d) {
     if (a->ints[d] < minValue)
       return Status::invalidModel(std::string(name) + " " + listToString(a->ints) + " must be at least " +
@@ -44,11 +44,16 @@ Status readWindow(const Node& node, const Shape& inSpatial, const std::vector<in
   OSPREY_RETURN_IF_ERROR(readPerDim(node, "strides", rank, 1, w->stride));
   OSPREY_RETURN_IF_ERROR(readPerDim(node, "dilations", rank, 1, w->dilation));
   std::string autoPad = node.getString("auto_pad", "NOTSET");
-  if (autoPad == "NOTSET" || autoPad.empty()) w->autoPad = AutoPad::NotSet;
-  else if (autoPad == "SAME_UPPER") w->autoPad = AutoPad::SameUpper;
-  else if (autoPad == "SAME_LOWER") w->autoPad = AutoPad::SameLower;
-  else if (autoPad == "VALID") w->autoPad = AutoPad::Valid;
-  else return Status::invalidModel("auto_pad '" + autoPad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
+  if (autoPad == "NOTSET" || autoPad.empty())
+    w->autoPad = AutoPad::NotSet;
+  else if (autoPad == "SAME_UPPER")
+    w->autoPad = AutoPad::SameUpper;
+  else if (autoPad == "SAME_LOWER")
+    w->autoPad = AutoPad::SameLower;
+  else if (autoPad == "VALID")
+    w->autoPad = AutoPad::Valid;
+  else
+    return Status::invalidModel("auto_pad '" + autoPad + "' is not NOTSET, SAME_UPPER, SAME_LOWER or VALID");
   // Explicit pads only count when auto_pad is NOTSET (the spec says they are not used otherwise).
   if (const Attribute* p = node.attr("pads"); p && w->autoPad == AutoPad::NotSet) {
     if (static_cast<int>(p->ints.size()) != 2 * rank)
@@ -78,8 +83,9 @@ Status resolveForwardWindow(bool ceilMode, Window* w) {
     }
     const int64_t span = in + w->padBegin[s] + w->padEnd[s] - extent;
     if (span < 0)
-      return Status::invalidModel("the window (kernel " + std::to_string(w->kernel[s]) + ", dilation " +
-                                  std::to_string(w->dilation[s]) + ") is larger than the padded input size " +
+      return Status::invalidModel("spatial dimension " + std::to_string(s - (3 - w->rank)) + ": the window (kernel " +
+                                  std::to_string(w->kernel[s]) + ", dilation " + std::to_string(w->dilation[s]) +
+                                  ") is larger than the padded input size " +
                                   std::to_string(in + w->padBegin[s] + w->padEnd[s]));
     if (ceilMode) {
       w->out[s] = ceilDiv(span, stride) + 1;

@@ -52,11 +52,14 @@ def main():
     open(cut, "wb").write(osp_bytes[: len(osp_bytes) - 100])
     expect_error(["run", cut], "corrupt")
     damaged = bytearray(osp_bytes)
-    for i in range(8, min(len(damaged), 200)):
+    for i in range(16, min(len(damaged), 200)):
         damaged[i] ^= 0xA5
     bad = os.path.join(tmp, "damaged.osp")
     open(bad, "wb").write(bytes(damaged))
     expect_error(["info", bad], "corrupt")
+    not_osp = os.path.join(tmp, "text.osp")
+    open(not_osp, "w").write("this is not a model\n" * 10)
+    expect_error(["run", not_osp], "not an Osprey model")
 
     nodes = [helper.make_node("Relu", ["x"], ["a"]),
              helper.make_node("FancyOp", ["a"], ["b"]),
