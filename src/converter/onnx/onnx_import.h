@@ -4,7 +4,7 @@
 
 namespace osprey::onnx {
 
-constexpr int64_t kMaxOnnxOpset = 23;
+constexpr int64_t kMaxOnnxOpset = 28;
 
 // Builds the Osprey graph of an ONNX model; no optimisation happens here.
 Status importModel(const ModelProto& proto, Model* out, int* nodeCount);
