@@ -24,7 +24,23 @@ enum class DataType : int32_t {
   UInt32 = 12,
   UInt64 = 13,
   BFloat16 = 16,
+  // Low-precision types. In memory each element takes one byte: float8/float4/e8m0 hold their
+  // bit pattern, the 4- and 2-bit integers hold their (sign-extended) value. The ONNX importer
+  // unpacks the packed sub-byte storage.
+  Float8E4M3FN = 17,
+  Float8E4M3FNUZ = 18,
+  Float8E5M2 = 19,
+  Float8E5M2FNUZ = 20,
+  UInt4 = 21,
+  Int4 = 22,
+  Float4E2M1 = 23,
+  Float8E8M0 = 24,
+  UInt2 = 25,
+  Int2 = 26,
 };
+
+// True for the one-byte low-precision types above (Float8*, Float4E2M1, (U)Int4, (U)Int2).
+bool isLowPrecisionType(DataType t);
 
 // Bytes per element; 0 for types without a fixed size (String, Undefined).
 size_t dataTypeSize(DataType t);

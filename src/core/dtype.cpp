@@ -1,5 +1,7 @@
 #include "core/dtype.h"
 
+#include "core/low_precision.h"
+
 namespace osprey {
 
 float halfToFloat(uint16_t h) {
@@ -68,6 +70,7 @@ uint16_t floatToBfloat16(float f) {
 }
 
 double loadAsDouble(DataType dtype, const void* data, int64_t i) {
+  if (isLowPrecisionType(dtype)) return decodeLowPrecision(dtype, static_cast<const uint8_t*>(data)[i]);
   double v = 0;
   dispatchNumeric(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
@@ -77,6 +80,10 @@ double loadAsDouble(DataType dtype, const void* data, int64_t i) {
 }
 
 void storeFromDouble(DataType dtype, void* data, int64_t i, double v) {
+  if (isLowPrecisionType(dtype)) {
+    static_cast<uint8_t*>(data)[i] = encodeLowPrecision(dtype, v);
+    return;
+  }
   dispatchNumeric(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {

@@ -19,6 +19,16 @@ size_t dataTypeSize(DataType t) {
     case DataType::UInt32: return 4;
     case DataType::UInt64: return 8;
     case DataType::BFloat16: return 2;
+    case DataType::Float8E4M3FN:
+    case DataType::Float8E4M3FNUZ:
+    case DataType::Float8E5M2:
+    case DataType::Float8E5M2FNUZ:
+    case DataType::UInt4:
+    case DataType::Int4:
+    case DataType::Float4E2M1:
+    case DataType::Float8E8M0:
+    case DataType::UInt2:
+    case DataType::Int2: return 1;
     case DataType::String:
     case DataType::Undefined: return 0;
   }
@@ -42,15 +52,30 @@ const char* dataTypeName(DataType t) {
     case DataType::UInt32: return "uint32";
     case DataType::UInt64: return "uint64";
     case DataType::BFloat16: return "bfloat16";
+    case DataType::Float8E4M3FN: return "float8e4m3fn";
+    case DataType::Float8E4M3FNUZ: return "float8e4m3fnuz";
+    case DataType::Float8E5M2: return "float8e5m2";
+    case DataType::Float8E5M2FNUZ: return "float8e5m2fnuz";
+    case DataType::UInt4: return "uint4";
+    case DataType::Int4: return "int4";
+    case DataType::Float4E2M1: return "float4e2m1";
+    case DataType::Float8E8M0: return "float8e8m0";
+    case DataType::UInt2: return "uint2";
+    case DataType::Int2: return "int2";
   }
   return "unknown";
 }
 
 // "Known" means a concrete type Osprey can hold: Undefined (0) and the ONNX types Osprey
-// does not model (complex, float8, int4, ...) are not, so a caller can cast only after this.
+// does not model (complex) are not, so a caller can cast only after this.
 bool isKnownDataType(int32_t v) {
   return (v >= static_cast<int32_t>(DataType::Float32) && v <= static_cast<int32_t>(DataType::UInt64)) ||
-         v == static_cast<int32_t>(DataType::BFloat16);
+         (v >= static_cast<int32_t>(DataType::BFloat16) && v <= static_cast<int32_t>(DataType::Int2));
+}
+
+bool isLowPrecisionType(DataType t) {
+  return static_cast<int32_t>(t) >= static_cast<int32_t>(DataType::Float8E4M3FN) &&
+         static_cast<int32_t>(t) <= static_cast<int32_t>(DataType::Int2);
 }
 
 const char* layoutName(Layout l) {

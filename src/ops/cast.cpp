@@ -1,6 +1,7 @@
 // Cast between every pair of numeric dtypes (including bool, float16, bfloat16), and from
-// string to numeric when the strings are known (constants). Float8, 4-bit and 2-bit types and
-// casts to string are not supported; `saturate` only concerns float8 and is ignored.
+// string to numeric when the strings are known (constants), and to and from the low-precision
+// types (float8 with `saturate`, float8e8m0 with `round_mode`, float4, 4- and 2-bit integers).
+// Casts to string are not supported.
 //
 // Conversions ONNX leaves undefined are made deterministic: float to integer truncates toward
 // zero, NaN gives 0, and values outside int64 saturate before the result wraps to a narrower
@@ -13,6 +14,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/low_precision.h"
 #include "core/thread_pool.h"
 #include "ops/op_util.h"
 
@@ -22,32 +24,9 @@ namespace {
 
 const char* unsupportedDtypeName(int64_t v) {
   switch (v) {
-    case 14:
-      return "complex64";
-    case 15:
-      return "complex128";
-    case 17:
-      return "float8e4m3fn";
-    case 18:
-      return "float8e4m3fnuz";
-    case 19:
-      return "float8e5m2";
-    case 20:
-      return "float8e5m2fnuz";
-    case 21:
-      return "uint4";
-    case 22:
-      return "int4";
-    case 23:
-      return "float4e2m1";
-    case 24:
-      return "float8e8m0";
-    case 25:
-      return "uint2";
-    case 26:
-      return "int2";
-    default:
-      return nullptr;
+    case 14: return "complex64";
+    case 15: return "complex128";
+    default: return nullptr;
   }
 }
 
@@ -65,9 +44,9 @@ Status castShape(const Node& node, const TensorViews& in, TensorViews& out) {
     return Status::invalidModel("attribute 'to' is " + std::to_string(to) + ", which is not a dtype");
   const DataType target = static_cast<DataType>(to);
   if (target == DataType::String) return Status::unsupported("Cast to string is not supported");
-  if (!isNumeric(target))
+  if (!isNumeric(target) && !isLowPrecisionType(target))
     return Status::unsupported(std::string("Cast to ") + dataTypeName(target) + " is not supported");
-  if (!isNumeric(in[0].dtype) && in[0].dtype != DataType::String)
+  if (!isNumeric(in[0].dtype) && !isLowPrecisionType(in[0].dtype) && in[0].dtype != DataType::String)
     return Status::unsupported(dtypeError(in[0], "input"));
   out[0].dtype = target;
   out[0].shape = in[0].shape;
@@ -168,8 +147,36 @@ Status castFromStrings(const TensorView& in, TensorView& out) {
   return st;
 }
 
-Status castKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
+// Low-precision types convert through double: exact for every source Osprey holds.
+void castLowPrecision(const Node& node, const TensorView& in, TensorView& out) {
+  const bool saturate = node.getInt("saturate", 1) != 0;
+  const std::string roundMode = node.getString("round_mode", "up");
+  const int64_t n = in.elements();
+  for (int64_t i = 0; i < n; ++i) {
+    double v = loadAsDouble(in.dtype, in.data, i);
+    if (isLowPrecisionType(out.dtype)) {
+      out.as<uint8_t>()[i] = encodeLowPrecision(out.dtype, v, saturate, roundMode);
+    } else if (out.dtype == DataType::Bool) {
+      out.as<bool>()[i] = v != 0;
+    } else {
+      dispatchNumeric(out.dtype, [&](auto tag) {
+        using To = typename decltype(tag)::type;
+        out.as<To>()[i] = convertValue<To, double>(v);
+      });
+    }
+  }
+}
+
+Status castKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   if (in[0].dtype == DataType::String) return castFromStrings(in[0], out[0]);
+  if (isLowPrecisionType(in[0].dtype) || isLowPrecisionType(out[0].dtype)) {
+    if (in[0].dtype == out[0].dtype) {
+      std::memcpy(out[0].data, in[0].data, in[0].bytes());
+    } else {
+      castLowPrecision(node, in[0], out[0]);
+    }
+    return Status::ok();
+  }
   if (in[0].dtype == out[0].dtype) {
     std::memcpy(out[0].data, in[0].data, in[0].bytes());
     return Status::ok();

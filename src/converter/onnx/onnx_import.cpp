@@ -33,7 +33,9 @@ bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx";
 
 Status importModel(const ModelProto& proto, Model* out, int* nodeCount) {
   const int64_t opset = proto.opsetFor("");
-  if (opset < 0) return Status::invalidModel("the model does not import the default ONNX domain");
+  for (const NodeProto& n : proto.graph.nodes)
+    if (opset < 0 && isDefaultDomain(n.domain))
+      return Status::invalidModel("node '" + n.name + "' (" + n.opType + ") uses the default ONNX domain, which the model does not import");
   if (opset > kMaxOnnxOpset)
     return Status::unsupported("the model uses ONNX opset " + std::to_string(opset) + "; Osprey supports up to " +
                                std::to_string(kMaxOnnxOpset));

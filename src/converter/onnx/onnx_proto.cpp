@@ -2,6 +2,7 @@
 // field numbers per message, one small parser per message, and the checks that turn wire
 // values into a consistent TensorProto (which field holds the data, how many bytes).
 #include "converter/onnx/onnx_proto.h"
+#include "core/low_precision.h"
 
 #include <bit>
 #include <cstring>
@@ -181,6 +182,12 @@ std::string describeTensor(const TensorProto& t) {
   return n + " (" + dataTypeName(t.dtype) + " " + shapeToString(t.dims) + ")";
 }
 
+void unpackData(TensorProto* t, int64_t n) {
+  std::vector<uint8_t> unpacked(static_cast<size_t>(n));
+  unpackSubByte(t->dtype, t->data.data(), n, unpacked.data());
+  t->data.swap(unpacked);
+}
+
 // Turns the wire values into packed bytes and checks they fill exactly the declared shape.
 Status finishTensor(const Ctx& c, TensorWire& w, TensorProto* t) {
   t->rawType = w.dataType;
@@ -227,7 +234,10 @@ Status finishTensor(const Ctx& c, TensorWire& w, TensorProto* t) {
   }
   size_t es = dataTypeSize(t->dtype);
   if (static_cast<uint64_t>(n) > std::numeric_limits<size_t>::max() / es) return fail("is too large to hold in memory");
-  size_t bytes = static_cast<size_t>(n) * es;
+  // 4- and 2-bit types are packed in the file and unpacked to a byte per element in memory.
+  const int64_t stored = packedBytes(t->dtype, n);
+  size_t bytes = static_cast<size_t>(stored) * es;
+  const bool subByte = stored != n;
 
   // The typed field each data_type uses (int32_data also carries the narrow types' bit patterns).
   const char* expected = "raw_data";
@@ -247,10 +257,11 @@ Status finishTensor(const Ctx& c, TensorWire& w, TensorProto* t) {
     have = w.rawEnd - w.rawBegin;
     if (have != bytes) return fail("has " + std::to_string(have) + " bytes of raw_data, expected " + std::to_string(bytes));
     t->data.assign(c.buf + w.rawBegin, c.buf + w.rawEnd);
+    if (subByte) unpackData(t, n);
     return Status::ok();
   }
   have = w.floats.size() + w.int32s.size() + w.int64s.size() + w.doubles.size() + w.uint64s.size();
-  if (have != static_cast<size_t>(n))
+  if (have != static_cast<size_t>(stored))
     return fail("has " + std::to_string(have) + " values in " + (source.empty() ? expected : source) +
                 ", expected " + std::to_string(n));
   t->data.resize(bytes);
@@ -264,6 +275,7 @@ Status finishTensor(const Ctx& c, TensorWire& w, TensorProto* t) {
   pack(w.int64s);
   pack(w.doubles);
   pack(w.uint64s);
+  if (subByte) unpackData(t, n);
   return Status::ok();
 }
 
