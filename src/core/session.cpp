@@ -124,6 +124,11 @@ Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues
   for (int i : g.inputs) {
     RuntimeTensor& t = tensors_[i];
     t.shape = shapes_.at(t.name);
+    if (t.dtype == DataType::Undefined) {
+      auto given = givenDtypes_.find(t.name);
+      if (given == givenDtypes_.end()) return Status::invalidArgument("input '" + t.name + "' has no declared dtype; run it with a tensor");
+      t.dtype = given->second;
+    }
     if (inputValues) {
       const Tensor* v = inputValues->at(t.name);
       uint8_t* p = allocateFolded(t.bytes());

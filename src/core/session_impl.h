@@ -54,6 +54,8 @@ class SessionImpl {
   std::vector<std::unique_ptr<MemObj>> memory_;
   std::vector<std::shared_ptr<uint8_t>> folded_;
   std::map<std::string, Shape> shapes_;  // current input shapes
+  // Dtypes of inputs the model leaves undeclared (subgraph inputs), as last given to run().
+  std::map<std::string, DataType> givenDtypes_;
   bool planned_ = false;
   bool eager_ = false;  // some shape depends on input values: plan at every run
   std::string eagerReason_;

@@ -120,7 +120,7 @@ Status SessionImpl::planMemory() {
 }
 
 Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
-  if (t.dtype() != info.dtype)
+  if (info.dtype != DataType::Undefined && t.dtype() != info.dtype)
     return Status::invalidArgument("input '" + info.name + "' has dtype " + dataTypeName(t.dtype()) +
                                    "; the model expects " + dataTypeName(info.dtype));
   if (t.layout() != Layout::NCHW && t.layout() != Layout::NHWC)
@@ -144,6 +144,11 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
       return Status::invalidArgument("'" + name + "' is not an input of the model; its inputs are: " + names);
     }
     OSPREY_RETURN_IF_ERROR(checkInput(g.tensors[idx], t));
+    if (g.tensors[idx].dtype == DataType::Undefined) {
+      DataType& known = givenDtypes_[name];
+      if (known != t.dtype()) planned_ = false;  // a new dtype needs a new plan
+      known = t.dtype();
+    }
     shapes[name] = logicalShape(t.shape(), t.layout());
     values[name] = &t;
   }

@@ -1,9 +1,12 @@
-// ReduceSum, ReduceMean, ReduceMax (opset 18+ form): the axes come as optional int64 input 1,
+// ReduceSum, ReduceMean, ReduceMax, ReduceMin, ReduceProd, ReduceL1, ReduceL2, ReduceLogSum,
+// ReduceLogSumExp, ReduceSumSquare (opset 18+ form): the axes come as optional int64 input 1,
 // whose value shape computation needs. No axes (absent or empty) reduces every axis, unless
 // noop_with_empty_axes is set, which makes the op an identity. keepdims (default 1) keeps
-// reduced axes as size 1. Over an empty set ReduceSum gives 0, ReduceMax -inf (the lowest
-// value for integers, false for bool) and ReduceMean NaN (0 for integers).
-// Float sums accumulate in double; integer sums wrap like the element type.
+// reduced axes as size 1. Over an empty set ReduceSum, L1, L2 and SumSquare give 0, ReduceProd
+// 1, ReduceMax -inf (the lowest value for integers, false for bool), ReduceMin +inf (the
+// highest, true), ReduceLogSum and ReduceLogSumExp -inf, and ReduceMean NaN (0 for integers).
+// Float sums accumulate in double; integer sums and products wrap like the element type; L2,
+// LogSum and LogSumExp of integers are computed in double and truncated.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -18,7 +21,26 @@ namespace osprey {
 
 namespace {
 
-enum class Reduce { Sum, Mean, Max };
+enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+constexpr bool isExtreme(Reduce k) { return k == Reduce::Max || k == Reduce::Min; }
+// Reductions finished by a float function: accumulated in double whatever the element type.
+constexpr bool inDouble(Reduce k) { return k == Reduce::L2 || k == Reduce::LogSum || k == Reduce::LogSumExp; }
+
+// log(sum(exp(x))) accumulated online: s = sum(exp(x - m)) with m the largest x so far.
+struct LogSumExpAcc {
+  double m = -std::numeric_limits<double>::infinity();
+  double s = 0.0;
+};
+
+// A double converted to an integer type: NaN gives 0, out-of-range values saturate.
+template <class T>
+T saturate(double v) {
+  if (v != v) return T(0);
+  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
+}
 
 // Which input axes are reduced; `noop` when the op is an identity.
 Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* reduced, bool* noop) {
@@ -51,7 +73,8 @@ Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* r
 
 Status reduceShape(const Node& node, const TensorViews& in, TensorViews& out) {
   const DataType t = in[0].dtype;
-  bool ok = dispatchNumeric(t, [](auto) {}) && (t != DataType::Bool || node.type == OpType::ReduceMax);
+  bool ok = dispatchNumeric(t, [](auto) {}) &&
+            (t != DataType::Bool || node.type == OpType::ReduceMax || node.type == OpType::ReduceMin);
   if (!ok) return Status::unsupported(dtypeError(in[0], "input data"));
   std::vector<bool> reduced;
   bool noop;
@@ -72,24 +95,68 @@ template <Reduce K, class T>
 struct Reducer {
   using C = ComputeType<T>;
   using Acc = std::conditional_t<
-      K == Reduce::Max, C,
-      std::conditional_t<isFloatLike<T>, double, std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>;
+      isExtreme(K), C,
+      std::conditional_t<K == Reduce::LogSumExp, LogSumExpAcc,
+                         std::conditional_t<isFloatLike<T> || inDouble(K), double,
+                                            std::conditional_t<std::is_signed_v<T>, int64_t, uint64_t>>>>;
   static Acc init() {
-    if constexpr (K != Reduce::Max)
+    if constexpr (K == Reduce::Max) {
+      if constexpr (std::numeric_limits<C>::has_infinity)
+        return -std::numeric_limits<C>::infinity();
+      else
+        return std::numeric_limits<C>::lowest();
+    } else if constexpr (K == Reduce::Min) {
+      if constexpr (std::numeric_limits<C>::has_infinity)
+        return std::numeric_limits<C>::infinity();
+      else
+        return std::numeric_limits<C>::max();
+    } else if constexpr (K == Reduce::LogSumExp) {
+      return LogSumExpAcc();
+    } else if constexpr (K == Reduce::Prod) {
+      return Acc(1);
+    } else {
       return Acc(0);
-    else if constexpr (std::numeric_limits<C>::has_infinity)
-      return -std::numeric_limits<C>::infinity();
-    else
-      return std::numeric_limits<C>::lowest();
+    }
   }
   static Acc step(Acc a, T x) {
+    const C v = C(x);
     if constexpr (K == Reduce::Max) {
-      const C v = C(x);
       return (v > a || v != v) ? v : a;
-    } else if constexpr (isFloatLike<T>) {
-      return a + static_cast<double>(C(x));
+    } else if constexpr (K == Reduce::Min) {
+      return (v < a || v != v) ? v : a;
+    } else if constexpr (K == Reduce::LogSumExp) {
+      const double d = static_cast<double>(v);
+      if (d == a.m) {
+        a.s += 1.0;
+      } else if (d > a.m || d != d) {
+        a.s = a.s * std::exp(a.m - d) + 1.0;
+        a.m = d;
+      } else {
+        a.s += std::exp(d - a.m);
+      }
+      return a;
+    } else if constexpr (std::is_same_v<Acc, double>) {
+      const double d = static_cast<double>(v);
+      if constexpr (K == Reduce::L1) return a + std::fabs(d);
+      else if constexpr (K == Reduce::L2 || K == Reduce::SumSquare) return a + d * d;
+      else if constexpr (K == Reduce::Prod) return a * d;
+      else return a + d;
     } else {
-      return static_cast<Acc>(static_cast<uint64_t>(a) + static_cast<uint64_t>(x));
+      // Integers: modular arithmetic in uint64, so overflow wraps instead of being undefined.
+      const uint64_t u = static_cast<uint64_t>(v), ua = static_cast<uint64_t>(a);
+      if constexpr (K == Reduce::L1) {
+        uint64_t mag = u;
+        if constexpr (std::is_signed_v<T>) {
+          if (v < 0) mag = uint64_t(0) - u;
+        }
+        return static_cast<Acc>(ua + mag);
+      } else if constexpr (K == Reduce::SumSquare) {
+        return static_cast<Acc>(ua + u * u);
+      } else if constexpr (K == Reduce::Prod) {
+        return static_cast<Acc>(ua * u);
+      } else {
+        return static_cast<Acc>(ua + u);
+      }
     }
   }
   static T finish(Acc a, int64_t count) {
@@ -99,8 +166,23 @@ struct Reducer {
       } else {
         return count ? static_cast<T>(a / static_cast<Acc>(count)) : T(0);
       }
-    } else if constexpr (isFloatLike<T>) {
-      return T(C(a));
+    } else if constexpr (isExtreme(K)) {
+      return T(a);
+    } else if constexpr (std::is_same_v<Acc, double> || K == Reduce::LogSumExp) {
+      double r;
+      if constexpr (K == Reduce::LogSumExp) {
+        r = a.s == 0.0 ? -std::numeric_limits<double>::infinity() : a.m + std::log(a.s);
+      } else if constexpr (K == Reduce::L2) {
+        r = std::sqrt(a);
+      } else if constexpr (K == Reduce::LogSum) {
+        r = std::log(a);
+      } else {
+        r = a;
+      }
+      if constexpr (isFloatLike<T>)
+        return T(C(r));
+      else
+        return saturate<T>(r);
     } else {
       return static_cast<T>(a);
     }
@@ -206,7 +288,7 @@ Status reduceKernel(const Node& node, const TensorViews& in, TensorViews& out, T
   Status st = Status::unsupported(dtypeError(in[0], "input data"));
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool> || K == Reduce::Max) {
+    if constexpr (!std::is_same_v<T, bool> || isExtreme(K)) {
       reduceFor<K, T>(in[0], out[0], reduced, pool);
       st = Status::ok();
     }
@@ -216,11 +298,25 @@ Status reduceKernel(const Node& node, const TensorViews& in, TensorViews& out, T
 
 }  // namespace
 
-const OpDef kOpDef_ReduceSum = {OpType::ReduceSum,         "ReduceSum", 1,    2,    1, 1, reduceShape,
-                                reduceKernel<Reduce::Sum>, nullptr,     0b10, false};
-const OpDef kOpDef_ReduceMean = {OpType::ReduceMean,         "ReduceMean", 1,    2,    1, 1, reduceShape,
-                                 reduceKernel<Reduce::Mean>, nullptr,      0b10, false};
-const OpDef kOpDef_ReduceMax = {OpType::ReduceMax,         "ReduceMax", 1,    2,    1, 1, reduceShape,
-                                reduceKernel<Reduce::Max>, nullptr,     0b10, false};
+const OpDef kOpDef_ReduceSum = {OpType::ReduceSum, "ReduceSum", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::Sum>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceMean = {OpType::ReduceMean, "ReduceMean", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::Mean>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceMax = {OpType::ReduceMax, "ReduceMax", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::Max>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceMin = {OpType::ReduceMin, "ReduceMin", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::Min>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceProd = {OpType::ReduceProd, "ReduceProd", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::Prod>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceL1 = {OpType::ReduceL1, "ReduceL1", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::L1>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceL2 = {OpType::ReduceL2, "ReduceL2", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::L2>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceLogSum = {OpType::ReduceLogSum, "ReduceLogSum", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::LogSum>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceLogSumExp = {OpType::ReduceLogSumExp, "ReduceLogSumExp", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::LogSumExp>, nullptr, 0b10, false};
+const OpDef kOpDef_ReduceSumSquare = {OpType::ReduceSumSquare, "ReduceSumSquare", 1, 2, 1, 1,
+    reduceShape, reduceKernel<Reduce::SumSquare>, nullptr, 0b10, false};
 
 }  // namespace osprey

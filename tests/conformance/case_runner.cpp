@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -98,6 +99,19 @@ std::string formatValue(double v) {
   return os.str();
 }
 
+// Stored one byte per element as their bit pattern: compared by bits, any NaN equal to any NaN.
+bool isLowPrecisionFloat(DataType t) {
+  switch (t) {
+    case DataType::Float8E4M3FN:
+    case DataType::Float8E4M3FNUZ:
+    case DataType::Float8E5M2:
+    case DataType::Float8E5M2FNUZ:
+    case DataType::Float4E2M1:
+    case DataType::Float8E8M0: return true;
+    default: return false;
+  }
+}
+
 std::string integerAt(DataType t, const uint8_t* data, int64_t i) {
   auto load = [&](auto zero) {
     decltype(zero) v;
@@ -114,8 +128,19 @@ std::string integerAt(DataType t, const uint8_t* data, int64_t i) {
     case DataType::UInt32: return std::to_string(load(uint32_t{}));
     case DataType::UInt64: return std::to_string(load(uint64_t{}));
     case DataType::Bool: return load(uint8_t{}) ? "true" : "false";
-    default: return "?";
+    // Sub-byte integers are unpacked to one byte holding the (sign-extended) value.
+    case DataType::Int4:
+    case DataType::Int2: return std::to_string(load(int8_t{}));
+    case DataType::UInt4:
+    case DataType::UInt2: return std::to_string(load(uint8_t{}));
+    default: break;
   }
+  if (isLowPrecisionFloat(t)) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "0x%02x = %.8g", load(uint8_t{}), loadAsDouble(t, data, i));
+    return buf;
+  }
+  return "?";
 }
 
 bool isFloat(DataType t) {
@@ -172,6 +197,7 @@ std::string compareTensor(const onnx::TensorProto& expected, const Tensor& got) 
   if (size == 0) return std::string("cannot compare dtype ") + dataTypeName(t);
   for (int64_t i = 0; i < n; ++i) {
     bool same = t == DataType::Bool ? ((e[i] != 0) == (g[i] != 0)) : std::memcmp(e + i * size, g + i * size, size) == 0;
+    if (!same && isLowPrecisionFloat(t)) same = std::isnan(loadAsDouble(t, e, i)) && std::isnan(loadAsDouble(t, g, i));
     if (same) continue;
     if (bad++ == 0) worst = i, worstExpected = integerAt(t, e, i), worstGot = integerAt(t, g, i);
   }
@@ -287,11 +313,11 @@ Failure runCase(const CaseInfo& info, int fd) {
 
   for (const auto* vi : m.inputs)
     if (vi->kind != onnx::ValueInfo::kTensor)
-      return fail(Outcome::Unsupported, "graph input '" + vi->name + "' is a " + valueTypeLabel(*vi) +
+      return fail(Outcome::Unsupported, "graph input '" + vi->name + "' has type " + valueTypeLabel(*vi) +
                                             "; the runner and Osprey only handle tensors");
   for (const auto& vi : graph.outputs)
     if (vi.kind != onnx::ValueInfo::kTensor)
-      return fail(Outcome::Unsupported, "graph output '" + vi.name + "' is a " + valueTypeLabel(vi) +
+      return fail(Outcome::Unsupported, "graph output '" + vi.name + "' has type " + valueTypeLabel(vi) +
                                             "; the runner and Osprey only handle tensors");
 
   auto model = std::make_shared<Model>();

@@ -133,10 +133,10 @@ TEST(CastOp, Errors) {
   EXPECT_FALSE(runOp(noTo, {in(x)}, 1, &out).isOk());
   Node f8;
   f8.type = OpType::Cast;
-  f8.setInt("to", 17);
+  f8.setInt("to", 14);
   Status st = runOp(f8, {in(x)}, 1, &out);
   EXPECT_EQ(st.code(), StatusCode::Unsupported);
-  EXPECT_NE(st.message().find("float8e4m3fn"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("complex64"), std::string::npos) << st.message();
   st = runOp(castTo(DataType::String), {in(x)}, 1, &out);
   EXPECT_EQ(st.code(), StatusCode::Unsupported);
   Node bogus;

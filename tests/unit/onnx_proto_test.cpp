@@ -112,7 +112,7 @@ Pb handModel() {
   g.msg(5, Pb().varint(1, 1).varint(2, 12).bytes(8, "u32").varint(11, 4000000000u));
   g.msg(5, Pb().varint(2, 11).bytes(8, "f64").fixed64(10, 0x3ff0000000000000ull));  // scalar 1.0
   g.msg(5, Pb().varint(1, 2).varint(2, 8).bytes(8, "str").bytes(6, "ab").bytes(6, ""));
-  g.msg(5, Pb().varint(1, 4).varint(2, 17).bytes(8, "f8").bytes(9, "abcd"));  // float8: unknown
+  g.msg(5, Pb().varint(1, 4).varint(2, 14).bytes(8, "f8").bytes(9, "abcdefghabcdefghabcdefghabcdefgh"));  // complex64: unknown
   g.msg(5, Pb().varint(1, 1000).varint(2, 1).bytes(8, "ext").varint(14, 1)
                .msg(13, Pb().bytes(1, "location").bytes(2, "weights.bin")));
   g.msg(11, valueInfo("x", tensorType(1, {Pb().bytes(2, "N"), Pb().varint(1, 3), Pb()})));
@@ -197,7 +197,7 @@ TEST(OnnxProto, HandModelDecodesEveryFieldKind) {
   EXPECT_EQ(findInit(g, "str")->strings, (std::vector<std::string>{"ab", ""}));
   const TensorProto* f8 = findInit(g, "f8");
   EXPECT_EQ(f8->dtype, DataType::Undefined);
-  EXPECT_EQ(f8->rawType, 17);
+  EXPECT_EQ(f8->rawType, 14);
   EXPECT_TRUE(f8->data.empty());
   const TensorProto* ext = findInit(g, "ext");
   EXPECT_TRUE(ext->external);
@@ -441,10 +441,11 @@ TEST(OnnxProtoReal, StringsAndFloat16) {
 
 TEST(OnnxProtoReal, UnknownTypesAndSequencesAreErrorsOrUndefinedNotCrashes) {
   {
-    REQUIRE_NODE_TEST("test_dequantizelinear_e4m3fn_float16");  // float8 input: not modelled
+    REQUIRE_NODE_TEST("test_dequantizelinear_e4m3fn_float16");  // float8: one byte per element
     TensorProto t = loadTensor(dir + "/test_data_set_0/input_0.pb");
-    EXPECT_EQ(t.dtype, DataType::Undefined);
+    EXPECT_EQ(t.dtype, DataType::Float8E4M3FN);
     EXPECT_EQ(t.rawType, 17);
+    EXPECT_EQ(static_cast<int64_t>(t.data.size()), t.elementCount());
   }
   {
     REQUIRE_NODE_TEST("test_split_to_sequence_1");  // a SequenceProto, not a TensorProto

@@ -1,6 +1,8 @@
 // State shared by the ONNX importers: the graph under construction and name -> tensor lookup.
 #pragma once
+#include <functional>
 #include <map>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -25,6 +27,9 @@ class ImportContext {
   // The constant behind tensor `index`, or null.
   const TensorInfo* constantOf(int index) const;
   Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
+  // Imports a subgraph attribute; `captured` receives the enclosing-scope names it reads,
+  // which it takes as its last graph inputs.
+  std::function<Status(const GraphProto&, std::shared_ptr<Graph>*, std::vector<std::string>*)> importSubgraph;
 
  private:
   Graph* graph_;
@@ -41,6 +46,9 @@ Status convertTensor(const TensorProto& t, TensorInfo* out);
 using NodeImporter = Status (*)(ImportContext& ctx, const NodeProto& node, int64_t opset);
 // The importer for `opType` in the default domain, or null when Osprey cannot import it.
 NodeImporter findImporter(const std::string& opType);
+// Control flow (control_flow_import.cpp).
+Status importIf(ImportContext& ctx, const NodeProto& node, int64_t opset);
+Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset, OpType type);
 // Ops imported as-is: attributes copied, inputs and outputs in ONNX order.
 Status importDirect(ImportContext& ctx, const NodeProto& node, OpType type);
 

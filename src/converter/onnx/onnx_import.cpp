@@ -29,80 +29,95 @@ Status importValueInfo(const ValueInfo& vi, TensorInfo* t, const char* role) {
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
-}  // namespace
-
-Status importModel(const ModelProto& proto, Model* out, int* nodeCount) {
-  const int64_t opset = proto.opsetFor("");
-  for (const NodeProto& n : proto.graph.nodes)
-    if (opset < 0 && isDefaultDomain(n.domain))
-      return Status::invalidModel("node '" + n.name + "' (" + n.opType + ") uses the default ONNX domain, which the model does not import");
-  if (opset > kMaxOnnxOpset)
-    return Status::unsupported("the model uses ONNX opset " + std::to_string(opset) + "; Osprey supports up to " +
-                               std::to_string(kMaxOnnxOpset));
-  out->producer = "osprey-converter from " + (proto.producerName.empty() ? std::string("unknown") : proto.producerName) +
-                  (proto.producerVersion.empty() ? "" : " " + proto.producerVersion);
-  Graph& g = out->graph;
-  ImportContext ctx(&g);
-  const GraphProto& gp = proto.graph;
-  *nodeCount = static_cast<int>(gp.nodes.size());
-
-  std::set<std::string> initializerNames;
-  for (const TensorProto& init : gp.initializers) {
-    int idx = ctx.tensor(init.name);
-    OSPREY_RETURN_IF_ERROR(convertTensor(init, &g.tensors[idx]).withContext("initializer '" + init.name + "'"));
-    initializerNames.insert(init.name);
-  }
-  for (const ValueInfo& vi : gp.inputs) {
-    if (initializerNames.count(vi.name)) continue;  // an initializer listed as input: a constant
-    int idx = ctx.tensor(vi.name);
-    OSPREY_RETURN_IF_ERROR(importValueInfo(vi, &g.tensors[idx], "input"));
-    if (g.tensors[idx].dtype == DataType::Undefined)
-      return Status::invalidModel("input '" + vi.name + "' has no element type");
-    g.inputs.push_back(idx);
-  }
-
+struct ImportState {
+  const ModelProto* model = nullptr;
+  int64_t opset = 0;
   std::set<std::string> unsupported;
   Status firstError;
   int unnamed = 0;
+};
+
+Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vector<std::string>* captured);
+
+void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
+  ctx.importSubgraph = [&state](const GraphProto& sub, std::shared_ptr<Graph>* out, std::vector<std::string>* cap) {
+    *out = std::make_shared<Graph>();
+    return importGraph(state, sub, out->get(), cap);
+  };
   for (const NodeProto& original : gp.nodes) {
     NodeProto node = original;
-    if (node.name.empty()) node.name = node.opType + "_" + std::to_string(unnamed++);
-    std::string key = (isDefaultDomain(node.domain) ? "" : node.domain + ".") + node.opType + " (opset " +
-                      std::to_string(isDefaultDomain(node.domain) ? opset : proto.opsetFor(node.domain)) + ")";
-    if (!isDefaultDomain(node.domain)) {
-      unsupported.insert(key);
+    if (node.name.empty()) node.name = node.opType + "_" + std::to_string(state.unnamed++);
+    const bool defaultDomain = isDefaultDomain(node.domain);
+    std::string key = (defaultDomain ? "" : node.domain + ".") + node.opType + " (opset " +
+                      std::to_string(defaultDomain ? state.opset : state.model->opsetFor(node.domain)) + ")";
+    if (!defaultDomain) {
+      state.unsupported.insert(key);
       continue;
     }
     Status st;
     if (NodeImporter importer = findImporter(node.opType)) {
-      st = importer(ctx, node, opset);
+      st = importer(ctx, node, state.opset);
     } else {
       OpType type = opTypeFromName(node.opType);
       if (type == OpType::Invalid || type == OpType::Raster) {
-        unsupported.insert(key);
+        state.unsupported.insert(key);
         continue;
       }
       st = importDirect(ctx, node, type);
     }
     if (!st.isOk()) {
       if (st.code() == StatusCode::Unsupported) {
-        unsupported.insert(key + ": " + st.message());
-      } else if (firstError.isOk()) {
-        firstError = st.withContext("node '" + node.name + "' (" + node.opType + ")");
+        state.unsupported.insert(key + ": " + st.message());
+      } else if (state.firstError.isOk()) {
+        state.firstError = st.withContext("node '" + node.name + "' (" + node.opType + ")");
       }
     }
   }
-  if (!unsupported.empty()) {
-    std::string list;
-    for (auto& u : unsupported) list += (list.empty() ? "" : ", ") + u;
-    return Status::unsupported("unsupported ONNX ops: " + list);
-  }
-  OSPREY_RETURN_IF_ERROR(firstError);
+}
 
+// Imports a graph. For a subgraph (`captured` non-null), names it reads but does not define
+// come from the enclosing graph: they become extra graph inputs, listed in `captured`.
+Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vector<std::string>* captured) {
+  ImportContext ctx(g);
+  std::set<std::string> initializerNames;
+  for (const TensorProto& init : gp.initializers) {
+    int idx = ctx.tensor(init.name);
+    OSPREY_RETURN_IF_ERROR(convertTensor(init, &g->tensors[idx]).withContext("initializer '" + init.name + "'"));
+    initializerNames.insert(init.name);
+  }
+  for (const ValueInfo& vi : gp.inputs) {
+    if (initializerNames.count(vi.name)) continue;  // an initializer listed as input: a constant
+    int idx = ctx.tensor(vi.name);
+    OSPREY_RETURN_IF_ERROR(importValueInfo(vi, &g->tensors[idx], "input"));
+    if (!captured && g->tensors[idx].dtype == DataType::Undefined)
+      return Status::invalidModel("input '" + vi.name + "' has no element type");
+    g->inputs.push_back(idx);
+  }
+  importNodes(state, ctx, gp);
+  if (!state.unsupported.empty() || !state.firstError.isOk()) return Status::ok();  // reported by the caller
+  if (captured) {
+    std::vector<bool> defined(g->tensors.size(), false);
+    for (int i : g->inputs) defined[i] = true;
+    for (auto& n : g->nodes)
+      for (int o : n.outputs)
+        if (o >= 0) defined[o] = true;
+    std::vector<bool> read(g->tensors.size(), false);
+    for (auto& n : g->nodes)
+      for (int i : n.inputs)
+        if (i >= 0) read[i] = true;
+    for (const ValueInfo& vi : gp.outputs)
+      if (ctx.has(vi.name)) read[ctx.tensor(vi.name)] = true;
+    for (size_t i = 0; i < g->tensors.size(); ++i) {
+      if (read[i] && !defined[i] && !g->tensors[i].isConstant) {
+        g->inputs.push_back(static_cast<int>(i));
+        captured->push_back(g->tensors[i].name);
+      }
+    }
+  }
   for (const ValueInfo& vi : gp.outputs) {
     if (!ctx.has(vi.name)) return Status::invalidModel("graph output '" + vi.name + "' is never produced");
     int idx = ctx.tensor(vi.name);
-    TensorInfo& t = g.tensors[idx];
+    TensorInfo& t = g->tensors[idx];
     if (!t.isConstant && t.dtype == DataType::Undefined && vi.elemType != 0 && isKnownDataType(vi.elemType))
       t.dtype = static_cast<DataType>(vi.elemType);
     if (!t.isConstant && !t.hasShape && vi.hasShape) {  // declared only: the runtime computes the real shape
@@ -115,9 +130,35 @@ Status importModel(const ModelProto& proto, Model* out, int* nodeCount) {
     }
     if (vi.kind != ValueInfo::kTensor)
       return Status::unsupported("output '" + vi.name + "' is a sequence, map or optional, which Osprey does not support yet");
-    g.outputs.push_back(idx);
+    g->outputs.push_back(idx);
   }
-  return g.validate();
+  return Status::ok();
+}
+
+}  // namespace
+
+Status importModel(const ModelProto& proto, Model* out, int* nodeCount) {
+  ImportState state;
+  state.model = &proto;
+  state.opset = proto.opsetFor("");
+  for (const NodeProto& n : proto.graph.nodes)
+    if (state.opset < 0 && isDefaultDomain(n.domain))
+      return Status::invalidModel("node '" + n.name + "' (" + n.opType + ") uses the default ONNX domain, which the model does not import");
+  if (state.opset > kMaxOnnxOpset)
+    return Status::unsupported("the model uses ONNX opset " + std::to_string(state.opset) + "; Osprey supports up to " +
+                               std::to_string(kMaxOnnxOpset));
+  out->producer = "osprey-converter from " + (proto.producerName.empty() ? std::string("unknown") : proto.producerName) +
+                  (proto.producerVersion.empty() ? "" : " " + proto.producerVersion);
+  *nodeCount = static_cast<int>(proto.graph.nodes.size());
+  Status st = importGraph(state, proto.graph, &out->graph, nullptr);
+  if (!state.unsupported.empty()) {
+    std::string list;
+    for (auto& u : state.unsupported) list += (list.empty() ? "" : ", ") + u;
+    return Status::unsupported("unsupported ONNX ops: " + list);
+  }
+  OSPREY_RETURN_IF_ERROR(state.firstError);
+  OSPREY_RETURN_IF_ERROR(st);
+  return out->graph.validate();
 }
 
 }  // namespace osprey::onnx

@@ -1,5 +1,6 @@
 // Per-op ONNX importers. Osprey ops follow the newest opset, so importers of older opsets move
 // attributes that later became inputs into constant inputs, and spell out changed defaults.
+#include <cstring>
 #include <limits>
 #include <unordered_map>
 
@@ -60,6 +61,17 @@ Status importReduce(ImportContext& ctx, const NodeProto& node, OpType type) {
   return importWithIntsAsInput(ctx, node, type, "axes", 1);
 }
 
+// TopK-1 took k as an attribute; later opsets take it as input 1.
+Status importTopK(ImportContext& ctx, const NodeProto& node, int64_t opset) {
+  const AttributeProto* k = node.attr("k");
+  if (opset >= 10 || !k) return importDirect(ctx, node, OpType::TopK);
+  std::vector<int> ins = inputIndices(ctx, node);
+  ins.resize(1);
+  ins.push_back(ctx.addInt64Constant(node.name + "_k", {k->i}));
+  Node& n = ctx.addNode(OpType::TopK, node.name, ins, outputIndices(ctx, node));
+  return copyAttributes(node, n, {"k"});
+}
+
 Status importClip(ImportContext& ctx, const NodeProto& node, int64_t opset) {
   if (opset >= 11) return importDirect(ctx, node, OpType::Clip);
   std::vector<int> ins = inputIndices(ctx, node);
@@ -112,7 +124,7 @@ Status importReshape(ImportContext& ctx, const NodeProto& node, int64_t opset) {
   return importWithIntsAsInput(ctx, node, OpType::Reshape, "shape", 1);
 }
 
-// Before opset 13 Softmax normalised over all dimensions from `axis` on: flatten to 2-D there,
+// Before opset 13 Softmax (and LogSoftmax, Hardmax) normalised over all dimensions from `axis` on: flatten to 2-D there,
 // take the softmax of the rows, and restore the shape.
 Status importLegacySoftmax(ImportContext& ctx, const NodeProto& node, int64_t opset, OpType type) {
   if (opset >= 13) return importDirect(ctx, node, type);
@@ -146,6 +158,41 @@ Status importLegacyResize(ImportContext& ctx, const NodeProto& node, int64_t ops
   n.setString("coordinate_transformation_mode", "asymmetric");
   n.setString("nearest_mode", "floor");
   return Status::ok();
+}
+
+// DFT before opset 20 took `axis` as an attribute (default 1); since then it is input 2.
+Status importDft(ImportContext& ctx, const NodeProto& node, int64_t opset) {
+  if (opset >= 20) return importDirect(ctx, node, OpType::DFT);
+  std::vector<int> ins = inputIndices(ctx, node);
+  ins.resize(2, -1);
+  const AttributeProto* axis = node.attr("axis");
+  ins.push_back(ctx.addInt64Constant(node.name + "_axis", {axis ? axis->i : 1}, true));
+  Node& n = ctx.addNode(OpType::DFT, node.name, ins, outputIndices(ctx, node));
+  return copyAttributes(node, n, {"axis"});
+}
+
+// FlexAttention's score_mod and prob_mod are subgraphs of one input (the scores or the
+// probabilities) and one output; Osprey keeps them as Graph attributes.
+Status importFlexAttention(ImportContext& ctx, const NodeProto& node, int64_t) {
+  std::vector<Attribute> graphs;
+  for (const char* name : {"score_mod", "prob_mod"}) {
+    const AttributeProto* a = node.attr(name);
+    if (!a) continue;
+    if (!a->g) return Status::invalidModel(std::string("FlexAttention attribute ") + name + " is not a graph");
+    Attribute attr;
+    attr.name = name;
+    attr.kind = Attribute::Kind::Graph;
+    std::vector<std::string> captured;
+    OSPREY_RETURN_IF_ERROR(ctx.importSubgraph(*a->g, &attr.graph, &captured).withContext(name));
+    if (!captured.empty())
+      return Status::unsupported(std::string("FlexAttention ") + name + " reads '" + captured[0] + "' of the enclosing graph");
+    graphs.push_back(std::move(attr));
+  }
+  std::vector<int> ins = inputIndices(ctx, node);
+  trimOptional(ins);
+  Node& n = ctx.addNode(OpType::FlexAttention, node.name, ins, outputIndices(ctx, node));
+  for (Attribute& g : graphs) n.setAttr(std::move(g));
+  return copyAttributes(node, n, {"score_mod", "prob_mod"});
 }
 
 Status importConstant(ImportContext& ctx, const NodeProto& node, int64_t) {
@@ -187,9 +234,55 @@ Status importConstant(ImportContext& ctx, const NodeProto& node, int64_t) {
   return Status::ok();
 }
 
+// RoiAlign before opset 16 had no coordinate_transformation_mode and sampled as
+// output_half_pixel does (no half-pixel shift).
+Status importRoiAlign(ImportContext& ctx, const NodeProto& node, int64_t opset) {
+  OSPREY_RETURN_IF_ERROR(importDirect(ctx, node, OpType::RoiAlign));
+  Node& n = ctx.graph().nodes.back();
+  if (opset < 16 && !n.hasAttr("coordinate_transformation_mode"))
+    n.setString("coordinate_transformation_mode", "output_half_pixel");
+  return Status::ok();
+}
+
+// GroupNormalization-18 took one scale and bias per group, opset 21 one per channel. Constant
+// per-group values are repeated over each group's channels when X's channel count is known.
+Status importGroupNormalization(ImportContext& ctx, const NodeProto& node, int64_t opset) {
+  if (opset >= 21) return importDirect(ctx, node, OpType::GroupNormalization);
+  std::vector<int> ins = inputIndices(ctx, node);
+  const AttributeProto* groupsAttr = node.attr("num_groups");
+  if (!groupsAttr || ins.size() != 3 || ins[0] < 0)
+    return Status::invalidModel("GroupNormalization '" + node.name + "' needs num_groups and inputs X, scale, bias");
+  const int64_t groups = groupsAttr->i;
+  const TensorInfo& x = ctx.graph().tensors[ins[0]];
+  const int64_t channels = x.hasShape && x.shape.size() >= 2 ? x.shape[1] : -1;
+  const TensorInfo* scale = ctx.constantOf(ins[1]);
+  const TensorInfo* bias = ctx.constantOf(ins[2]);
+  if (channels <= 0 || groups <= 0 || channels % groups != 0 || !scale || !bias ||
+      shapeElements(scale->shape) != groups || shapeElements(bias->shape) != groups)
+    return Status::unsupported("GroupNormalization-" + std::to_string(opset) + " '" + node.name +
+                               "': its per-group scale and bias are upgraded to opset 21's per-channel form only "
+                               "when they are constants of num_groups values and X's channel count is known");
+  for (int i : {1, 2}) {
+    const TensorInfo& t = *ctx.constantOf(ins[i]);
+    const size_t elem = dataTypeSize(t.dtype);
+    if (elem == 0 || t.data.size < elem * static_cast<size_t>(groups))
+      return Status::invalidModel("GroupNormalization '" + node.name + "' has a malformed scale or bias constant");
+    std::vector<uint8_t> perChannel(elem * static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c)
+      std::memcpy(perChannel.data() + c * elem, t.data.bytes.get() + (c / (channels / groups)) * elem, elem);
+    ins[i] = ctx.addConstant(node.name + (i == 1 ? "_scale" : "_bias"), t.dtype, {channels}, perChannel.data(),
+                             perChannel.size());
+  }
+  Node& n = ctx.addNode(OpType::GroupNormalization, node.name, ins, outputIndices(ctx, node));
+  return copyAttributes(node, n);
+}
+
 const std::unordered_map<std::string, NodeImporter>& importers() {
   static const std::unordered_map<std::string, NodeImporter> table = {
       {"Constant", importConstant},
+      {"If", importIf},
+      {"Loop", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Loop); }},
+      {"Scan", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Scan); }},
       {"Clip", importClip},
       {"Pad", importPad},
       {"Slice", importSlice},
@@ -200,10 +293,25 @@ const std::unordered_map<std::string, NodeImporter>& importers() {
       {"ReduceMean", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceMean); }},
       {"ReduceSum", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceSum); }},
       {"ReduceMax", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceMax); }},
+      {"ReduceMin", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceMin); }},
+      {"ReduceProd", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceProd); }},
+      {"ReduceL1", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceL1); }},
+      {"ReduceL2", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceL2); }},
+      {"ReduceLogSum", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceLogSum); }},
+      {"ReduceLogSumExp", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceLogSumExp); }},
+      {"ReduceSumSquare", [](ImportContext& c, const NodeProto& n, int64_t) { return importReduce(c, n, OpType::ReduceSumSquare); }},
+      {"TopK", importTopK},
+      // Scatter (opset 9-10, deprecated) is ScatterElements without a reduction.
+      {"Scatter", [](ImportContext& c, const NodeProto& n, int64_t) { return importDirect(c, n, OpType::ScatterElements); }},
       {"Softmax", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLegacySoftmax(c, n, o, OpType::Softmax); }},
       {"LogSoftmax", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLegacySoftmax(c, n, o, OpType::LogSoftmax); }},
+      {"Hardmax", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLegacySoftmax(c, n, o, OpType::Hardmax); }},
       {"Resize", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLegacyResize(c, n, o, false); }},
       {"Upsample", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLegacyResize(c, n, o, true); }},
+      {"DFT", importDft},
+      {"FlexAttention", importFlexAttention},
+      {"RoiAlign", importRoiAlign},
+      {"GroupNormalization", importGroupNormalization},
   };
   return table;
 }

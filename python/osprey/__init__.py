@@ -1,0 +1,260 @@
+"""Osprey: a neural-network inference engine, with an ONNX Runtime-style Python API.
+
+    import numpy as np, osprey
+    session = osprey.InferenceSession("model.onnx")          # or a converted .osp
+    name = session.get_inputs()[0].name
+    outputs = session.run(None, {name: np.zeros((1, 3, 224, 224), np.float32)})
+
+``osprey.convert("model.onnx", "model.osp")`` converts once ahead of time, and
+``python -m osprey`` runs the same command-line tool as the ``osprey`` binary.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+
+import numpy as np
+
+from . import _osprey
+from ._osprey import (
+    InvalidArgumentError,
+    InvalidModelError,
+    NotFoundError,
+    OspreyError,
+    OutOfMemoryError,
+    UnsupportedError,
+)
+
+__version__: str = _osprey.__version__
+
+__all__ = [
+    "InferenceSession",
+    "NodeArg",
+    "ConvertReport",
+    "convert",
+    "available_backends",
+    "OspreyError",
+    "InvalidArgumentError",
+    "InvalidModelError",
+    "UnsupportedError",
+    "NotFoundError",
+    "OutOfMemoryError",
+]
+
+PathOrBytes = Union[str, "os.PathLike[str]", bytes]
+Dim = Union[int, str, None]
+
+# ONNX Runtime spells these two differently from the engine; every other name is the same.
+_ORT_TYPE_NAMES = {"float32": "float", "float64": "double"}
+# ONNX Runtime execution providers that correspond to an Osprey backend.
+_PROVIDERS = {
+    "CPUExecutionProvider": "cpu",
+    "CUDAExecutionProvider": "cuda",
+    "OpenCLExecutionProvider": "opencl",
+    "VulkanExecutionProvider": "vulkan",
+}
+_PRECISIONS = ("normal", "high", "low")
+
+
+@dataclass(frozen=True)
+class NodeArg:
+    """An input or output of a model, as ``onnxruntime.NodeArg`` describes it.
+
+    Attributes:
+        name: the tensor's name in the model.
+        shape: one entry per dimension: an int where fixed, the symbol (e.g. ``"batch"``) where
+            symbolic, None where unknown and unnamed.
+        type: the ONNX Runtime type string, e.g. ``"tensor(float)"``.
+        dtype: the numpy dtype of the tensor, or None where numpy has none (bfloat16, float8...).
+    """
+
+    name: str
+    shape: List[Dim]
+    type: str
+    dtype: Optional[np.dtype]
+
+    @staticmethod
+    def _from_engine(info: Mapping[str, Any]) -> "NodeArg":
+        symbols = info["dim_names"]
+        dims: List[Dim] = []
+        for i, size in enumerate(info["shape"]):
+            symbol = symbols[i] if i < len(symbols) else ""
+            dims.append(int(size) if size >= 0 else (symbol or None))
+        engine_name = info["dtype_name"]
+        type_name = "tensor(%s)" % _ORT_TYPE_NAMES.get(engine_name, engine_name)
+        return NodeArg(info["name"], dims, type_name, _osprey.numpy_dtype(info["dtype_code"]))
+
+
+@dataclass(frozen=True)
+class ConvertReport:
+    """What :func:`convert` did.
+
+    Attributes:
+        onnx_nodes: nodes in the ONNX graph.
+        osprey_ops: ops in the converted model.
+        folded_ops: ops computed at conversion (constant folding).
+        removed_ops: Identity, Dropout and dead ops removed.
+        fused_ops: ops fused into their producers (BatchNorm into Conv, activations...).
+        seconds: conversion time.
+        bytes: size of the written .osp file.
+    """
+
+    onnx_nodes: int
+    osprey_ops: int
+    folded_ops: int
+    removed_ops: int
+    fused_ops: int
+    seconds: float
+    bytes: int
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def _backend_from_providers(providers: Sequence[str]) -> str:
+    compiled = available_backends()
+    for provider in providers:
+        if not isinstance(provider, str):
+            raise TypeError("providers must be names (str), got %r" % (provider,))
+        backend = _PROVIDERS.get(provider, provider)
+        if backend not in _PROVIDERS.values():
+            raise ValueError("unknown provider %r (known: %s)" % (provider, ", ".join(_PROVIDERS)))
+        if backend in compiled:
+            return backend
+    raise UnsupportedError("none of the providers %s is compiled into this build (available: %s)"
+                           % (list(providers), ", ".join(compiled)))
+
+
+class InferenceSession:
+    """Loads a model (.onnx, converted in memory, or .osp) and runs it, like ``onnxruntime.InferenceSession``.
+
+    Args:
+        path_or_bytes: a path to a .onnx or .osp file, or the file's bytes.
+        backend: ``"cpu"`` (always compiled in), ``"cuda"``, ``"opencl"`` or ``"vulkan"`` where the
+            build has them; ops the backend declines run on the CPU.
+        threads: CPU threads; None uses every CPU this process may run on.
+        precision: ``"normal"``, ``"high"`` or ``"low"`` (backends may compute in lower precision
+            with "low").
+        providers: ONNX Runtime provider names (e.g. ``["CUDAExecutionProvider",
+            "CPUExecutionProvider"]``); the first one compiled into this build picks the backend.
+            Overrides ``backend``.
+
+    Raises:
+        NotFoundError: the file does not exist.
+        InvalidModelError: the file is not a valid model.
+        UnsupportedError: the model uses an op or dtype this build cannot run, or the backend is absent.
+        InvalidArgumentError: a bad argument (a ValueError too).
+
+    A session plans once per set of input shapes: running with new shapes re-plans. Runs of one
+    session from several threads are serialised; use one session per thread to run in parallel.
+    """
+
+    def __init__(
+        self,
+        path_or_bytes: PathOrBytes,
+        backend: str = "cpu",
+        threads: Optional[int] = None,
+        precision: str = "normal",
+        *,
+        providers: Optional[Sequence[str]] = None,
+    ) -> None:
+        if providers:
+            backend = _backend_from_providers(providers)
+        if threads is None:
+            threads = _default_threads()
+        if precision not in _PRECISIONS:
+            raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
+        source = path_or_bytes if isinstance(path_or_bytes, (bytes, bytearray, memoryview)) else os.fspath(path_or_bytes)
+        if isinstance(source, (bytearray, memoryview)):
+            source = bytes(source)
+        self._backend = backend
+        self._threads = int(threads)
+        self._precision = precision
+        self._session = _osprey.Session(source, backend, self._threads, precision)
+        self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
+        self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
+
+    def get_inputs(self) -> List[NodeArg]:
+        """The model's inputs, in order."""
+        return list(self._inputs)
+
+    def get_outputs(self) -> List[NodeArg]:
+        """The model's outputs, in order."""
+        return list(self._outputs)
+
+    def get_providers(self) -> List[str]:
+        """The ONNX Runtime names of the backend and its CPU fallback, e.g. ``["CPUExecutionProvider"]``."""
+        names = {v: k for k, v in _PROVIDERS.items()}
+        chain = [self._backend] + ([] if self._backend == "cpu" else ["cpu"])
+        return [names[b] for b in chain]
+
+    @property
+    def backend(self) -> str:
+        """The backend the session runs on (``"cpu"``, ``"cuda"``...)."""
+        return self._backend
+
+    @property
+    def threads(self) -> int:
+        """The number of CPU threads."""
+        return self._threads
+
+    def run(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any]) -> List[np.ndarray]:
+        """Runs the model.
+
+        Args:
+            output_names: the outputs to return, in this order; None (or empty) for all of them.
+            input_feed: every input of the model by name, as numpy arrays (anything ``np.asarray``
+                accepts) of the input's dtype. C-contiguous arrays are read in place, without a copy.
+
+        Returns:
+            One numpy array per requested output.
+
+        Raises:
+            InvalidArgumentError: an unknown input or output name, a missing input, or an input of
+                the wrong dtype, rank or shape (a ValueError too).
+            UnsupportedError: an output has a dtype numpy cannot hold (bfloat16...).
+            OspreyError: any other failure while running; the message names the op.
+
+        The GIL is released while the model runs.
+        """
+        if isinstance(output_names, str):
+            raise TypeError("output_names must be a list of names or None, not a str")
+        if not isinstance(input_feed, Mapping):
+            raise TypeError("input_feed must be a mapping from input name to array, got %s" % type(input_feed).__name__)
+        return self._session.run(list(output_names or ()), dict(input_feed))
+
+    def stats(self) -> Dict[str, Any]:
+        """Figures of the current plan: arena bytes, executions, folded ops, FLOPs, ops per backend."""
+        return self._session.stats()
+
+    def __repr__(self) -> str:
+        return "<osprey.InferenceSession backend=%s threads=%d inputs=%s outputs=%s>" % (
+            self._backend, self._threads, [i.name for i in self._inputs], [o.name for o in self._outputs])
+
+
+def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[str]"], *,
+            fold_constants: bool = True, fuse: bool = True) -> ConvertReport:
+    """Converts an ONNX model to Osprey's .osp format (what ``osprey convert SRC DST`` does).
+
+    Args:
+        src: the .onnx file.
+        dst: the .osp file to write.
+        fold_constants: compute ops whose inputs are all constant at conversion.
+        fuse: fold BatchNorm into Conv and fuse activations into Conv/Gemm.
+
+    Raises:
+        OspreyError: the model cannot be read or converted, or dst cannot be written; the message
+            names the node or file.
+    """
+    report = _osprey.convert(os.fspath(src), os.fspath(dst), fold_constants, fuse)
+    return ConvertReport(**report)
+
+
+def available_backends() -> Dict[str, List[str]]:
+    """The backends compiled into this build, each with the devices it sees (``{"cpu": [...]}``)."""
+    return dict(_osprey.backends())

@@ -1,0 +1,367 @@
+// The `osprey._osprey` extension: the engine's Interpreter and Session behind
+// osprey.InferenceSession, conversion to .osp, and the engine's errors as Python exceptions.
+// The Python layer (osprey/__init__.py) adds the ONNX Runtime-style API on top.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "converter/converter.h"
+#include "core/graph.h"
+#include "core/model_io.h"
+#include "osprey/osprey.h"
+
+namespace py = pybind11;
+
+namespace osprey {
+namespace {
+
+// Thrown from anywhere (also while the GIL is released); translated once the GIL is held again.
+struct StatusError {
+  Status status;
+};
+
+void check(const Status& st) {
+  if (!st) throw StatusError{st};
+}
+
+Status invalidArgument(std::string message) { return Status::invalidArgument(std::move(message)); }
+
+// Exception classes, created at import; they live as long as the interpreter.
+struct ErrorTypes {
+  PyObject* base = nullptr;
+  PyObject* invalidArgument = nullptr;
+  PyObject* invalidModel = nullptr;
+  PyObject* unsupported = nullptr;
+  PyObject* notFound = nullptr;
+  PyObject* outOfMemory = nullptr;
+};
+ErrorTypes gErrors;
+
+PyObject* errorTypeFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::InvalidArgument: return gErrors.invalidArgument;
+    case StatusCode::InvalidModel: return gErrors.invalidModel;
+    case StatusCode::Unsupported: return gErrors.unsupported;
+    case StatusCode::NotFound: return gErrors.notFound;
+    case StatusCode::OutOfMemory: return gErrors.outOfMemory;
+    default: return gErrors.base;
+  }
+}
+
+PyObject* makeError(py::module_& m, const char* name, std::vector<PyObject*> bases, const char* doc) {
+  py::tuple tuple(bases.size());
+  for (size_t i = 0; i < bases.size(); ++i) tuple[i] = py::reinterpret_borrow<py::object>(bases[i]);
+  std::string qualified = std::string("osprey.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, tuple.ptr(), nullptr);
+  if (!type) throw py::error_already_set();
+  m.add_object(name, py::handle(type));
+  return type;
+}
+
+// numpy dtype of an engine dtype; None where numpy has no such type (bfloat16, float8, int4...).
+py::object numpyDtype(DataType t) {
+  switch (t) {
+    case DataType::Float32: return py::dtype("float32");
+    case DataType::Float64: return py::dtype("float64");
+    case DataType::Float16: return py::dtype("float16");
+    case DataType::Int8: return py::dtype("int8");
+    case DataType::Int16: return py::dtype("int16");
+    case DataType::Int32: return py::dtype("int32");
+    case DataType::Int64: return py::dtype("int64");
+    case DataType::UInt8: return py::dtype("uint8");
+    case DataType::UInt16: return py::dtype("uint16");
+    case DataType::UInt32: return py::dtype("uint32");
+    case DataType::UInt64: return py::dtype("uint64");
+    case DataType::Bool: return py::dtype("bool");
+    case DataType::String: return py::dtype("object");
+    default: return py::none();
+  }
+}
+
+// The engine dtype of a numpy dtype; Undefined where the engine has none (complex, datetime...).
+DataType engineDtype(const py::dtype& dt) {
+  const size_t size = dt.itemsize();
+  switch (dt.kind()) {
+    case 'f': return size == 2 ? DataType::Float16 : size == 4 ? DataType::Float32 : size == 8 ? DataType::Float64 : DataType::Undefined;
+    case 'i':
+      return size == 1 ? DataType::Int8 : size == 2 ? DataType::Int16 : size == 4 ? DataType::Int32 : size == 8 ? DataType::Int64 : DataType::Undefined;
+    case 'u':
+      return size == 1 ? DataType::UInt8 : size == 2 ? DataType::UInt16 : size == 4 ? DataType::UInt32 : size == 8 ? DataType::UInt64 : DataType::Undefined;
+    case 'b': return DataType::Bool;
+    case 'U':
+    case 'S':
+    case 'O': return DataType::String;
+    default: return DataType::Undefined;
+  }
+}
+
+Shape shapeOf(const py::array& a) {
+  Shape s(static_cast<size_t>(a.ndim()));
+  for (size_t d = 0; d < s.size(); ++d) s[d] = static_cast<int64_t>(a.shape(static_cast<py::ssize_t>(d)));
+  return s;
+}
+
+Tensor stringTensor(const std::string& name, const py::array& a) {
+  Tensor t(DataType::String, shapeOf(a));
+  py::list items = a.attr("ravel")().attr("tolist")();
+  for (size_t i = 0; i < items.size(); ++i) {
+    py::handle item = items[i];
+    if (py::isinstance<py::str>(item)) {
+      t.strings()[i] = item.cast<std::string>();
+    } else if (py::isinstance<py::bytes>(item)) {
+      t.strings()[i] = std::string(item.cast<py::bytes>());
+    } else {
+      throw StatusError{invalidArgument("input '" + name + "' is an object array whose elements are not all str")};
+    }
+  }
+  return t;
+}
+
+py::array stringArray(const Tensor& t) {
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  py::array out(py::dtype("object"), shape);
+  auto** cells = static_cast<PyObject**>(out.mutable_data());
+  for (size_t i = 0; i < t.strings().size(); ++i) {
+    PyObject* s = PyUnicode_DecodeUTF8(t.strings()[i].data(), static_cast<py::ssize_t>(t.strings()[i].size()), "replace");
+    if (!s) throw py::error_already_set();
+    Py_XDECREF(cells[i]);
+    cells[i] = s;
+  }
+  return out;
+}
+
+// Hands the output's own buffer to numpy (no copy): a capsule owning the Tensor is the array's base.
+py::object toNumpy(Tensor&& t, const std::string& name) {
+  if (t.dtype() == DataType::String) return stringArray(t);
+  py::object dtype = numpyDtype(t.dtype());
+  if (dtype.is_none())
+    throw StatusError{Status::unsupported("output '" + name + "' has dtype " + dataTypeName(t.dtype()) +
+                                          ", which numpy has no type for")};
+  std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
+  auto* owner = new Tensor(std::move(t));
+  py::capsule base(owner, [](void* p) { delete static_cast<Tensor*>(p); });
+  return py::array(py::dtype::from_args(dtype), shape, owner->data(), base);
+}
+
+py::dict describe(const TensorInfoPublic& t) {
+  py::dict d;
+  d["name"] = t.name;
+  d["dtype_code"] = static_cast<int>(t.dtype);
+  d["dtype_name"] = dataTypeName(t.dtype);
+  d["shape"] = t.shape;
+  d["dim_names"] = t.dimNames;
+  return d;
+}
+
+bool isOspBuffer(const std::string& bytes) { return bytes.size() >= 12 && std::memcmp(bytes.data() + 8, "OSP1", 4) == 0; }
+
+// One loaded model and one session of it. Runs are serialised: a Session is not reentrant.
+class PySession {
+ public:
+  PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision) {
+    ScheduleConfig schedule;
+    if (!forwardTypeFromName(backend, &schedule.backend))
+      throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
+    if (threads < 1) throw StatusError{invalidArgument("threads must be at least 1, got " + std::to_string(threads))};
+    schedule.threads = threads;
+    BackendConfig config;
+    if (precision == "normal") {
+      config.precision = BackendConfig::Precision::Normal;
+    } else if (precision == "high") {
+      config.precision = BackendConfig::Precision::High;
+    } else if (precision == "low") {
+      config.precision = BackendConfig::Precision::Low;
+    } else {
+      throw StatusError{invalidArgument("unknown precision '" + precision + "' (known: normal, high, low)")};
+    }
+    if (py::isinstance<py::bytes>(source)) {
+      std::string bytes = source.cast<std::string>();
+      py::gil_scoped_release release;
+      if (isOspBuffer(bytes)) {
+        check(Interpreter::fromBuffer(bytes.data(), bytes.size(), &interpreter_));
+      } else {
+        auto model = std::make_shared<Model>();
+        check(convertOnnxBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), model.get()));
+        check(Interpreter::fromModel(std::move(model), &interpreter_));
+      }
+      check(interpreter_->createSession(schedule, config, &session_));
+    } else {
+      std::string path = source.cast<std::string>();
+      py::gil_scoped_release release;
+      check(Interpreter::fromFile(path, &interpreter_));
+      check(interpreter_->createSession(schedule, config, &session_));
+    }
+    for (auto& t : interpreter_->inputs()) inputNames_.push_back(t.name);
+    for (auto& t : interpreter_->outputs()) outputNames_.push_back(t.name);
+  }
+
+  py::list inputs() const { return describeAll(interpreter_->inputs()); }
+  py::list outputs() const { return describeAll(interpreter_->outputs()); }
+
+  // `outputNames` empty: every output, in the model's order.
+  py::list run(const std::vector<std::string>& outputNames, const py::dict& feed) {
+    std::vector<size_t> picks;
+    for (auto& name : outputNames) picks.push_back(outputIndex(name));
+    if (outputNames.empty())
+      for (size_t i = 0; i < outputNames_.size(); ++i) picks.push_back(i);
+
+    // The arrays must outlive the run: the tensors borrow their buffers.
+    std::vector<py::array> keepAlive;
+    std::map<std::string, Tensor> inputs;
+    for (auto [key, value] : feed) {
+      if (!py::isinstance<py::str>(key)) throw StatusError{invalidArgument("input names must be str")};
+      std::string name = key.cast<std::string>();
+      inputs.emplace(name, toTensor(name, value, &keepAlive));
+    }
+    for (auto& name : inputNames_)
+      if (!inputs.count(name))
+        throw StatusError{invalidArgument("input '" + name + "' was not given; the model's inputs are: " + join(inputNames_))};
+
+    std::vector<Tensor> results;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);  // taken without the GIL, so waiting never blocks Python
+      check(session_->run(inputs, &results));
+    }
+    py::list out;
+    for (size_t i : picks) out.append(toNumpy(Tensor(results.at(i)), outputNames_[i]));
+    return out;
+  }
+
+  py::dict stats() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const SessionStats& s = session_->stats();
+    py::dict d;
+    d["arena_peak_bytes"] = s.arenaPeakBytes;
+    d["activation_bytes_sum"] = s.activationBytesSum;
+    d["static_bytes"] = s.staticBytes;
+    d["executions"] = s.executions;
+    d["folded_ops"] = s.foldedOps;
+    d["lowered_ops"] = s.loweredOps;
+    d["flops"] = s.flops;
+    d["ops_by_backend"] = s.opsByBackend;
+    return d;
+  }
+
+ private:
+  static py::list describeAll(const std::vector<TensorInfoPublic>& infos) {
+    py::list out;
+    for (auto& t : infos) out.append(describe(t));
+    return out;
+  }
+
+  static std::string join(const std::vector<std::string>& names) {
+    std::string s;
+    for (auto& n : names) s += (s.empty() ? "'" : ", '") + n + "'";
+    return s;
+  }
+
+  size_t outputIndex(const std::string& name) const {
+    for (size_t i = 0; i < outputNames_.size(); ++i)
+      if (outputNames_[i] == name) return i;
+    throw StatusError{invalidArgument("'" + name + "' is not an output of the model; its outputs are: " + join(outputNames_))};
+  }
+
+  // Borrows the array's buffer where it is C-contiguous in native byte order; copies otherwise.
+  static Tensor toTensor(const std::string& name, const py::handle& value, std::vector<py::array>* keepAlive) {
+    py::array a = py::array::ensure(value);
+    if (!a) {
+      PyErr_Clear();
+      throw StatusError{invalidArgument("input '" + name + "' is not convertible to a numpy array")};
+    }
+    DataType dtype = engineDtype(a.dtype());
+    if (py::str(a.dtype()).cast<std::string>() == "bfloat16")  // ml_dtypes' type
+      throw StatusError{Status::unsupported("input '" + name + "' is a bfloat16 array; numpy bfloat16 arrays are not supported")};
+    if (dtype == DataType::Undefined)
+      throw StatusError{invalidArgument("input '" + name + "' has numpy dtype " + py::str(a.dtype()).cast<std::string>() +
+                                        ", which Osprey has no type for")};
+    if (dtype == DataType::String) return stringTensor(name, a);
+    if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
+    if (!(a.flags() & py::array::c_style)) a = py::array::ensure(a, py::array::c_style);
+    // The session only reads its inputs, so read-only arrays are fine.
+    Tensor t = Tensor::wrap(dtype, shapeOf(a), const_cast<void*>(a.data()));
+    keepAlive->push_back(std::move(a));
+    return t;
+  }
+
+  std::shared_ptr<Interpreter> interpreter_;
+  std::unique_ptr<Session> session_;
+  std::vector<std::string> inputNames_, outputNames_;
+  mutable std::mutex mutex_;
+};
+
+py::dict convert(const std::string& src, const std::string& dst, bool foldConstants, bool fuse) {
+  ConvertOptions options;
+  options.foldConstants = foldConstants;
+  options.fuse = fuse;
+  ConvertReport report;
+  size_t bytesWritten = 0;
+  {
+    py::gil_scoped_release release;
+    Model model;
+    check(convertOnnxFile(src, &model, options, &report));
+    std::vector<uint8_t> bytes;
+    check(writeModel(model, &bytes));
+    check(writeFile(dst, bytes));
+    bytesWritten = bytes.size();
+  }
+  py::dict d;
+  d["onnx_nodes"] = report.onnxNodes;
+  d["osprey_ops"] = report.ospreyOps;
+  d["folded_ops"] = report.foldedOps;
+  d["removed_ops"] = report.removedOps;
+  d["fused_ops"] = report.fusedOps;
+  d["seconds"] = report.seconds;
+  d["bytes"] = bytesWritten;
+  return d;
+}
+
+py::dict backends() {
+  py::dict d;
+  for (auto& b : availableBackends()) d[py::str(b.name)] = b.devices;
+  return d;
+}
+
+}  // namespace
+}  // namespace osprey
+
+PYBIND11_MODULE(_osprey, m) {
+  using namespace osprey;
+  m.doc() = "Osprey's engine bindings; use the `osprey` package, not this module.";
+
+  PyObject* base = makeError(m, "OspreyError", {PyExc_RuntimeError}, "An error reported by the Osprey engine.");
+  gErrors.base = base;
+  gErrors.invalidArgument = makeError(m, "InvalidArgumentError", {base, PyExc_ValueError},
+                                      "A bad argument: an unknown input or output name, a wrong shape or dtype.");
+  gErrors.invalidModel = makeError(m, "InvalidModelError", {base}, "The model file is malformed or inconsistent.");
+  gErrors.unsupported = makeError(m, "UnsupportedError", {base},
+                                  "The model or argument uses something this build does not support.");
+  gErrors.notFound = makeError(m, "NotFoundError", {base}, "A file or named entity does not exist.");
+  gErrors.outOfMemory = makeError(m, "OutOfMemoryError", {base, PyExc_MemoryError}, "An allocation failed.");
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      PyErr_SetString(errorTypeFor(e.status.code()), e.status.message().c_str());
+    }
+  });
+
+  py::class_<PySession>(m, "Session")
+      .def(py::init<const py::object&, const std::string&, int, const std::string&>(), py::arg("source"),
+           py::arg("backend"), py::arg("threads"), py::arg("precision"))
+      .def("inputs", &PySession::inputs)
+      .def("outputs", &PySession::outputs)
+      .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))
+      .def("stats", &PySession::stats);
+  m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true);
+  m.def("backends", &backends);
+  m.def("numpy_dtype", [](int code) { return numpyDtype(static_cast<DataType>(code)); }, py::arg("code"));
+  m.attr("__version__") = OSPREY_VERSION;
+}

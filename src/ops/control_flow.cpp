@@ -1,0 +1,262 @@
+// If, Loop and Scan run their subgraphs (Graph attributes) in nested sessions on the host.
+// Their output shapes depend on data, so a model holding them plans at every run with its
+// inputs' values (eager mode); the shape function runs the subgraph and keeps the result for
+// the kernel that follows.
+#include <cstring>
+#include <map>
+
+#include "core/graph.h"
+#include "ops/op_util.h"
+#include "osprey/interpreter.h"
+
+namespace osprey {
+
+namespace {
+
+// Results computed by a shape function, handed to the reference kernel of the same node.
+thread_local std::map<const Node*, std::vector<Tensor>> pendingOutputs;
+
+class SubgraphRunner {
+ public:
+  Status init(const std::shared_ptr<Graph>& graph) {
+    auto model = std::make_shared<Model>();
+    model->graph = *graph;
+    OSPREY_RETURN_IF_ERROR(Interpreter::fromModel(model, &interp_));
+    return interp_->createSession(ScheduleConfig(), BackendConfig(), &session_);
+  }
+  // Runs with the subgraph's inputs in order.
+  Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
+    auto infos = interp_->inputs();
+    if (infos.size() != inputs.size())
+      return Status::invalidModel("subgraph takes " + std::to_string(infos.size()) + " inputs, given " +
+                                  std::to_string(inputs.size()));
+    std::map<std::string, Tensor> feeds;
+    for (size_t i = 0; i < inputs.size(); ++i) feeds[infos[i].name] = inputs[i];
+    return session_->run(feeds, outputs);
+  }
+
+ private:
+  std::shared_ptr<Interpreter> interp_;
+  std::unique_ptr<Session> session_;
+};
+
+Tensor wrapView(const TensorView& v) {
+  return Tensor::wrap(v.dtype, v.shape, v.data);
+}
+
+Status graphAttr(const Node& node, const char* name, std::shared_ptr<Graph>* out) {
+  const Attribute* a = node.attr(name);
+  if (!a || !a->graph) return Status::invalidModel(std::string("graph attribute '") + name + "' is missing");
+  *out = a->graph;
+  return Status::ok();
+}
+
+int64_t capturedCount(const Node& node, const TensorViews& in) {
+  int64_t c = node.getInt("num_captured", 0);
+  return std::min<int64_t>(std::max<int64_t>(c, 0), static_cast<int64_t>(in.size()));
+}
+
+bool scalarTrue(const TensorView& v) {
+  return v.elements() > 0 && loadAsDouble(v.dtype, v.data, 0) != 0.0;
+}
+
+Status ifCompute(const Node& node, const TensorViews& in, std::vector<Tensor>* results) {
+  if (!in[0].hasValue() || in[0].elements() != 1) return Status::invalidArgument("the condition must be one value");
+  std::shared_ptr<Graph> branch;
+  OSPREY_RETURN_IF_ERROR(graphAttr(node, scalarTrue(in[0]) ? "then_branch" : "else_branch", &branch));
+  std::vector<Tensor> inputs;
+  for (size_t i = 1; i < in.size(); ++i) inputs.push_back(wrapView(in[i]));
+  SubgraphRunner runner;
+  OSPREY_RETURN_IF_ERROR(runner.init(branch));
+  return runner.run(inputs, results);
+}
+
+// Stacks equally shaped tensors along a new axis.
+Status stack(const std::vector<Tensor>& parts, int64_t axis, bool reverse, Tensor* out, DataType fallback) {
+  if (parts.empty()) {
+    *out = Tensor(fallback, {0});
+    return Status::ok();
+  }
+  const Shape& s = parts[0].shape();
+  int64_t a = axis < 0 ? axis + static_cast<int64_t>(s.size()) + 1 : axis;
+  if (a < 0 || a > static_cast<int64_t>(s.size())) return Status::invalidModel("scan output axis out of range");
+  Shape outShape = s;
+  outShape.insert(outShape.begin() + a, static_cast<int64_t>(parts.size()));
+  *out = Tensor(parts[0].dtype(), outShape);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < a; ++i) outer *= s[i];
+  for (size_t i = a; i < s.size(); ++i) inner *= s[i];
+  const size_t es = dataTypeSize(parts[0].dtype());
+  const int64_t n = static_cast<int64_t>(parts.size());
+  for (int64_t k = 0; k < n; ++k) {
+    const Tensor& p = parts[reverse ? n - 1 - k : k];
+    if (p.shape() != s || p.dtype() != parts[0].dtype())
+      return Status::invalidModel("scan outputs change shape between iterations");
+    for (int64_t o = 0; o < outer; ++o)
+      std::memcpy(static_cast<uint8_t*>(out->data()) + ((o * n + k) * inner) * es,
+                  static_cast<const uint8_t*>(p.data()) + o * inner * es, inner * es);
+  }
+  return Status::ok();
+}
+
+Status loopCompute(const Node& node, const TensorViews& in, std::vector<Tensor>* results) {
+  std::shared_ptr<Graph> body;
+  OSPREY_RETURN_IF_ERROR(graphAttr(node, "body", &body));
+  const int64_t captured = capturedCount(node, in);
+  const int64_t n = static_cast<int64_t>(in.size()) - 2 - captured;
+  if (n < 0) return Status::invalidModel("Loop needs M and cond inputs (possibly empty)");
+  const int64_t k = static_cast<int64_t>(body->outputs.size()) - 1 - n;
+  if (k < 0) return Status::invalidModel("Loop body has fewer outputs than loop-carried values");
+  const bool hasMax = in[0].present && in[0].hasValue() && in[0].elements() > 0;
+  const int64_t maxTrips = hasMax ? static_cast<int64_t>(loadAsDouble(in[0].dtype, in[0].data, 0)) : 0;
+  bool cond = !(in.size() > 1 && in[1].present) || scalarTrue(in[1]);
+  std::vector<Tensor> values;
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor copy(in[2 + i].dtype, in[2 + i].shape);
+    if (in[2 + i].bytes()) std::memcpy(copy.data(), in[2 + i].data, in[2 + i].bytes());
+    values.push_back(copy);
+  }
+  std::vector<std::vector<Tensor>> scans(k);
+  SubgraphRunner runner;
+  OSPREY_RETURN_IF_ERROR(runner.init(body));
+  for (int64_t iter = 0; (!hasMax || iter < maxTrips) && cond; ++iter) {
+    Tensor iterNum(DataType::Int64, {});
+    iterNum.data<int64_t>()[0] = iter;
+    Tensor condIn(DataType::Bool, {});
+    condIn.data<bool>()[0] = cond;
+    std::vector<Tensor> inputs = {iterNum, condIn};
+    for (auto& v : values) inputs.push_back(v);
+    for (int64_t c = 0; c < captured; ++c) inputs.push_back(wrapView(in[in.size() - captured + c]));
+    std::vector<Tensor> outs;
+    OSPREY_RETURN_IF_ERROR(runner.run(inputs, &outs).withContext("Loop iteration " + std::to_string(iter)));
+    cond = outs[0].elements() > 0 && loadAsDouble(outs[0].dtype(), outs[0].data(), 0) != 0.0;
+    for (int64_t i = 0; i < n; ++i) values[i] = outs[1 + i];
+    for (int64_t i = 0; i < k; ++i) scans[i].push_back(outs[1 + n + i]);
+    if (!hasMax && !(in.size() > 1 && in[1].present)) return Status::invalidModel("Loop without M or cond never ends");
+  }
+  *results = values;
+  for (int64_t i = 0; i < k; ++i) {
+    Tensor stacked;
+    DataType fallback = body->tensors[body->outputs[1 + n + i]].dtype;
+    OSPREY_RETURN_IF_ERROR(stack(scans[i], 0, false, &stacked, fallback == DataType::Undefined ? DataType::Float32 : fallback));
+    results->push_back(stacked);
+  }
+  return Status::ok();
+}
+
+// The t-th slice of `v` along `axis`, without that axis.
+Tensor sliceAlong(const TensorView& v, int64_t axis, int64_t t) {
+  Shape s = v.shape;
+  int64_t len = s[axis];
+  s.erase(s.begin() + axis);
+  Tensor out(v.dtype, s);
+  int64_t outer = 1, inner = 1;
+  for (int64_t i = 0; i < axis; ++i) outer *= v.shape[i];
+  for (size_t i = axis + 1; i < v.shape.size(); ++i) inner *= v.shape[i];
+  const size_t es = dataTypeSize(v.dtype);
+  for (int64_t o = 0; o < outer; ++o)
+    std::memcpy(static_cast<uint8_t*>(out.data()) + o * inner * es,
+                static_cast<const uint8_t*>(v.data) + ((o * len + t) * inner) * es, inner * es);
+  return out;
+}
+
+Status scanCompute(const Node& node, const TensorViews& in, std::vector<Tensor>* results) {
+  std::shared_ptr<Graph> body;
+  OSPREY_RETURN_IF_ERROR(graphAttr(node, "body", &body));
+  const int64_t captured = capturedCount(node, in);
+  const int64_t m = node.getInt("num_scan_inputs", -1);
+  const int64_t n = static_cast<int64_t>(in.size()) - captured - m;
+  if (m < 1 || n < 0) return Status::invalidModel("Scan needs num_scan_inputs between 1 and its input count");
+  const int64_t k = static_cast<int64_t>(body->outputs.size()) - n;
+  if (k < 0) return Status::invalidModel("Scan body has fewer outputs than state variables");
+  auto inAxes = node.getInts("scan_input_axes", std::vector<int64_t>(m, 0));
+  auto inDirs = node.getInts("scan_input_directions", std::vector<int64_t>(m, 0));
+  auto outAxes = node.getInts("scan_output_axes", std::vector<int64_t>(k, 0));
+  auto outDirs = node.getInts("scan_output_directions", std::vector<int64_t>(k, 0));
+  if (static_cast<int64_t>(inAxes.size()) != m || static_cast<int64_t>(inDirs.size()) != m ||
+      static_cast<int64_t>(outAxes.size()) != k || static_cast<int64_t>(outDirs.size()) != k)
+    return Status::invalidModel("Scan axes/directions attributes do not match the scan inputs/outputs");
+  int64_t seqLen = -1;
+  for (int64_t j = 0; j < m; ++j) {
+    const TensorView& v = in[n + j];
+    OSPREY_RETURN_IF_ERROR(normalizeAxis(inAxes[j], v.rank(), &inAxes[j]));
+    if (seqLen >= 0 && v.shape[inAxes[j]] != seqLen) return Status::invalidArgument("scan inputs differ in sequence length");
+    seqLen = v.shape[inAxes[j]];
+  }
+  std::vector<Tensor> states;
+  for (int64_t i = 0; i < n; ++i) {
+    Tensor copy(in[i].dtype, in[i].shape);
+    if (in[i].bytes()) std::memcpy(copy.data(), in[i].data, in[i].bytes());
+    states.push_back(copy);
+  }
+  std::vector<std::vector<Tensor>> scans(k);
+  SubgraphRunner runner;
+  OSPREY_RETURN_IF_ERROR(runner.init(body));
+  for (int64_t t = 0; t < seqLen; ++t) {
+    std::vector<Tensor> inputs = states;
+    for (int64_t j = 0; j < m; ++j) inputs.push_back(sliceAlong(in[n + j], inAxes[j], inDirs[j] ? seqLen - 1 - t : t));
+    for (int64_t c = 0; c < captured; ++c) inputs.push_back(wrapView(in[in.size() - captured + c]));
+    std::vector<Tensor> outs;
+    OSPREY_RETURN_IF_ERROR(runner.run(inputs, &outs).withContext("Scan step " + std::to_string(t)));
+    for (int64_t i = 0; i < n; ++i) states[i] = outs[i];
+    for (int64_t i = 0; i < k; ++i) scans[i].push_back(outs[n + i]);
+  }
+  *results = states;
+  for (int64_t i = 0; i < k; ++i) {
+    Tensor stacked;
+    OSPREY_RETURN_IF_ERROR(stack(scans[i], outAxes[i], outDirs[i] != 0, &stacked, DataType::Float32));
+    results->push_back(stacked);
+  }
+  return Status::ok();
+}
+
+using ComputeFn = Status (*)(const Node&, const TensorViews&, std::vector<Tensor>*);
+
+Status shapeFromRun(const Node& node, const TensorViews& in, TensorViews& out, ComputeFn compute) {
+  for (auto& v : in)
+    if (v.present && !v.hasValue() && v.elements() != 0) return Status::invalidArgument("control flow inputs must be known");
+  std::vector<Tensor> results;
+  OSPREY_RETURN_IF_ERROR(compute(node, in, &results));
+  if (results.size() < out.size())
+    return Status::invalidModel("the subgraph gives " + std::to_string(results.size()) + " outputs; the op has " +
+                                std::to_string(out.size()));
+  for (size_t i = 0; i < out.size(); ++i) {
+    out[i].dtype = results[i].dtype();
+    out[i].shape = results[i].shape();
+  }
+  pendingOutputs[&node] = std::move(results);
+  return Status::ok();
+}
+
+Status copyResults(const Node& node, const TensorViews& in, TensorViews& out, ComputeFn compute) {
+  std::vector<Tensor> results;
+  auto it = pendingOutputs.find(&node);
+  if (it != pendingOutputs.end()) {
+    results = std::move(it->second);
+    pendingOutputs.erase(it);
+  } else {
+    OSPREY_RETURN_IF_ERROR(compute(node, in, &results));
+  }
+  for (size_t i = 0; i < out.size() && i < results.size(); ++i) {
+    if (!out[i].present) continue;
+    if (results[i].shape() != out[i].shape || results[i].dtype() != out[i].dtype)
+      return Status::internal("control flow output changed between shape computation and execution");
+    if (out[i].bytes()) std::memcpy(out[i].data, results[i].data(), out[i].bytes());
+  }
+  return Status::ok();
+}
+
+Status ifShape(const Node& n, const TensorViews& in, TensorViews& out) { return shapeFromRun(n, in, out, ifCompute); }
+Status ifKernel(const Node& n, const TensorViews& in, TensorViews& out, ThreadPool*) { return copyResults(n, in, out, ifCompute); }
+Status loopShape(const Node& n, const TensorViews& in, TensorViews& out) { return shapeFromRun(n, in, out, loopCompute); }
+Status loopKernel(const Node& n, const TensorViews& in, TensorViews& out, ThreadPool*) { return copyResults(n, in, out, loopCompute); }
+Status scanShape(const Node& n, const TensorViews& in, TensorViews& out) { return shapeFromRun(n, in, out, scanCompute); }
+Status scanKernel(const Node& n, const TensorViews& in, TensorViews& out, ThreadPool*) { return copyResults(n, in, out, scanCompute); }
+
+}  // namespace
+
+const OpDef kOpDef_If = {OpType::If, "If", 1, -1, 1, -1, ifShape, ifKernel, nullptr, 0, true};
+const OpDef kOpDef_Loop = {OpType::Loop, "Loop", 2, -1, 1, -1, loopShape, loopKernel, nullptr, 0, true};
+const OpDef kOpDef_Scan = {OpType::Scan, "Scan", 1, -1, 1, -1, scanShape, scanKernel, nullptr, 0, true};
+
+}  // namespace osprey
