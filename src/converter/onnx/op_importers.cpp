@@ -195,6 +195,25 @@ Status importFlexAttention(ImportContext& ctx, const NodeProto& node, int64_t) {
   return copyAttributes(node, n, {"score_mod", "prob_mod"});
 }
 
+// Before opset 7 PRelu's slope was per channel (axis 1) rather than numpy-broadcast: a constant
+// [C] slope becomes [C, 1, ..., 1] for the input's spatial rank (taken from the model's
+// declared input shape where known, else rank 4).
+Status importPRelu(ImportContext& ctx, const NodeProto& node, int64_t opset) {
+  if (opset >= 7 || node.inputs.size() < 2) return importDirect(ctx, node, OpType::PRelu);
+  int slope = ctx.tensor(node.inputs[1]);
+  const TensorInfo* c = ctx.constantOf(slope);
+  int x = ctx.tensor(node.inputs[0]);
+  const TensorInfo& xi = ctx.graph().tensors[x];
+  if (c && c->shape.size() == 1 && c->shape[0] > 1) {
+    size_t rank = xi.hasShape && xi.shape.size() >= 2 ? xi.shape.size() : 4;
+    Shape s(rank - 1, 1);
+    s[0] = c->shape[0];
+    slope = ctx.addConstant(node.name + "_slope", c->dtype, s, c->data.bytes.get(), c->data.size);
+  }
+  ctx.addNode(OpType::PRelu, node.name, {x, slope}, outputIndices(ctx, node));
+  return Status::ok();
+}
+
 Status importConstant(ImportContext& ctx, const NodeProto& node, int64_t) {
   if (node.outputs.empty()) return Status::invalidModel("Constant '" + node.name + "' has no output");
   TensorInfo t;
@@ -281,6 +300,7 @@ const std::unordered_map<std::string, NodeImporter>& importers() {
   static const std::unordered_map<std::string, NodeImporter> table = {
       {"Constant", importConstant},
       {"If", importIf},
+      {"PRelu", importPRelu},
       {"Loop", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Loop); }},
       {"Scan", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Scan); }},
       {"Clip", importClip},
