@@ -12,7 +12,8 @@
 // Softmax runs in float (double for double inputs) with the maximum subtracted; a row whose
 // keys are all masked gets zero probabilities, so its output row is zero rather than NaN.
 // qk_matmul_output holds the scores after the soft-cap (modes 0 and 1), after the bias (2) or
-// the probabilities (3).
+// the probabilities (3): what the ONNX reference computes and its test data expect, although
+// the spec's wording orders mode 1 (mask added) before mode 2 (soft-capped).
 //
 // RotaryEmbedding: X (B, H, S, D) or (B, S, H*D) with num_heads; the first
 // rotary_embedding_dim (default D) values of each head are rotated pairwise, pairs being
@@ -188,7 +189,7 @@ Status attentionFor(const AttentionSetup& s, const TensorViews& in, TensorViews&
     vScratch.resize(static_cast<size_t>(vl.batch * vl.heads * total * vl.dim));
     values = vScratch.data();
   }
-  const bool hasPast = s.past > 0 || (in.size() > 4 && in[4].present);
+  const bool hasPast = in.size() > 4 && in[4].present;
   concatCache(hasPast ? in[4].as<const T>() : nullptr, s.past, in[1].as<const T>(), kl, keys);
   concatCache(hasPast ? in[5].as<const T>() : nullptr, s.past, in[2].as<const T>(), vl, values);
 
@@ -213,7 +214,7 @@ Status attentionFor(const AttentionSetup& s, const TensorViews& in, TensorViews&
       const T* vh = values + (b * kl.heads + kvh) * total * vl.dim;
       int64_t visibleKeys = total, causalOffset = 0;
       if (nonpad) visibleKeys = std::min(total, nonpad[b]);
-      if (s.past > 0 || hasPast)
+      if (hasPast)
         causalOffset = s.past;
       else if (nonpad)
         causalOffset = nonpad[b] - ql.seq;

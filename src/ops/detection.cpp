@@ -65,6 +65,8 @@ Status roiAlignShape(const Node& node, const TensorViews& in, TensorViews& out) 
   return Status::ok();
 }
 
+constexpr double kMaxSamplesPerRoi = 1 << 24;
+
 struct Sample {
   int64_t pos[4] = {0, 0, 0, 0};
   double w[4] = {0, 0, 0, 0};
@@ -125,8 +127,13 @@ Status roiAlignKernel(const Node& node, const TensorViews& in, TensorViews& out,
         double roiW = x1 - x0, roiH = y1 - y0;
         if (!s.halfPixel) roiW = std::max(roiW, 1.0), roiH = std::max(roiH, 1.0);
         const double binH = roiH / static_cast<double>(s.outH), binW = roiW / static_cast<double>(s.outW);
-        const int64_t gridH = s.samplingRatio > 0 ? s.samplingRatio : static_cast<int64_t>(std::ceil(binH));
-        const int64_t gridW = s.samplingRatio > 0 ? s.samplingRatio : static_cast<int64_t>(std::ceil(binW));
+        const double gh = s.samplingRatio > 0 ? static_cast<double>(s.samplingRatio) : std::ceil(binH);
+        const double gw = s.samplingRatio > 0 ? static_cast<double>(s.samplingRatio) : std::ceil(binW);
+        // A region of non-finite or absurd size would ask for unbounded samples: such a bin
+        // reads nothing (0) instead.
+        const bool sane = gh * gw * static_cast<double>(s.outH * s.outW) <= kMaxSamplesPerRoi;
+        const int64_t gridH = sane && gh > 0 ? static_cast<int64_t>(gh) : 0;
+        const int64_t gridW = sane && gw > 0 ? static_cast<int64_t>(gw) : 0;
         const double count = static_cast<double>(std::max<int64_t>(gridH * gridW, 1));
         samples.clear();
         for (int64_t ph = 0; ph < s.outH; ++ph)

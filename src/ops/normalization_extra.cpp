@@ -212,8 +212,9 @@ Status lpNormKernel(const Node& node, const TensorViews& in, TensorViews& out, T
           norm += p == 1 ? std::fabs(v) : v * v;
         }
         if (p == 2) norm = std::sqrt(norm);
+        // A zero vector stays zero (the ONNX reference and test data), not 0 / 0.
         for (int64_t a = 0; a < len; ++a)
-          y[base + a * inner] = T(C(static_cast<double>(C(x[base + a * inner])) / norm));
+          y[base + a * inner] = T(C(norm == 0 ? 0.0 : static_cast<double>(C(x[base + a * inner])) / norm));
       }
     }
   });

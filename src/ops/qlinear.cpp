@@ -29,11 +29,15 @@ Status requireByte(const TensorView& v, const char* what) {
   return Status::ok();
 }
 
+// The values of t as doubles; zeros at shape time, when the value is not known yet.
 std::vector<double> readAll(const TensorView& t) {
-  std::vector<double> v(static_cast<size_t>(t.elements()));
+  std::vector<double> v(static_cast<size_t>(t.elements()), 0.0);
+  if (!t.data) return v;
   for (size_t i = 0; i < v.size(); ++i) v[i] = loadAsDouble(t.dtype, t.data, static_cast<int64_t>(i));
   return v;
 }
+
+double firstValue(const TensorView& t) { return t.data ? loadAsDouble(t.dtype, t.data, 0) : 0.0; }
 
 // The batched product of A (.., M, K) and B (.., K, N) with numpy broadcasting of the leading
 // dimensions and 1-D operands promoted as MatMul does.
@@ -277,14 +281,14 @@ Status intConvZeroPoints(const TensorView* xzp, const TensorView* wzp, const Int
   wz->assign(static_cast<size_t>(s.outC), 0);
   if (xzp && xzp->present) {
     if (xzp->elements() != 1) return Status::invalidModel("x_zero_point must hold one value (per-tensor)");
-    *xz = static_cast<int32_t>(loadAsDouble(xzp->dtype, xzp->data, 0));
+    *xz = static_cast<int32_t>(firstValue(*xzp));
   }
   if (wzp && wzp->present) {
     if (wzp->elements() != 1 && wzp->elements() != s.outC)
       return Status::invalidModel("w_zero_point " + shapeToString(wzp->shape) + " must hold 1 or " +
                                   std::to_string(s.outC) + " values");
-    for (int64_t m = 0; m < s.outC; ++m)
-      (*wz)[m] = static_cast<int32_t>(loadAsDouble(wzp->dtype, wzp->data, wzp->elements() == 1 ? 0 : m));
+    const std::vector<double> values = readAll(*wzp);
+    for (int64_t m = 0; m < s.outC; ++m) (*wz)[m] = static_cast<int32_t>(values[values.size() == 1 ? 0 : m]);
   }
   return Status::ok();
 }

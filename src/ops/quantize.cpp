@@ -51,9 +51,6 @@ bool isQuantizedType(DataType t) {
   return (integerRange(t, &lo, &hi) && t != DataType::Int32) || isFloat8(t) || t == DataType::Float4E2M1;
 }
 
-// Reads element i of a quantized or float tensor as double.
-double loadValue(DataType t, const void* data, int64_t i) { return loadAsDouble(t, data, i); }
-
 // Where the scale / zero point of each element lives.
 struct QuantLayout {
   int64_t outer = 1, axisLen = 1, inner = 1;
@@ -73,7 +70,7 @@ Status quantLayout(const Node& node, const TensorView& x, const TensorView& scal
   l->blockSize = node.getInt("block_size", 0);
   if (l->blockSize < 0)
     return Status::invalidModel("block_size " + std::to_string(l->blockSize) + " must not be negative");
-  if (zeroPoint && zeroPoint->shape != scale.shape)
+  if (zeroPoint && zeroPoint->shape != scale.shape && !(zeroPoint->elements() == 1 && scale.elements() == 1))
     return Status::invalidModel("zero point " + shapeToString(zeroPoint->shape) + " must have the scale's shape " +
                                 shapeToString(scale.shape));
   if (scale.elements() == 1 && l->blockSize == 0 && scale.rank() <= 1) {
@@ -108,7 +105,7 @@ Status quantLayout(const Node& node, const TensorView& x, const TensorView& scal
 
 std::vector<double> readAll(const TensorView& t) {
   std::vector<double> v(static_cast<size_t>(t.elements()));
-  for (size_t i = 0; i < v.size(); ++i) v[i] = loadValue(t.dtype, t.data, static_cast<int64_t>(i));
+  for (size_t i = 0; i < v.size(); ++i) v[i] = loadAsDouble(t.dtype, t.data, static_cast<int64_t>(i));
   return v;
 }
 
@@ -178,7 +175,7 @@ Status quantizeKernel(const Node& node, const TensorViews& in, TensorViews& out,
     for (int64_t a = 0; a < l.axisLen; ++a)
       for (int64_t i = 0; i < l.inner; ++i) {
         const int64_t e = (o * l.axisLen + a) * l.inner + i, p = l.paramIndex(o, a, i);
-        double xv = roundTo(divType, loadValue(x.dtype, x.data, e));
+        double xv = roundTo(divType, loadAsDouble(x.dtype, x.data, e));
         double q = divType == DataType::Float64 ? xv / roundTo(divType, scale[p])
                                                  : static_cast<float>(xv) / static_cast<float>(roundTo(divType, scale[p]));
         q = roundTo(divType, q);
@@ -239,7 +236,7 @@ Status dequantizeKernel(const Node& node, const TensorViews& in, TensorViews& ou
       for (int64_t i = 0; i < l.inner; ++i) {
         const int64_t e = (o * l.axisLen + a) * l.inner + i, p = l.paramIndex(o, a, i);
         // As the reference: x goes to float32 first, then the difference and product.
-        const double dx = static_cast<double>(static_cast<float>(loadValue(x.dtype, x.data, e))) - zero[p];
+        const double dx = static_cast<double>(static_cast<float>(loadAsDouble(x.dtype, x.data, e))) - zero[p];
         storeFromDouble(outType, out[0].data, e, static_cast<float>(dx * scale[p]));
       }
   return Status::ok();

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "ops/compute_buffer.h"
 #include "ops/op_util.h"
 
@@ -15,11 +16,11 @@ namespace osprey {
 
 namespace {
 
-enum class Cell { Rnn, Gru, Lstm };
+enum class CellKind { Rnn, Gru, Lstm };
 
-Cell cellOf(OpType t) { return t == OpType::LSTM ? Cell::Lstm : (t == OpType::GRU ? Cell::Gru : Cell::Rnn); }
-int64_t gateCount(Cell c) { return c == Cell::Lstm ? 4 : (c == Cell::Gru ? 3 : 1); }
-size_t activationsPerDirection(Cell c) { return c == Cell::Lstm ? 3 : (c == Cell::Gru ? 2 : 1); }
+CellKind cellOf(OpType t) { return t == OpType::LSTM ? CellKind::Lstm : (t == OpType::GRU ? CellKind::Gru : CellKind::Rnn); }
+int64_t gateCount(CellKind c) { return c == CellKind::Lstm ? 4 : (c == CellKind::Gru ? 3 : 1); }
+size_t activationsPerDirection(CellKind c) { return c == CellKind::Lstm ? 3 : (c == CellKind::Gru ? 2 : 1); }
 
 enum Input { kX, kW, kR, kB, kSeqLens, kInitialH, kInitialC, kP };
 
@@ -70,7 +71,7 @@ constexpr ActivationSpec kActivations[] = {
 };
 
 struct RnnSetup {
-  Cell cell = Cell::Rnn;
+  CellKind cell = CellKind::Rnn;
   int64_t seq = 0, batch = 0, inputSize = 0, hidden = 0, dirs = 1;
   bool reverseOnly = false;  // direction == "reverse"
   bool batchFirst = false;   // layout == 1
@@ -88,11 +89,14 @@ Status parseActivations(const Node& node, RnnSetup* s) {
   if (const Attribute* a = node.attr("activations")) {
     names = a->strings;
   } else {
-    if (s->cell == Cell::Lstm) names = {"Sigmoid", "Tanh", "Tanh"};
-    else if (s->cell == Cell::Gru) names = {"Sigmoid", "Tanh"};
+    if (s->cell == CellKind::Lstm) names = {"Sigmoid", "Tanh", "Tanh"};
+    else if (s->cell == CellKind::Gru) names = {"Sigmoid", "Tanh"};
     else names = {"Tanh"};
   }
-  if (names.size() == perDir && s->dirs == 2) names.insert(names.end(), names.begin(), names.end());
+  if (names.size() == perDir && s->dirs == 2) {
+    const std::vector<std::string> forward = names;
+    names.insert(names.end(), forward.begin(), forward.end());
+  }
   if (names.size() != perDir * static_cast<size_t>(s->dirs))
     return Status::invalidModel("attribute activations has " + std::to_string(names.size()) + " entries; expected " +
                                 std::to_string(perDir * s->dirs));
@@ -139,7 +143,7 @@ Status setupRnn(const Node& node, const TensorViews& in, RnnSetup* s) {
   }
   OSPREY_RETURN_IF_ERROR(requireSameDtype(in, kX, kB));
   if (has(in, kInitialH) && in[kInitialH].dtype != x.dtype) return Status::invalidModel("initial_h dtype differs from X");
-  if (s->cell == Cell::Lstm) {
+  if (s->cell == CellKind::Lstm) {
     if (has(in, kInitialC) && in[kInitialC].dtype != x.dtype) return Status::invalidModel("initial_c dtype differs from X");
     if (has(in, kP) && in[kP].dtype != x.dtype) return Status::invalidModel("P dtype differs from X");
   }
@@ -174,12 +178,12 @@ Status setupRnn(const Node& node, const TensorViews& in, RnnSetup* s) {
   }
   const Shape stateShape = s->batchFirst ? Shape{s->batch, s->dirs, H} : Shape{s->dirs, s->batch, H};
   if (has(in, kInitialH)) OSPREY_RETURN_IF_ERROR(expectShape(in[kInitialH], stateShape, "initial_h"));
-  if (s->cell == Cell::Lstm) {
+  if (s->cell == CellKind::Lstm) {
     if (has(in, kInitialC)) OSPREY_RETURN_IF_ERROR(expectShape(in[kInitialC], stateShape, "initial_c"));
     if (has(in, kP)) OSPREY_RETURN_IF_ERROR(expectShape(in[kP], {s->dirs, 3 * H}, "P"));
     s->inputForget = node.getInt("input_forget", 0) != 0;
   }
-  if (s->cell == Cell::Gru) s->linearBeforeReset = node.getInt("linear_before_reset", 0) != 0;
+  if (s->cell == CellKind::Gru) s->linearBeforeReset = node.getInt("linear_before_reset", 0) != 0;
   if (node.hasAttr("clip")) {
     s->hasClip = true;
     s->clip = node.getFloat("clip", 0.f);
@@ -200,13 +204,13 @@ Status rnnShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-// One direction of one batch entry: runs the cell over its valid steps, writing h into y
-// (element (t) at y + t * yStep) and leaving the final h and c in place.
+// The cell of one direction. `xw` holds the input projection x . W^T + Wb of the current step
+// (computed for all steps up front); step() adds the recurrent part and updates h and c.
 template <class C>
-struct DirectionRun {
+struct CellStep {
   const RnnSetup& s;
-  const C *w, *r, *wb, *rb, *p;  // this direction's weights; wb/rb/p null when absent
-  const Activation* act;         // this direction's activations
+  const C *r, *rb, *p;    // this direction's R, Rb and peepholes; rb/p null when absent
+  const Activation* act;  // this direction's activations
 
   C clipped(C v) const {
     if (!s.hasClip) return v;
@@ -214,38 +218,30 @@ struct DirectionRun {
     return std::min(c, std::max(-c, v));
   }
 
-  // gates[k] = x . W[k] + h . R[k] + Wb[k] + Rb[k] for rows [first, first + count).
-  void project(const C* x, const C* h, int64_t first, int64_t count, bool addRecurrent, C* gates) const {
-    const int64_t I = s.inputSize, H = s.hidden;
+  // gates[k] = xw[k] + h . R[k] + Rb[k] for rows k in [first, first + count).
+  void recurrent(const C* xw, const C* h, int64_t first, int64_t count, C* gates) const {
+    const int64_t H = s.hidden;
     for (int64_t k = first; k < first + count; ++k) {
-      C acc = wb ? wb[k] : C(0);
-      const C* wr = w + k * I;
-      for (int64_t i = 0; i < I; ++i) acc += x[i] * wr[i];
-      if (addRecurrent) {
-        if (rb) acc += rb[k];
-        const C* rr = r + k * H;
-        for (int64_t j = 0; j < H; ++j) acc += h[j] * rr[j];
-      }
+      C acc = xw[k] + (rb ? rb[k] : C(0));
+      const C* rr = r + k * H;
+      for (int64_t j = 0; j < H; ++j) acc += h[j] * rr[j];
       gates[k - first] = acc;
     }
   }
 
-  void step(const C* x, C* h, C* c, std::vector<C>& g, std::vector<C>& tmp) const {
+  void step(const C* xw, C* h, C* c, std::vector<C>& g, std::vector<C>& tmp) const {
     const int64_t H = s.hidden;
-    if (s.cell == Cell::Rnn) {
-      project(x, h, 0, H, true, g.data());
+    if (s.cell == CellKind::Rnn) {
+      recurrent(xw, h, 0, H, g.data());
       for (int64_t j = 0; j < H; ++j) h[j] = act[0](clipped(g[j]));
-    } else if (s.cell == Cell::Gru) {
-      project(x, h, 0, 2 * H, true, g.data());  // z, r
+    } else if (s.cell == CellKind::Gru) {
+      recurrent(xw, h, 0, 2 * H, g.data());  // z, r
       for (int64_t j = 0; j < 2 * H; ++j) g[j] = act[0](clipped(g[j]));
       const C* z = g.data();
       const C* rg = g.data() + H;
-      C* cand = g.data() + 2 * H;
-      project(x, h, 2 * H, H, false, cand);  // x . Wh + Wbh
       const C* rh = r + 2 * H * H;
-      const C rbh0 = 0;
       for (int64_t j = 0; j < H; ++j) {
-        const C rbh = rb ? rb[2 * H + j] : rbh0;
+        const C rbh = rb ? rb[2 * H + j] : C(0);
         C rec = 0;
         if (s.linearBeforeReset) {
           for (int64_t m = 0; m < H; ++m) rec += h[m] * rh[j * H + m];
@@ -254,19 +250,18 @@ struct DirectionRun {
           for (int64_t m = 0; m < H; ++m) rec += rg[m] * h[m] * rh[j * H + m];
           rec += rbh;
         }
-        cand[j] = act[1](clipped(cand[j] + rec));
+        const C cand = act[1](clipped(xw[2 * H + j] + rec));
+        tmp[j] = (C(1) - z[j]) * cand + z[j] * h[j];
       }
-      for (int64_t j = 0; j < H; ++j) tmp[j] = (C(1) - z[j]) * cand[j] + z[j] * h[j];
       std::copy(tmp.begin(), tmp.begin() + H, h);
     } else {
-      project(x, h, 0, 4 * H, true, g.data());  // i, o, f, c
-      C *gi = g.data(), *go = g.data() + H, *gf = g.data() + 2 * H, *gc = g.data() + 3 * H;
+      recurrent(xw, h, 0, 4 * H, g.data());  // i, o, f, c
+      const C *gi = g.data(), *go = g.data() + H, *gf = g.data() + 2 * H, *gc = g.data() + 3 * H;
       for (int64_t j = 0; j < H; ++j) {
         const C pi = p ? p[j] : C(0), po = p ? p[H + j] : C(0), pf = p ? p[2 * H + j] : C(0);
         const C i = act[0](clipped(gi[j] + pi * c[j]));
         const C f = s.inputForget ? C(1) - i : act[0](clipped(gf[j] + pf * c[j]));
-        const C cand = act[1](clipped(gc[j]));
-        const C cNew = f * c[j] + i * cand;
+        const C cNew = f * c[j] + i * act[1](clipped(gc[j]));
         const C o = act[0](clipped(go[j] + po * cNew));
         c[j] = cNew;
         h[j] = o * act[2](cNew);
@@ -276,12 +271,12 @@ struct DirectionRun {
 };
 
 template <class C>
-Status runRnn(const RnnSetup& s, const TensorViews& in, TensorViews& out) {
+Status runRnn(const RnnSetup& s, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   const int64_t S = s.seq, N = s.batch, I = s.inputSize, H = s.hidden, D = s.dirs, G = gateCount(s.cell);
   const std::vector<C> x = toComputeBuffer<C>(in[kX]), w = toComputeBuffer<C>(in[kW]), r = toComputeBuffer<C>(in[kR]);
   const std::vector<C> b = has(in, kB) ? toComputeBuffer<C>(in[kB]) : std::vector<C>();
   const std::vector<C> h0 = has(in, kInitialH) ? toComputeBuffer<C>(in[kInitialH]) : std::vector<C>();
-  const bool lstm = s.cell == Cell::Lstm;
+  const bool lstm = s.cell == CellKind::Lstm;
   const std::vector<C> c0 = lstm && has(in, kInitialC) ? toComputeBuffer<C>(in[kInitialC]) : std::vector<C>();
   const std::vector<C> p = lstm && has(in, kP) ? toComputeBuffer<C>(in[kP]) : std::vector<C>();
   std::vector<int64_t> lens(static_cast<size_t>(N), S);
@@ -291,25 +286,39 @@ Status runRnn(const RnnSetup& s, const TensorViews& in, TensorViews& out) {
       if (l < 0 || l > S)
         return Status::invalidArgument("sequence_lens holds " + std::to_string(l) + "; expected 0.." + std::to_string(S));
   }
-  // Index helpers for the two layouts.
   auto xAt = [&](int64_t t, int64_t n) { return s.batchFirst ? (n * S + t) * I : (t * N + n) * I; };
   auto yAt = [&](int64_t t, int64_t d, int64_t n) { return s.batchFirst ? ((n * S + t) * D + d) * H : ((t * D + d) * N + n) * H; };
   auto stateAt = [&](int64_t d, int64_t n) { return s.batchFirst ? (n * D + d) * H : (d * N + n) * H; };
 
+  // Input projections of every step, row (d, t, n): x[t, n] . W_d^T + Wb_d.
+  const int64_t GH = G * H;
+  std::vector<C> xw(static_cast<size_t>(D * S * N * GH));
+  parallelFor(pool, D * S * N, [&](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const int64_t d = row / (S * N), t = row / N % S, n = row % N;
+      const C* xr = x.data() + xAt(t, n);
+      const C* wd = w.data() + d * GH * I;
+      const C* wb = b.empty() ? nullptr : b.data() + d * 2 * GH;
+      C* dst = xw.data() + row * GH;
+      for (int64_t k = 0; k < GH; ++k) {
+        C acc = wb ? wb[k] : C(0);
+        for (int64_t i = 0; i < I; ++i) acc += xr[i] * wd[k * I + i];
+        dst[k] = acc;
+      }
+    }
+  });
+
   std::vector<C> y(static_cast<size_t>(S * D * N * H), C(0)), yh(static_cast<size_t>(D * N * H), C(0));
   std::vector<C> yc(yh.size(), C(0));
-  std::vector<C> gates(static_cast<size_t>(G * H)), tmp(static_cast<size_t>(H)), h(tmp.size()), c(tmp.size());
   const size_t perDir = activationsPerDirection(s.cell);
-  for (int64_t d = 0; d < D; ++d) {
-    const bool backward = s.reverseOnly || d == 1;
-    DirectionRun<C> run{s,
-                        w.data() + d * G * H * I,
-                        r.data() + d * G * H * H,
-                        b.empty() ? nullptr : b.data() + d * 2 * G * H,
-                        b.empty() ? nullptr : b.data() + d * 2 * G * H + G * H,
-                        p.empty() ? nullptr : p.data() + d * 3 * H,
-                        s.acts.data() + d * perDir};
-    for (int64_t n = 0; n < N; ++n) {
+  // Each (direction, batch entry) recurrence is independent.
+  parallelFor(pool, D * N, [&](int64_t begin, int64_t end) {
+    std::vector<C> gates(static_cast<size_t>(GH)), tmp(static_cast<size_t>(H)), h(tmp.size()), c(tmp.size());
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t d = task / N, n = task % N;
+      const bool backward = s.reverseOnly || d == 1;
+      const CellStep<C> cell{s, r.data() + d * GH * H, b.empty() ? nullptr : b.data() + d * 2 * GH + GH,
+                          p.empty() ? nullptr : p.data() + d * 3 * H, s.acts.data() + d * perDir};
       const int64_t len = lens[static_cast<size_t>(n)];
       const int64_t st = stateAt(d, n);
       for (int64_t j = 0; j < H; ++j) {
@@ -318,7 +327,7 @@ Status runRnn(const RnnSetup& s, const TensorViews& in, TensorViews& out) {
       }
       for (int64_t k = 0; k < len; ++k) {
         const int64_t t = backward ? len - 1 - k : k;
-        run.step(x.data() + xAt(t, n), h.data(), c.data(), gates, tmp);
+        cell.step(xw.data() + ((d * S + t) * N + n) * GH, h.data(), c.data(), gates, tmp);
         std::copy(h.begin(), h.end(), y.begin() + yAt(t, d, n));
       }
       // An empty sequence yields zero states, as ONNX Runtime does.
@@ -329,18 +338,18 @@ Status runRnn(const RnnSetup& s, const TensorViews& in, TensorViews& out) {
       std::copy(h.begin(), h.end(), yh.begin() + st);
       std::copy(c.begin(), c.end(), yc.begin() + st);
     }
-  }
+  });
   if (out.size() > 0) storeComputeBuffer(y.data(), out[0]);
   if (out.size() > 1) storeComputeBuffer(yh.data(), out[1]);
   if (out.size() > 2) storeComputeBuffer(yc.data(), out[2]);
   return Status::ok();
 }
 
-Status rnnReference(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
+Status rnnReference(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   RnnSetup s;
   OSPREY_RETURN_IF_ERROR(setupRnn(node, in, &s));
   Status st;
-  dispatchComputeFloat(in[kX].dtype, [&](auto tag) { st = runRnn<typename decltype(tag)::type>(s, in, out); });
+  dispatchComputeFloat(in[kX].dtype, [&](auto tag) { st = runRnn<typename decltype(tag)::type>(s, in, out, pool); });
   return st;
 }
 

@@ -5,7 +5,7 @@
 // their outer edges); the last grid component indexes the last spatial dim. Coordinates outside
 // the valid range are first clamped (border) or reflected (reflection); interpolation then reads
 // taps outside the input as 0 (zeros), the nearest edge pixel (border) or the reflected pixel
-// (reflection). Nearest rounds half to even in 2-D and half away from zero in 3-D, as PyTorch.
+// (reflection). Nearest rounds half to even in any rank (the ONNX test data does so in 3-D too).
 // Cubic uses Keys' kernel with a = -0.75 over 4 taps per dim; the older mode names bilinear and
 // bicubic are accepted as linear and cubic.
 #include <cmath>
@@ -77,16 +77,12 @@ double reflect(double x, double lo, double hi) {
   const double range = hi - lo;
   if (range <= 0) return lo;
   if (x < lo) {
-    const double dx = lo - x;
-    const int64_t n = static_cast<int64_t>(dx / range);
-    const double r = dx - static_cast<double>(n) * range;
-    return n % 2 == 0 ? lo + r : hi - r;
+    const double dx = lo - x, n = std::floor(dx / range), r = dx - n * range;
+    return std::fmod(n, 2.0) == 0 ? lo + r : hi - r;
   }
   if (x > hi) {
-    const double dx = x - hi;
-    const int64_t n = static_cast<int64_t>(dx / range);
-    const double r = dx - static_cast<double>(n) * range;
-    return n % 2 == 0 ? hi - r : lo + r;
+    const double dx = x - hi, n = std::floor(dx / range), r = dx - n * range;
+    return std::fmod(n, 2.0) == 0 ? hi - r : lo + r;
   }
   return x;
 }
@@ -135,8 +131,11 @@ Status gridSampleKernel(const Node& node, const TensorViews& in, TensorViews& ou
           const double lo = s.alignCorners ? 0.0 : -0.5, hi = s.alignCorners ? size - 1.0 : size - 0.5;
           const double gv = gp[r - 1 - d];
           double c = static_cast<float>(s.alignCorners ? (gv + 1) / 2.0 * (size - 1) : ((gv + 1) * size - 1) / 2.0);
-          if (s.mode == SampleMode::Nearest)
-            c = r == 3 ? std::round(c) : std::nearbyint(c);
+          // Beyond a few pixels outside, zeros and border padding read the same taps however far
+          // out a point is; limiting it keeps the integer casts defined (NaN reads as outside).
+          if (!std::isfinite(c) || s.padding != Padding::Reflection)
+            c = std::isnan(c) ? -4.0 - size : std::min(std::max(c, -4.0 - size), 2.0 * size + 4);
+          if (s.mode == SampleMode::Nearest) c = std::nearbyint(c);
           if (c < lo || c > hi) {
             if (s.padding == Padding::Border) c = std::min(std::max(c, 0.0), size - 1.0);
             if (s.padding == Padding::Reflection) c = reflect(c, lo, hi);

@@ -2,10 +2,12 @@
 // real-to-complex and complex-to-real), STFT, the cosine-sum windows HannWindow, HammingWindow,
 // BlackmanWindow, and MelWeightMatrix. Transforms are plain O(n^2) sums over a twiddle table,
 // computed in double whatever the storage dtype (float16/bfloat16/float32/float64).
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "core/thread_pool.h"
 #include "ops/compute_buffer.h"
 #include "ops/op_util.h"
 
@@ -114,7 +116,7 @@ Status dftShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
+Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   DftSetup s;
   OSPREY_RETURN_IF_ERROR(setupDft(node, in, &s));
   const std::vector<double> x = toComputeBuffer<double>(in[0]);
@@ -123,10 +125,11 @@ Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, T
   const bool complexToReal = s.inverse && s.onesided;
   // complex-to-real reads the n/2+1 stored bins and rebuilds the rest by conjugate symmetry.
   const int64_t used = complexToReal ? std::min(s.inLen, s.n / 2 + 1) : std::min(s.inLen, s.n);
-  std::vector<double> seq(static_cast<size_t>(2 * s.n)), res(static_cast<size_t>(2 * s.n));
   const double sign = s.inverse ? 1.0 : -1.0, scale = s.inverse ? 1.0 / static_cast<double>(s.n) : 1.0;
-  for (int64_t o = 0; o < s.outer; ++o) {
-    for (int64_t i = 0; i < s.inner; ++i) {
+  parallelFor(pool, s.outer * s.inner, [&](int64_t begin, int64_t end) {
+    std::vector<double> seq(static_cast<size_t>(2 * s.n)), res(static_cast<size_t>(2 * s.n));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t o = task / s.inner, i = task % s.inner;
       std::fill(seq.begin(), seq.end(), 0.0);
       for (int64_t k = 0; k < used; ++k) {
         const double* p = x.data() + ((o * s.inLen + k) * s.inner + i) * s.inComplex;
@@ -145,7 +148,7 @@ Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, T
         if (s.outComplex == 2) q[1] = res[2 * f + 1];
       }
     }
-  }
+  });
   storeComputeBuffer(y.data(), out[0]);
   return Status::ok();
 }
@@ -197,7 +200,7 @@ Status stftShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-Status stftReference(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
+Status stftReference(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   StftSetup s;
   OSPREY_RETURN_IF_ERROR(setupStft(node, in, &s));
   const std::vector<double> x = toComputeBuffer<double>(in[0]);
@@ -205,17 +208,18 @@ Status stftReference(const Node& node, const TensorViews& in, TensorViews& out, 
   if (in.size() > 2 && in[2].present) window = toComputeBuffer<double>(in[2]);
   std::vector<double> y(static_cast<size_t>(out[0].elements()));
   const Twiddles tw(s.frameLength);
-  std::vector<double> seq(static_cast<size_t>(2 * s.frameLength));
-  for (int64_t b = 0; b < s.batch; ++b) {
-    for (int64_t f = 0; f < s.frames; ++f) {
+  parallelFor(pool, s.batch * s.frames, [&](int64_t begin, int64_t end) {
+    std::vector<double> seq(static_cast<size_t>(2 * s.frameLength));
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / s.frames, f = task % s.frames;
       for (int64_t k = 0; k < s.frameLength; ++k) {
         const double* p = x.data() + (b * s.length + f * s.step + k) * s.channels;
         seq[2 * k] = p[0] * window[k];
         seq[2 * k + 1] = s.channels == 2 ? p[1] * window[k] : 0.0;
       }
-      tw.transform(seq.data(), y.data() + (b * s.frames + f) * s.bins * 2, s.bins, -1.0, 1.0);
+      tw.transform(seq.data(), y.data() + task * s.bins * 2, s.bins, -1.0, 1.0);
     }
-  }
+  });
   storeComputeBuffer(y.data(), out[0]);
   return Status::ok();
 }
@@ -318,21 +322,26 @@ Status melReference(const Node& node, const TensorViews& in, TensorViews& out, T
   std::vector<int64_t> edges(static_cast<size_t>(s.melBins + 2));
   for (int64_t i = 0; i < s.melBins + 2; ++i) {
     const double hz = 700.0 * (std::pow(10.0, (static_cast<double>(i) * step + lowMel) / 2595.0) - 1.0);
-    edges[i] = static_cast<int64_t>(std::floor(static_cast<double>(s.dftLength + 1) * hz / static_cast<double>(s.sampleRate)));
+    const double bin = std::floor(static_cast<double>(s.dftLength + 1) * hz / static_cast<double>(s.sampleRate));
+    if (!std::isfinite(bin)) return Status::invalidArgument("the mel filter edges are not finite");
+    constexpr double kLimit = 1e15;  // far past any spectrogram, safely inside int64
+    edges[i] = static_cast<int64_t>(std::max(-kLimit, std::min(kLimit, bin)));
   }
   const int64_t rows = s.spectrogramBins, cols = s.melBins;
   std::vector<double> w(static_cast<size_t>(rows * cols), 0.0);
-  auto set = [&](int64_t j, int64_t i, double v) {
-    if (j >= 0 && j < rows) w[j * cols + i] = v;
-  };
+  // Edges past the spectrogram (odd edge frequencies) only lose the bins that do not exist.
+  auto first = [&](int64_t j) { return std::max<int64_t>(j, 0); };
+  auto last = [&](int64_t j) { return std::min<int64_t>(j, rows - 1); };
   for (int64_t i = 0; i < cols; ++i) {
     const int64_t lo = edges[i], center = edges[i + 1], hi = edges[i + 2];
     if (center == lo) {
-      set(center, i, 1.0);
+      if (center >= 0 && center < rows) w[center * cols + i] = 1.0;
     } else {
-      for (int64_t j = lo; j <= center; ++j) set(j, i, static_cast<double>(j - lo) / static_cast<double>(center - lo));
+      for (int64_t j = first(lo); j <= last(center); ++j)
+        w[j * cols + i] = static_cast<double>(j - lo) / static_cast<double>(center - lo);
     }
-    for (int64_t j = center; j < hi; ++j) set(j, i, static_cast<double>(hi - j) / static_cast<double>(hi - center));
+    for (int64_t j = first(center); j <= last(hi - 1); ++j)
+      w[j * cols + i] = static_cast<double>(hi - j) / static_cast<double>(hi - center);
   }
   for (int64_t k = 0; k < rows * cols; ++k) storeFromDouble(out[0].dtype, out[0].data, k, w[k]);
   return Status::ok();

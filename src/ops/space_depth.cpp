@@ -23,7 +23,8 @@ Status blockDims(const Node& node, const TensorView& x, BlockDims* d) {
   if (x.rank() != 4) return Status::invalidModel("input must be 4-D NCHW, got shape " + shapeToString(x.shape));
   if (!node.hasAttr("blocksize")) return Status::invalidModel("blocksize attribute is required");
   const int64_t b = node.getInt("blocksize", 0);
-  if (b < 1) return Status::invalidModel("blocksize " + std::to_string(b) + " must be positive");
+  // Above the spatial or channel extent no shape can divide evenly; the bound also keeps b * b finite.
+  if (b < 1 || b > (int64_t(1) << 24)) return Status::invalidModel("blocksize " + std::to_string(b) + " is out of range");
   *d = {x.shape[0], x.shape[1], x.shape[2], x.shape[3], b};
   return Status::ok();
 }

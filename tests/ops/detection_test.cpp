@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/onnx/onnx_import.h"
 #include "op_test_util.h"
 
 namespace osprey::test {
@@ -71,6 +72,36 @@ TEST(RoiAlignOp, AvgMaxAndCoordinateModes) {
         }
         expectNear(out[0], expected, 1e-5, 1e-4);
       }
+}
+
+// Before opset 16 RoiAlign had no coordinate_transformation_mode and did not shift by half a
+// pixel; the importer spells that out.
+TEST(RoiAlignOp, ImportsOpset10AsOutputHalfPixel) {
+  for (int64_t opset : {10, 16}) {
+    onnx::ModelProto m;
+    m.irVersion = 8;
+    m.opsets = {{"", opset}};
+    for (const char* name : {"X", "rois", "batch_indices"}) {
+      onnx::ValueInfo v;
+      v.name = name, v.hasType = true, v.elemType = std::string(name) == "batch_indices" ? 7 : 1;
+      m.graph.inputs.push_back(v);
+    }
+    onnx::ValueInfo y;
+    y.name = "Y", y.hasType = true, y.elemType = 1;
+    m.graph.outputs.push_back(y);
+    onnx::NodeProto n;
+    n.opType = "RoiAlign";
+    n.inputs = {"X", "rois", "batch_indices"};
+    n.outputs = {"Y"};
+    m.graph.nodes.push_back(n);
+    Model model;
+    int nodes = 0;
+    Status st = onnx::importModel(m, &model, &nodes);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(model.graph.nodes.size(), 1u);
+    EXPECT_EQ(model.graph.nodes[0].getString("coordinate_transformation_mode", "half_pixel"),
+              opset < 16 ? "output_half_pixel" : "half_pixel");
+  }
 }
 
 double iou(const std::vector<double>& a, const std::vector<double>& b) {

@@ -2,10 +2,12 @@
 // and RMSNormalization against naive double loops written here, which find each element's
 // normalisation group from its multi-index.
 #include <cmath>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "converter/onnx/onnx_import.h"
 #include "op_test_util.h"
 
 namespace osprey::test {
@@ -96,6 +98,75 @@ TEST(GroupNormOp, GroupsAndDtypes) {
   }
 }
 
+// GroupNormalization-18 took scale and bias per group; the importer repeats constant ones over
+// each group's channels (opset 21's form) and declines non-constant ones with a clear status.
+TEST(GroupNormOp, ImportsOpset18PerGroupScale) {
+  auto floatTensor = [](const std::string& name, const std::vector<float>& v) {
+    onnx::TensorProto t;
+    t.name = name;
+    t.dtype = DataType::Float32;
+    t.rawType = 1;
+    t.dims = {static_cast<int64_t>(v.size())};
+    t.data.resize(v.size() * 4);
+    std::memcpy(t.data.data(), v.data(), t.data.size());
+    return t;
+  };
+  auto makeModel = [&](bool constantScale) {
+    onnx::ModelProto m;
+    m.irVersion = 8;
+    m.opsets = {{"", 18}};
+    onnx::ValueInfo x;
+    x.name = "x", x.hasType = true, x.elemType = 1, x.hasShape = true, x.dims = {2, 6, 5};
+    m.graph.inputs.push_back(x);
+    onnx::ValueInfo y = x;
+    y.name = "y";
+    m.graph.outputs.push_back(y);
+    m.graph.initializers.push_back(floatTensor("bias", {0.5f, -1.f, 2.f}));
+    if (constantScale) {
+      m.graph.initializers.push_back(floatTensor("scale", {1.5f, 0.25f, -2.f}));
+    } else {
+      onnx::ValueInfo sc = x;
+      sc.name = "scale", sc.dims = {3};
+      m.graph.inputs.push_back(sc);
+    }
+    onnx::NodeProto n;
+    n.opType = "GroupNormalization";
+    n.name = "gn";
+    n.inputs = {"x", "scale", "bias"};
+    n.outputs = {"y"};
+    onnx::AttributeProto groups;
+    groups.name = "num_groups", groups.type = onnx::kAttrInt, groups.i = 3;
+    n.attributes.push_back(groups);
+    m.graph.nodes.push_back(n);
+    return m;
+  };
+  auto model = std::make_shared<Model>();
+  int nodes = 0;
+  Status st = onnx::importModel(makeModel(true), model.get(), &nodes);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  Tensor x = randomTensor(DataType::Float32, {2, 6, 5}, 90, -2, 3);
+  std::vector<Tensor> out;
+  st = session->run({{"x", x}}, &out);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const double scale[3] = {1.5, 0.25, -2}, bias[3] = {0.5, -1, 2};
+  std::vector<double> mean, var;
+  groupStats(x, [](int64_t i) { return i / 10; }, &mean, &var);  // 2 channels x 5 per group
+  Tensor expected(DataType::Float32, {2, 6, 5});
+  for (int64_t i = 0; i < x.elements(); ++i) {
+    const int64_t g = i / 10 % 3;
+    storeFromDouble(DataType::Float32, expected.data(), i,
+                    (at(x, i) - mean[i]) / std::sqrt(var[i] + double(1e-5f)) * scale[g] + bias[g]);
+  }
+  expectNear(out[0], expected, 1e-5, 1e-5);
+  auto declined = std::make_shared<Model>();
+  st = onnx::importModel(makeModel(false), declined.get(), &nodes);
+  EXPECT_FALSE(st.isOk());
+}
+
 TEST(LrnOp, OddAndEvenSizes) {
   const Shape shape{2, 7, 3, 4};
   Tensor x = randomTensor(DataType::Float32, shape, 30, -2, 2);
@@ -126,6 +197,7 @@ TEST(LrnOp, OddAndEvenSizes) {
 TEST(LpNormOp, EveryAxisAndP) {
   const Shape shape{3, 5, 7};
   Tensor x = randomTensor(DataType::Float32, shape, 40, -2, 2);
+  for (int64_t i = 0; i < 7; ++i) x.data<float>()[i] = 0.f;  // a zero vector along the last axis
   for (int64_t p : {1, 2}) {
     for (int64_t axis = -1; axis < 3; ++axis) {
       SCOPED_TRACE("p " + std::to_string(p) + " axis " + std::to_string(axis));
@@ -142,7 +214,7 @@ TEST(LpNormOp, EveryAxisAndP) {
           const double v = at(x, flatIndex(shape, idx));
           norm += p == 1 ? std::fabs(v) : v * v;
         }
-        storeFromDouble(DataType::Float32, expected.data(), i, at(x, i) / (p == 1 ? norm : std::sqrt(norm)));
+        storeFromDouble(DataType::Float32, expected.data(), i, norm == 0 ? 0.0 : at(x, i) / (p == 1 ? norm : std::sqrt(norm)));
       }
       expectNear(run(node, {in(x)}), expected, 1e-6, 1e-5);
     }

@@ -84,6 +84,10 @@ void expectNear(const Tensor& actual, const Tensor& expected, double atol, doubl
       ASSERT_TRUE(std::isnan(a)) << "element " << i;
       continue;
     }
+    if (std::isinf(e)) {
+      ASSERT_EQ(a, e) << "element " << i;
+      continue;
+    }
     ASSERT_NEAR(a, e, atol + rtol * std::fabs(e)) << "element " << i << " of shape " << shapeToString(actual.shape());
   }
 }

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/low_precision.h"
 #include "op_test_util.h"
 
 namespace osprey::test {
@@ -88,6 +89,47 @@ TEST(QuantizeLinearOp, OutputDtypeWithoutZeroPointAndTies) {
   Node dflt;
   dflt.type = OpType::QuantizeLinear;
   EXPECT_EQ(run(dflt, {in(x), in(scale)}).dtype(), DataType::UInt8);
+}
+
+// The one-byte-per-element low-precision types: 4-bit integers saturate to their own range,
+// float8 rounds to nearest even (saturating by default), and both dequantize back.
+TEST(QuantizeLinearOp, LowPrecisionTypes) {
+  Tensor x = randomTensor(DataType::Float32, {3, 5}, 5, -4, 4);
+  Tensor scale = makeTensor<float>({3}, {0.25f, 0.5f, 0.1f});
+  Tensor zp(DataType::Int4, {3});
+  storeFromDouble(DataType::Int4, zp.data(), 0, -1);
+  storeFromDouble(DataType::Int4, zp.data(), 1, 2);
+  storeFromDouble(DataType::Int4, zp.data(), 2, 0);
+  Node node;
+  node.type = OpType::QuantizeLinear;
+  node.setInt("axis", 0);
+  Tensor y = run(node, {in(x), in(scale), in(zp)});
+  ASSERT_EQ(y.dtype(), DataType::Int4);
+  for (int64_t i = 0; i < 15; ++i) {
+    const double q = std::nearbyint(x.data<float>()[i] / scale.data<float>()[i / 5]) + at(zp, i / 5);
+    ASSERT_EQ(at(y, i), std::min(7.0, std::max(-8.0, q))) << i;
+  }
+  Node dq;
+  dq.type = OpType::DequantizeLinear;
+  dq.setInt("axis", 0);
+  Tensor back = run(dq, {in(y), in(scale), in(zp)});
+  for (int64_t i = 0; i < 15; ++i)
+    ASSERT_FLOAT_EQ(back.data<float>()[i], static_cast<float>((at(y, i) - at(zp, i / 5)) * scale.data<float>()[i / 5]));
+
+  Node f8;
+  f8.type = OpType::QuantizeLinear;
+  f8.setInt("output_dtype", static_cast<int64_t>(DataType::Float8E4M3FN));
+  Tensor big = makeTensor<float>({5}, {0.3f, -1000.f, 7.7f, 0.f, 449.f});
+  Tensor s2 = makeTensor<float>({}, {0.5f});
+  Tensor y8 = run(f8, {in(big), in(s2)});
+  ASSERT_EQ(y8.dtype(), DataType::Float8E4M3FN);
+  for (int64_t i = 0; i < 5; ++i)
+    ASSERT_EQ(y8.data<uint8_t>()[i], encodeLowPrecision(DataType::Float8E4M3FN, big.data<float>()[i] / 0.5f)) << i;
+  Node dq8;
+  dq8.type = OpType::DequantizeLinear;
+  Tensor back8 = run(dq8, {in(y8), in(s2)});
+  for (int64_t i = 0; i < 5; ++i)
+    ASSERT_EQ(back8.data<float>()[i], static_cast<float>(decodeLowPrecision(DataType::Float8E4M3FN, y8.data<uint8_t>()[i]) * 0.5));
 }
 
 TEST(DequantizeLinearOp, LayoutsAndTypes) {

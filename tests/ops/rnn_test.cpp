@@ -89,11 +89,19 @@ void runCase(const RnnCase& c, uint32_t seed) {
     names = c.type == OpType::LSTM ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
                                    : c.type == OpType::GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
                                                            : std::vector<std::string>{"Tanh"};
-    if (D == 2) names.insert(names.end(), names.begin(), names.end());
+    const std::vector<std::string> one = names;
+    if (D == 2) names.insert(names.end(), one.begin(), one.end());
   }
+  // activation_alpha/beta are consumed, in order, by the activations that take them.
   std::vector<Fn> fns;
-  for (size_t i = 0; i < names.size(); ++i)
-    fns.push_back(activation(names[i], i < c.alphas.size() ? c.alphas[i] : 0, i < c.betas.size() ? c.betas[i] : 0));
+  size_t ai = 0, bi = 0;
+  for (const std::string& name : names) {
+    const bool takesAlpha = name == "LeakyRelu" || name == "HardSigmoid" || name == "ScaledTanh";
+    const bool takesBeta = name == "HardSigmoid" || name == "ScaledTanh";
+    const double alpha = takesAlpha && ai < c.alphas.size() ? c.alphas[ai++] : 0;
+    const double beta = takesBeta && bi < c.betas.size() ? c.betas[bi++] : 0;
+    fns.push_back(activation(name, alpha, beta));
+  }
   const size_t perDir = names.size() / static_cast<size_t>(D);
 
   Tensor yWant(f32, c.layout ? Shape{N, S, D, H} : Shape{S, D, N, H}), hWant(f32, stateShape), cWant(f32, stateShape);
@@ -252,8 +260,21 @@ TEST(RnnTest, RejectsBadModels) {
   EXPECT_FALSE(runOp(node, {in(x), constant(w), constant(r)}, 2, &outs).isOk());
   node.removeAttr("activations");
   EXPECT_TRUE(runOp(node, {in(x), constant(w), constant(r)}, 2, &outs).isOk());
+  Tensor lens = makeTensor<int32_t>({2}, {4, 1});  // longer than the 3 steps of X
+  EXPECT_FALSE(runOp(node, {in(x), constant(w), constant(r), absent(), in(lens)}, 2, &outs).isOk());
   node.setInt("layout", 2);
   EXPECT_FALSE(runOp(node, {in(x), constant(w), constant(r)}, 2, &outs).isOk());
+}
+
+TEST(RnnTest, LargerBatchRunsInParallel) {
+  RnnCase c;
+  c.direction = "bidirectional";
+  c.seq = 17;
+  c.batch = 13;
+  c.input = 11;
+  c.hidden = 9;
+  c.seqLens = c.initial = c.peepholes = true;
+  runCase(c, 30);
 }
 
 }  // namespace
