@@ -50,7 +50,8 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
     const bool defaultDomain = isDefaultDomain(node.domain);
     std::string key = (defaultDomain ? "" : node.domain + ".") + node.opType + " (opset " +
                       std::to_string(defaultDomain ? state.opset : state.model->opsetFor(node.domain)) + ")";
-    if (!defaultDomain) {
+    // Preview ops (ai.onnx.preview) are imported where Osprey has an importer for them.
+    if (!defaultDomain && !(node.domain == "ai.onnx.preview" && findImporter(node.opType))) {
       state.unsupported.insert(key);
       continue;
     }
