@@ -23,7 +23,7 @@ inline OpInput constant(Tensor t) { return {std::move(t), true, false}; }
 inline OpInput absent() { return {Tensor(), false, true}; }
 
 // Builds a one-node model of `node` (its inputs/outputs are filled here), runs it on the CPU
-// backend and returns the outputs. Fails the test on any error.
+// backend and returns its Status, so tests can check both results and errors.
 Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
 
 // Seeded uniform random tensor in [lo, hi).

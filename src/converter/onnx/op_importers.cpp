@@ -124,8 +124,8 @@ Status importReshape(ImportContext& ctx, const NodeProto& node, int64_t opset) {
   return importWithIntsAsInput(ctx, node, OpType::Reshape, "shape", 1);
 }
 
-// Before opset 13 Softmax (and LogSoftmax, Hardmax) normalised over all dimensions from `axis` on: flatten to 2-D there,
-// take the softmax of the rows, and restore the shape.
+// Before opset 13 Softmax, LogSoftmax and Hardmax worked over all dimensions from `axis` on:
+// flatten to 2-D there, apply the op to the rows, and restore the shape.
 Status importLegacySoftmax(ImportContext& ctx, const NodeProto& node, int64_t opset, OpType type) {
   if (opset >= 13) return importDirect(ctx, node, type);
   int64_t axis = node.attr("axis") ? node.attr("axis")->i : 1;
