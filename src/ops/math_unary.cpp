@@ -40,22 +40,6 @@ Status mathShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-// y[i] = f(x[i]) in chunks spread over the pool.
-template <class X, class Y, class F>
-void mapElements(const X* x, Y* y, int64_t n, ThreadPool* pool, F&& f) {
-  constexpr int64_t kChunk = 8192;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  auto work = [&](int64_t c0, int64_t c1) {
-    const int64_t end = std::min(n, c1 * kChunk);
-    for (int64_t i = c0 * kChunk; i < end; ++i) y[i] = f(x[i]);
-  };
-  if (n >= kParallelMinElements) {
-    parallelFor(pool, chunks, work);
-  } else if (chunks > 0) {
-    work(0, chunks);
-  }
-}
-
 // log(1 + exp(v)) without overflow for large v.
 template <class C>
 C softplus(C v) {

@@ -58,22 +58,6 @@ Status unaryShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return sameAsFirstInput(node, in, out);
 }
 
-// y[i] = f(x[i]) in chunks spread over the pool.
-template <class T, class F>
-void mapElements(const T* x, T* y, int64_t n, ThreadPool* pool, F&& f) {
-  constexpr int64_t kChunk = 8192;
-  const int64_t chunks = (n + kChunk - 1) / kChunk;
-  auto work = [&](int64_t c0, int64_t c1) {
-    const int64_t end = std::min(n, c1 * kChunk);
-    for (int64_t i = c0 * kChunk; i < end; ++i) y[i] = f(x[i]);
-  };
-  if (n >= kParallelMinElements) {
-    parallelFor(pool, chunks, work);
-  } else if (chunks > 0) {
-    work(0, chunks);
-  }
-}
-
 template <class C>
 inline C wrapNegate(C v) {
   if constexpr (std::is_integral_v<C>) {

@@ -58,12 +58,6 @@ void expectSame(const Tensor& actual, const Tensor& expected) {
 
 Tensor ints(const std::vector<int64_t>& v) { return makeTensor<int64_t>({static_cast<int64_t>(v.size())}, v); }
 
-Node makeNode(OpType type) {
-  Node n;
-  n.type = type;
-  return n;
-}
-
 std::vector<Tensor> runN(const Node& node, const std::vector<OpInput>& inputs, int outputs) {
   std::vector<Tensor> out;
   Status st = runOp(node, inputs, outputs, &out);

@@ -10,12 +10,6 @@
 namespace osprey::test {
 namespace {
 
-Node makeNode(OpType type) {
-  Node n;
-  n.type = type;
-  return n;
-}
-
 Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
   std::vector<Tensor> out;
   Status st = runOp(node, inputs, 1, &out);

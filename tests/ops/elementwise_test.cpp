@@ -38,12 +38,6 @@ int64_t sourceIndex(const Shape& out, const Shape& in, int64_t flat) {
   return off;
 }
 
-Node makeNode(OpType type) {
-  Node n;
-  n.type = type;
-  return n;
-}
-
 Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
   std::vector<Tensor> out;
   Status st = runOp(node, inputs, 1, &out);

@@ -44,12 +44,6 @@ Tensor naiveBinary(const Tensor& a, const Tensor& b, const std::function<O(T, T)
   return r;
 }
 
-Node makeNode(OpType type) {
-  Node n;
-  n.type = type;
-  return n;
-}
-
 Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
   std::vector<Tensor> out;
   Status st = runOp(node, inputs, 1, &out);

@@ -51,12 +51,6 @@ Tensor run(Node node, const std::vector<OpInput>& inputs) {
   return st.isOk() ? out[0] : Tensor();
 }
 
-Node makeNode(OpType type) {
-  Node n;
-  n.type = type;
-  return n;
-}
-
 TEST(InstanceNormOp, MatchesNaive) {
   const Shape shape{2, 3, 5, 7};
   Tensor x = randomTensor(DataType::Float32, shape, 1, -3, 5);

@@ -39,4 +39,24 @@ double maxAbsDiff(const Tensor& a, const Tensor& b);
 void expectNear(const Tensor& actual, const Tensor& expected, double atol, double rtol);
 inline double at(const Tensor& t, int64_t i) { return loadAsDouble(t.dtype(), t.data(), i); }
 
+// Row-major index helpers for naive reference loops in tests.
+inline std::vector<int64_t> unravel(int64_t flat, const Shape& shape) {
+  std::vector<int64_t> idx(shape.size());
+  for (size_t d = shape.size(); d-- > 0;) {
+    idx[d] = flat % shape[d];
+    flat /= shape[d];
+  }
+  return idx;
+}
+inline int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
+  int64_t flat = 0;
+  for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
+  return flat;
+}
+inline Node makeNode(OpType type) {
+  Node n;
+  n.type = type;
+  return n;
+}
+
 }  // namespace osprey::test
