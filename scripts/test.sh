@@ -7,3 +7,4 @@ scripts/setup.sh --tests
 scripts/build.sh -DOSPREY_BUILD_TESTS=ON
 cd build
 ctest --output-on-failure --timeout 3000 "$@"
+../scripts/test_python.sh   # the Python package in a fresh venv (pip install .), against ONNX Runtime

@@ -5,7 +5,6 @@
 #   scripts/test_python.sh [pytest arguments]
 # Models: $OSPREY_MODELS_DIR, else build/model-check/models (left by scripts/test.sh's ctest), else
 # generated here with the system Python's torch (scripts/setup.sh --tests); skipped without any.
-# The CMake build tree is kept in build/pip/ so that a second run only rebuilds what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -25,8 +24,7 @@ fi
 pip=("$work/venv/bin/python" -m pip)
 "${pip[@]}" install -q pytest numpy onnx onnxruntime
 start=$SECONDS
-CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
-  "${pip[@]}" install -q . --config-settings=build-dir="build/pip/{wheel_tag}"
+CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} "${pip[@]}" install -q .
 echo "pip install . took $((SECONDS - start)) s"
 
 models=${OSPREY_MODELS_DIR:-}
@@ -35,7 +33,9 @@ if [[ -z "$models" ]]; then
     models=build/model-check/models
   elif [[ -f ../shared/models/make_models.py ]] && /usr/bin/python3 -c "import torch, torchvision, onnx" 2>/dev/null; then
     models=$work/models
-    /usr/bin/python3 ../shared/models/make_models.py "$models" --bert-layers "${OSPREY_BERT_LAYERS:-2}" >/dev/null
+    echo "generating the make_models.py models into $models"
+    /usr/bin/python3 ../shared/models/make_models.py "$models" --bert-layers "${OSPREY_BERT_LAYERS:-2}" \
+      >"$work/make_models.log" 2>&1 || { cat "$work/make_models.log"; exit 1; }
   else
     echo "no make_models.py models (no ../shared or no torch): the model tests will skip"
   fi

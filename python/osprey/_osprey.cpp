@@ -5,7 +5,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
-#include <cstring>
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -16,6 +16,7 @@
 #include "core/graph.h"
 #include "core/model_io.h"
 #include "osprey/osprey.h"
+#include "osprey_generated.h"
 
 namespace py = pybind11;
 
@@ -85,10 +86,13 @@ py::object numpyDtype(DataType t) {
   }
 }
 
+// numpy's dtype struct changed in numpy 2; pybind11 before 2.12 reads it directly, so dtype
+// fields are read through Python attributes and strides are passed explicitly everywhere.
+
 // The engine dtype of a numpy dtype; Undefined where the engine has none (complex, datetime...).
 DataType engineDtype(const py::dtype& dt) {
-  const size_t size = dt.itemsize();
-  switch (dt.kind()) {
+  const size_t size = dt.attr("itemsize").cast<size_t>();
+  switch (dt.attr("kind").cast<std::string>().at(0)) {
     case 'f': return size == 2 ? DataType::Float16 : size == 4 ? DataType::Float32 : size == 8 ? DataType::Float64 : DataType::Undefined;
     case 'i':
       return size == 1 ? DataType::Int8 : size == 2 ? DataType::Int16 : size == 4 ? DataType::Int32 : size == 8 ? DataType::Int64 : DataType::Undefined;
@@ -106,6 +110,16 @@ Shape shapeOf(const py::array& a) {
   Shape s(static_cast<size_t>(a.ndim()));
   for (size_t d = 0; d < s.size(); ++d) s[d] = static_cast<int64_t>(a.shape(static_cast<py::ssize_t>(d)));
   return s;
+}
+
+std::vector<py::ssize_t> cStrides(const Shape& shape, size_t itemBytes) {
+  std::vector<py::ssize_t> strides(shape.size());
+  py::ssize_t step = static_cast<py::ssize_t>(itemBytes);
+  for (size_t d = shape.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= static_cast<py::ssize_t>(shape[d]);
+  }
+  return strides;
 }
 
 Tensor stringTensor(const std::string& name, const py::array& a) {
@@ -126,7 +140,7 @@ Tensor stringTensor(const std::string& name, const py::array& a) {
 
 py::array stringArray(const Tensor& t) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
-  py::array out(py::dtype("object"), shape);
+  py::array out(py::dtype("object"), shape, cStrides(t.shape(), sizeof(PyObject*)));
   auto** cells = static_cast<PyObject**>(out.mutable_data());
   for (size_t i = 0; i < t.strings().size(); ++i) {
     PyObject* s = PyUnicode_DecodeUTF8(t.strings()[i].data(), static_cast<py::ssize_t>(t.strings()[i].size()), "replace");
@@ -147,7 +161,8 @@ py::object toNumpy(Tensor&& t, const std::string& name) {
   std::vector<py::ssize_t> shape(t.shape().begin(), t.shape().end());
   auto* owner = new Tensor(std::move(t));
   py::capsule base(owner, [](void* p) { delete static_cast<Tensor*>(p); });
-  return py::array(py::dtype::from_args(dtype), shape, owner->data(), base);
+  return py::array(py::dtype::from_args(dtype), shape, cStrides(owner->shape(), dataTypeSize(owner->dtype())), owner->data(),
+                   base);
 }
 
 py::dict describe(const TensorInfoPublic& t) {
@@ -160,7 +175,10 @@ py::dict describe(const TensorInfoPublic& t) {
   return d;
 }
 
-bool isOspBuffer(const std::string& bytes) { return bytes.size() >= 12 && std::memcmp(bytes.data() + 8, "OSP1", 4) == 0; }
+// .osp bytes carry the schema's file identifier; anything else is taken for ONNX.
+bool isOspBuffer(const std::string& bytes) {
+  return bytes.size() >= 12 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), /*size_prefixed=*/true);
+}
 
 // One loaded model and one session of it. Runs are serialised: a Session is not reentrant.
 class PySession {
@@ -218,8 +236,11 @@ class PySession {
     for (auto [key, value] : feed) {
       if (!py::isinstance<py::str>(key)) throw StatusError{invalidArgument("input names must be str")};
       std::string name = key.cast<std::string>();
+      if (std::find(inputNames_.begin(), inputNames_.end(), name) == inputNames_.end())
+        throw StatusError{invalidArgument("'" + name + "' is not an input of the model; its inputs are: " + join(inputNames_))};
       inputs.emplace(name, toTensor(name, value, &keepAlive));
     }
+    // Unlike Session::run (which keeps the last values of inputs left out), every input is required.
     for (auto& name : inputNames_)
       if (!inputs.count(name))
         throw StatusError{invalidArgument("input '" + name + "' was not given; the model's inputs are: " + join(inputNames_))};
@@ -236,8 +257,12 @@ class PySession {
   }
 
   py::dict stats() const {
-    std::lock_guard<std::mutex> lock(mutex_);
-    const SessionStats& s = session_->stats();
+    SessionStats s;
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mutex_);
+      s = session_->stats();
+    }
     py::dict d;
     d["arena_peak_bytes"] = s.arenaPeakBytes;
     d["activation_bytes_sum"] = s.activationBytesSum;
