@@ -34,6 +34,7 @@ Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule);
 
 int cmdConvert(int argc, char** argv);
 int cmdRun(int argc, char** argv);
+int cmdBench(int argc, char** argv);
 int cmdInfo(int argc, char** argv);
 int cmdBackends(int argc, char** argv);
 

@@ -1,4 +1,4 @@
-// osprey: convert | run | info | backends
+// osprey: convert | run | bench | info | backends
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -12,6 +12,9 @@ void usage() {
                "  convert SRC.onnx DST.osp          convert an ONNX model\n"
                "  run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend cpu] [--threads N]\n"
                "                                    run a .onnx or .osp model and print its outputs\n"
+               "  bench MODEL [--input [NAME=]FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]\n"
+               "        [--per-op] [--json] [--trace FILE]\n"
+               "                                    latency (min/median/max), peak RSS, per-op profile\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
                "  backends                          backends compiled in and their devices\n");
 }
@@ -26,6 +29,7 @@ int main(int argc, char** argv) {
   try {
     if (cmd == "convert") return osprey::cli::cmdConvert(argc, argv);
     if (cmd == "run") return osprey::cli::cmdRun(argc, argv);
+    if (cmd == "bench") return osprey::cli::cmdBench(argc, argv);
     if (cmd == "info") return osprey::cli::cmdInfo(argc, argv);
     if (cmd == "backends") return osprey::cli::cmdBackends(argc, argv);
   } catch (const std::exception& e) {  // e.g. bad_alloc on a model too large for memory

@@ -34,6 +34,16 @@ struct SessionStats {
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
 };
 
+// One command of the last profiled run (Session::setProfiling): an op, a Raster or a copy.
+struct OpTiming {
+  std::string opType;   // "Conv", "Raster", "Copy"
+  std::string name;     // the node's name ("" for Raster and copies)
+  std::string backend;  // "cpu", ...
+  std::vector<Shape> inputShapes, outputShapes;
+  double startUs = 0;     // from the start of the run
+  double durationUs = 0;
+};
+
 class Session {
  public:
   ~Session();
@@ -45,6 +55,10 @@ class Session {
   std::vector<TensorInfoPublic> inputs() const;
   std::vector<TensorInfoPublic> outputs() const;
   const SessionStats& stats() const;
+  // Times every command of each following run (off by default, and free when off).
+  void setProfiling(bool on);
+  // The commands of the last run made while profiling was on, in execution order.
+  const std::vector<OpTiming>& lastRunProfile() const;
 
  private:
   friend class Interpreter;

@@ -82,5 +82,7 @@ Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Ten
 std::vector<TensorInfoPublic> Session::inputs() const { return impl_->inputInfo(); }
 std::vector<TensorInfoPublic> Session::outputs() const { return impl_->outputInfo(); }
 const SessionStats& Session::stats() const { return impl_->stats(); }
+void Session::setProfiling(bool on) { impl_->setProfiling(on); }
+const std::vector<OpTiming>& Session::lastRunProfile() const { return impl_->lastRunProfile(); }
 
 }  // namespace osprey

@@ -21,6 +21,8 @@ class SessionImpl {
   std::vector<TensorInfoPublic> inputInfo() const;
   std::vector<TensorInfoPublic> outputInfo() const;
   const SessionStats& stats() const { return stats_; }
+  void setProfiling(bool on) { profiling_ = on; }
+  const std::vector<OpTiming>& lastRunProfile() const { return profile_; }
 
  private:
   struct Command {
@@ -60,6 +62,8 @@ class SessionImpl {
   bool eager_ = false;  // some shape depends on input values: plan at every run
   std::string eagerReason_;
   SessionStats stats_;
+  bool profiling_ = false;
+  std::vector<OpTiming> profile_;
 };
 
 }  // namespace osprey

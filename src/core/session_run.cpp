@@ -1,4 +1,5 @@
 // Session: executions, memory planning and running (resize's first half is in session.cpp).
+#include <chrono>
 #include <map>
 #include <unordered_map>
 
@@ -177,13 +178,30 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   }
   main_->onExecuteBegin();
   if (backup_) backup_->onExecuteBegin();
+  using Clock = std::chrono::steady_clock;
+  const Clock::time_point runStart = profiling_ ? Clock::now() : Clock::time_point();
+  if (profiling_) profile_.clear();
   for (auto& cmd : commands_) {
+    if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
+    const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     if (cmd.isCopy) {
-      if (cmd.inputs[0]->constData) continue;  // uploaded at resize
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));
-      continue;
+    } else {
+      OSPREY_RETURN_IF_ERROR(cmd.execution->onExecute(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
     }
-    OSPREY_RETURN_IF_ERROR(cmd.execution->onExecute(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
+    if (profiling_) {
+      const Clock::time_point end = Clock::now();
+      auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+      OpTiming t;
+      t.opType = cmd.isCopy ? "Copy" : cmd.op.type == OpType::Raster ? "Raster" : opTypeName(cmd.op.type);
+      if (cmd.op.node) t.name = cmd.op.node->name;
+      t.backend = forwardTypeName(cmd.backend->type());
+      for (auto* in : cmd.inputs) t.inputShapes.push_back(in ? in->shape : Shape());
+      for (auto* out : cmd.outputs) t.outputShapes.push_back(out ? out->shape : Shape());
+      t.startUs = us(start - runStart);
+      t.durationUs = us(end - start);
+      profile_.push_back(std::move(t));
+    }
   }
   main_->onExecuteEnd();
   if (backup_) backup_->onExecuteEnd();

@@ -1,11 +1,19 @@
 // The CPU kernel registry: ops with an optimised CPU execution. Every other op runs its
 // reference kernel (src/ops/), so this list only grows with speed work.
-#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/cpu_kernels.h"
 
 namespace osprey {
 
 CPUExecutionCreator cpuKernelCreator(OpType type) {
   switch (type) {
+    case OpType::Conv: return createConvExecution;
+    case OpType::Gemm: return createGemmExecution;
+    case OpType::MatMul: return createMatMulExecution;
+    case OpType::MaxPool: return createMaxPoolExecution;
+    case OpType::AveragePool: return createAveragePoolExecution;
+    case OpType::Sigmoid: return createSigmoidExecution;
+    case OpType::Erf: return createErfExecution;
+    case OpType::Softmax: return createSoftmaxExecution;
     default: return nullptr;
   }
 }

@@ -1,0 +1,149 @@
+// CPU Conv (2-D, float32, constant weights): the weights are packed once at resize into GEMM
+// panels in STATIC memory; a 1x1 stride-1 unpadded convolution multiplies them straight with the
+// NCHW input, every other runs im2col into planned scratch first. Bias and the fused activation
+// run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp.
+#include <algorithm>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "ops/window.h"
+
+namespace osprey {
+
+namespace {
+
+class ConvExecution : public Execution {
+ public:
+  ConvExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), node_(*op.node) {}
+
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
+    group_ = node_.getInt("group", 1);
+    OSPREY_RETURN_IF_ERROR(readWindow(node_, Shape(x.shape.begin() + 2, x.shape.end()),
+                                      Shape(w.shape.begin() + 2, w.shape.end()), &window_));
+    OSPREY_RETURN_IF_ERROR(resolveForwardWindow(false, &window_));
+    OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &act_));
+    batch_ = x.shape[0];
+    inChannels_ = x.shape[1];
+    outChannels_ = w.shape[0];
+    groupIn_ = inChannels_ / group_;
+    groupOut_ = outChannels_ / group_;
+    K_ = groupIn_ * window_.kernelSize();
+    pointwise_ = window_.kernelSize() == 1;
+    for (int s = 0; s < 3; ++s)
+      pointwise_ = pointwise_ && window_.stride[s] == 1 && window_.padBegin[s] == 0 && window_.padEnd[s] == 0;
+    if (!packedMem_) {
+      const size_t perGroup = packedASize(cpuFunctions(), groupOut_, K_);
+      packed_.dtype = DataType::Float32;
+      packed_.shape = {static_cast<int64_t>(perGroup * group_)};
+      packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
+      if (!packedMem_) return Status::outOfMemory("cannot allocate packed Conv weights");
+      float* dst = reinterpret_cast<float*>(packed_.host());
+      const float* src = reinterpret_cast<const float*>(w.host());
+      for (int64_t g = 0; g < group_; ++g)
+        packGemmA(cpuFunctions(), src + g * groupOut_ * K_, K_, 1, groupOut_, K_, dst + g * perGroup);
+    }
+    if (!pointwise_) {
+      col_.dtype = DataType::Float32;
+      col_.shape = {K_, window_.outSize()};
+      auto scratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);  // released on return
+      if (!scratch) return Status::outOfMemory("cannot allocate Conv im2col scratch");
+    }
+    return Status::ok();
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const float* x = reinterpret_cast<const float*>(inputs[0]->host());
+    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    float* y = reinterpret_cast<float*>(outputs[0]->host());
+    float* col = pointwise_ ? nullptr : reinterpret_cast<float*>(col_.host());
+    const float* packed = reinterpret_cast<const float*>(packed_.host());
+    const int64_t inSize = window_.inSize(), outSize = window_.outSize();
+    const size_t perGroup = packedASize(cpuFunctions(), groupOut_, K_);
+    for (int64_t n = 0; n < batch_; ++n) {
+      for (int64_t g = 0; g < group_; ++g) {
+        const float* xg = x + (n * inChannels_ + g * groupIn_) * inSize;
+        if (!pointwise_) im2col(window_, xg, groupIn_, col, pool);
+        GemmA a;
+        a.data = packed + g * perGroup;
+        a.packed = true;
+        GemmB b;
+        b.data = pointwise_ ? xg : col;
+        b.rowStride = outSize;
+        GemmEpilogue ep;
+        ep.bias = bias ? bias + g * groupOut_ : nullptr;
+        ep.biasRowStride = 1;
+        ep.act = act_;
+        packedGemm(pool, cpuFunctions(), groupOut_, outSize, K_, a, b, y + (n * outChannels_ + g * groupOut_) * outSize,
+                   outSize, ep);
+      }
+    }
+    return Status::ok();
+  }
+
+ private:
+  const Node& node_;
+  Window window_;
+  FusedActivation act_;
+  int64_t group_ = 1, batch_ = 0, inChannels_ = 0, outChannels_ = 0, groupIn_ = 0, groupOut_ = 0, K_ = 0;
+  bool pointwise_ = false;
+  RuntimeTensor packed_, col_;
+  std::unique_ptr<MemObj> packedMem_;
+};
+
+}  // namespace
+
+// col[c * kernelSize + tap][outPos] = the input value that tap reads for outPos (0 in padding).
+void im2col(const Window& g, const float* x, int64_t channels, float* col, ThreadPool* pool) {
+  const int64_t kSize = g.kernelSize(), outSize = g.outSize(), inSize = g.inSize();
+  parallelFor(pool, channels * kSize, [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      const int64_t tap = r % kSize;
+      const int64_t kw = tap % g.kernel[2], kh = (tap / g.kernel[2]) % g.kernel[1], kd = tap / (g.kernel[2] * g.kernel[1]);
+      const float* xc = x + (r / kSize) * inSize;
+      float* dst = col + r * outSize;
+      const int64_t offW = kw * g.dilation[2] - g.padBegin[2];
+      int64_t lo, hi;
+      validRange(offW, g.stride[2], g.in[2], g.out[2], &lo, &hi);
+      for (int64_t od = 0; od < g.out[0]; ++od) {
+        const int64_t id = od * g.stride[0] - g.padBegin[0] + kd * g.dilation[0];
+        for (int64_t oh = 0; oh < g.out[1]; ++oh) {
+          const int64_t ih = oh * g.stride[1] - g.padBegin[1] + kh * g.dilation[1];
+          float* row = dst + (od * g.out[1] + oh) * g.out[2];
+          if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+            std::fill(row, row + g.out[2], 0.f);
+            continue;
+          }
+          const float* src = xc + (id * g.in[1] + ih) * g.in[2] + offW;
+          std::fill(row, row + lo, 0.f);
+          if (g.stride[2] == 1) {
+            std::copy(src + lo, src + hi, row + lo);
+          } else {
+            for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * g.stride[2]];
+          }
+          std::fill(row + hi, row + g.out[2], 0.f);
+        }
+      }
+    }
+  });
+}
+
+std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef& op,
+                                               const std::vector<RuntimeTensor*>& inputs,
+                                               const std::vector<RuntimeTensor*>& outputs) {
+  if (!op.node || inputs.size() < 2 || !inputs[0] || !inputs[1]) return nullptr;
+  const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
+  if (x.dtype != DataType::Float32 || w.dtype != DataType::Float32 || !w.constData) return nullptr;
+  if (x.shape.size() < 3 || x.shape.size() > 5 || w.shape.size() != x.shape.size()) return nullptr;
+  if (inputs.size() > 2 && inputs[2] && inputs[2]->dtype != DataType::Float32) return nullptr;
+  if (x.layout != Layout::NCHW || outputs[0]->layout != Layout::NCHW) return nullptr;
+  const int64_t group = op.node->getInt("group", 1);
+  if (group < 1 || x.shape[1] % group != 0 || w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0)
+    return nullptr;  // the reference kernel reports the model error
+  if (w.shape[1] == 1 && group > 1) return createDepthwiseConvExecution(backend, op, inputs, outputs);
+  return std::make_unique<ConvExecution>(backend, op);
+}
+
+}  // namespace osprey

@@ -1,0 +1,114 @@
+// Run-time selection of the CPU function table, and the scalar kernels every CPU can run.
+#include "backends/cpu/kernels/cpu_functions.h"
+
+#include <cmath>
+
+#include "backends/cpu/kernels/depthwise_kernel.h"
+
+namespace osprey {
+
+void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                           int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
+  constexpr int64_t kGemmMr = 6, kGemmNr = 16;
+  float acc[kGemmMr][kGemmNr];
+  for (int64_t i = 0; i < kGemmMr; ++i)
+    for (int64_t j = 0; j < kGemmNr; ++j) acc[i][j] = accumulate ? c[i * ldc + j] : 0.f;
+  for (int64_t k = 0; k < kc; ++k) {
+    const float* bk = b + k * ldb;
+    for (int64_t i = 0; i < kGemmMr; ++i) {
+      const float av = a[i * aRowStride + k * aColStride];
+      for (int64_t j = 0; j < kGemmNr; ++j) acc[i][j] += av * bk[j];
+    }
+  }
+  for (int64_t i = 0; i < kGemmMr; ++i) {
+    const float bias = stage && stage->rowBias ? stage->rowBias[i] : 0.f;
+    for (int64_t j = 0; j < kGemmNr; ++j) {
+      float v = acc[i][j];
+      if (stage) {
+        v += bias;
+        v = v < stage->lo ? stage->lo : (v > stage->hi ? stage->hi : v);
+      }
+      c[i * ldc + j] = v;
+    }
+  }
+}
+
+void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y) {
+  depthwisePlane(args, x, w, bias, y);
+}
+
+void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi, int64_t,
+                              float* out) {
+  const float* rows[3] = {r0, r1, r2};
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    float acc = r0[2 * ow];
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw) {
+        const float v = rows[kh][2 * ow + kw];
+        acc = v > acc ? v : acc;
+      }
+    out[ow] = acc;
+  }
+}
+
+void f32_sigmoid__scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 1.f / (1.f + std::exp(-x[i]));
+}
+
+void f32_erf__scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::erf(x[i]);
+}
+
+void f32_exp__scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
+}
+
+namespace {
+
+CpuFunctions makeScalar() {
+  CpuFunctions f;
+  f.isa = "scalar";
+  f.gemm = f32_gemm_6x16__scalar;
+  f.depthwisePlane = f32_dwconv2d__scalar;
+  f.maxPool3x3s2 = f32_maxpool3x3s2__scalar;
+  f.sigmoid = f32_sigmoid__scalar;
+  f.erf = f32_erf__scalar;
+  f.exp = f32_exp__scalar;
+  return f;
+}
+
+CpuFunctions detect() {
+  CpuFunctions f = makeScalar();
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+    f.isa = "avx2_fma";
+    f.gemm = f32_gemm_6x16__avx2_fma;
+    f.depthwisePlane = f32_dwconv2d__avx2_fma;
+    f.maxPool3x3s2 = f32_maxpool3x3s2__avx2_fma;
+    f.sigmoid = f32_sigmoid__avx2_fma;
+    f.erf = f32_erf__avx2_fma;
+    f.exp = f32_exp__avx2_fma;
+    if (__builtin_cpu_supports("avx512f")) {
+      f.isa = "avx512f";
+      f.gemm = f32_gemm_8x32__avx512f;
+      f.gemmMr = 8, f.gemmNr = 32;
+    }
+  }
+#endif
+  return f;
+}
+
+}  // namespace
+
+const CpuFunctions& cpuFunctions() {
+  static const CpuFunctions table = detect();
+  return table;
+}
+
+const CpuFunctions& scalarCpuFunctions() {
+  static const CpuFunctions table = makeScalar();
+  return table;
+}
+
+}  // namespace osprey

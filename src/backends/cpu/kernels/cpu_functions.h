@@ -1,0 +1,85 @@
+// The CPU function table: the few hot loops that have one version per instruction set, chosen
+// once at start-up for the CPU found (MNN's core-function pattern). Executions call through it
+// and never name an ISA themselves, so one binary runs on any x86-64.
+#pragma once
+#include <cstdint>
+
+namespace osprey {
+
+// The largest register block of any f32 GEMM micro-kernel (rows of A by columns of B); each
+// table says its own (gemmMr x gemmNr), and packed operands follow the table that packed them.
+constexpr int64_t kGemmMaxMr = 8;
+constexpr int64_t kGemmMaxNr = 32;
+
+// The output stage a micro-kernel can apply to a finished block itself: + rowBias[i] (when
+// not null), then clamped to [lo, hi] (Relu, Clip, or +-infinity for none).
+struct GemmOutputStage {
+  const float* rowBias = nullptr;
+  float lo = 0.f, hi = 0.f;
+};
+
+// C[mr x nr] (row stride ldc) = stage((accumulate ? C : 0) + A[mr x kc] * B[kc x nr]) for the
+// table's block mr x nr, where stage is the identity when `stage` is null. A's element (i, k) is
+// at a[i * aRowStride + k * aColStride]; B's row k is the nr contiguous floats at b + k * ldb.
+// No tails: callers stage partial blocks into full ones.
+using GemmMicroKernel = void (*)(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                                 int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+
+// One channel plane of a 2-D depthwise convolution; reluMin clamps to [clipLo, clipHi] (Relu and
+// Clip fused), other activations are applied by the caller.
+struct DepthwiseArgs {
+  int64_t inH = 0, inW = 0, outH = 0, outW = 0, kernelH = 0, kernelW = 0;
+  int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1;
+  bool reluMin = false;
+  float clipLo = 0.f, clipHi = 0.f;
+};
+using DepthwisePlaneKernel = void (*)(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
+
+// out[ow] = max of the 3x3 window at columns 2*ow .. 2*ow+2 of rows r0..r2, for ow in [lo, hi);
+// each r may be read at indices below rowLength. Same NaN rule as the reference MaxPool.
+using MaxPoolRowKernel = void (*)(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
+                                  int64_t rowLength, float* out);
+
+// y[i] = f(x[i]) for i < n (y may equal x).
+using UnaryKernel = void (*)(const float* x, float* y, int64_t n);
+
+struct CpuFunctions {
+  const char* isa = "scalar";
+  GemmMicroKernel gemm = nullptr;
+  int64_t gemmMr = 6, gemmNr = 16;
+  DepthwisePlaneKernel depthwisePlane = nullptr;
+  MaxPoolRowKernel maxPool3x3s2 = nullptr;
+  UnaryKernel sigmoid = nullptr;
+  UnaryKernel erf = nullptr;
+  UnaryKernel exp = nullptr;
+};
+
+// The table for this CPU (AVX-512F GEMM with the AVX2+FMA rest, AVX2+FMA, or scalar).
+const CpuFunctions& cpuFunctions();
+// The portable table, always available (tests compare it with the selected one).
+const CpuFunctions& scalarCpuFunctions();
+
+void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                           int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
+void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
+                              int64_t rowLength, float* out);
+void f32_sigmoid__scalar(const float* x, float* y, int64_t n);
+void f32_erf__scalar(const float* x, float* y, int64_t n);
+void f32_exp__scalar(const float* x, float* y, int64_t n);
+#if defined(__x86_64__) || defined(_M_X64)
+// Polynomial exp (relative error about 2e-7) and erf (absolute error about 2e-7).
+void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
+                                int64_t rowLength, float* out);
+void f32_sigmoid__avx2_fma(const float* x, float* y, int64_t n);
+void f32_erf__avx2_fma(const float* x, float* y, int64_t n);
+void f32_exp__avx2_fma(const float* x, float* y, int64_t n);
+void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
+void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                            int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+// Defined in kernels_avx2.cpp, compiled with -mavx2 -mfma; only called after a CPU check.
+void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+#endif
+
+}  // namespace osprey

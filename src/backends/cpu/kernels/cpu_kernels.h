@@ -1,0 +1,43 @@
+// Creators of the CPU backend's optimised executions (registered in ../cpu_kernels.cpp) and the
+// helpers they share. Each returns null for a case it does not handle; the reference runs it.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "backends/cpu/cpu_backend.h"
+#include "ops/window.h"
+
+namespace osprey {
+
+std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef& op,
+                                               const std::vector<RuntimeTensor*>& inputs,
+                                               const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createDepthwiseConvExecution(CPUBackend* backend, const OpRef& op,
+                                                        const std::vector<RuntimeTensor*>& inputs,
+                                                        const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createGemmExecution(CPUBackend* backend, const OpRef& op,
+                                               const std::vector<RuntimeTensor*>& inputs,
+                                               const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createMatMulExecution(CPUBackend* backend, const OpRef& op,
+                                                 const std::vector<RuntimeTensor*>& inputs,
+                                                 const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createMaxPoolExecution(CPUBackend* backend, const OpRef& op,
+                                                  const std::vector<RuntimeTensor*>& inputs,
+                                                  const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createAveragePoolExecution(CPUBackend* backend, const OpRef& op,
+                                                      const std::vector<RuntimeTensor*>& inputs,
+                                                      const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createSigmoidExecution(CPUBackend* backend, const OpRef& op,
+                                                  const std::vector<RuntimeTensor*>& inputs,
+                                                  const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createErfExecution(CPUBackend* backend, const OpRef& op,
+                                              const std::vector<RuntimeTensor*>& inputs,
+                                              const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createSoftmaxExecution(CPUBackend* backend, const OpRef& op,
+                                                  const std::vector<RuntimeTensor*>& inputs,
+                                                  const std::vector<RuntimeTensor*>& outputs);
+
+// col[c * kernelSize + tap][outPos] for `channels` planes of x, zero where a tap reads padding.
+void im2col(const Window& g, const float* x, int64_t channels, float* col, ThreadPool* pool);
+
+}  // namespace osprey

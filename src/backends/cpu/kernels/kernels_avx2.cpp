@@ -1,0 +1,203 @@
+// AVX2+FMA micro-kernels. This file alone is compiled with -mavx2 -mfma (see CMakeLists.txt);
+// nothing here runs unless cpu_features.cpp found both on the CPU.
+#include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/depthwise_kernel.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+namespace osprey {
+
+// 12 accumulators (6 rows x 2 vectors of 8), 2 registers of B and one broadcast of A.
+void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
+  __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
+  if (accumulate) {
+    c00 = _mm256_loadu_ps(c), c01 = _mm256_loadu_ps(c + 8);
+    c10 = _mm256_loadu_ps(c + ldc), c11 = _mm256_loadu_ps(c + ldc + 8);
+    c20 = _mm256_loadu_ps(c + 2 * ldc), c21 = _mm256_loadu_ps(c + 2 * ldc + 8);
+    c30 = _mm256_loadu_ps(c + 3 * ldc), c31 = _mm256_loadu_ps(c + 3 * ldc + 8);
+    c40 = _mm256_loadu_ps(c + 4 * ldc), c41 = _mm256_loadu_ps(c + 4 * ldc + 8);
+    c50 = _mm256_loadu_ps(c + 5 * ldc), c51 = _mm256_loadu_ps(c + 5 * ldc + 8);
+  } else {
+    c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
+  }
+  const float* a0 = a;
+  const float* a1 = a + aRowStride;
+  const float* a2 = a + 2 * aRowStride;
+  const float* a3 = a + 3 * aRowStride;
+  const float* a4 = a + 4 * aRowStride;
+  const float* a5 = a + 5 * aRowStride;
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+    __m256 av = _mm256_broadcast_ss(a0);
+    c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
+    av = _mm256_broadcast_ss(a1);
+    c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
+    av = _mm256_broadcast_ss(a2);
+    c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
+    av = _mm256_broadcast_ss(a3);
+    c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
+    av = _mm256_broadcast_ss(a4);
+    c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
+    av = _mm256_broadcast_ss(a5);
+    c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
+    a0 += aColStride, a1 += aColStride, a2 += aColStride, a3 += aColStride, a4 += aColStride, a5 += aColStride;
+    b += ldb;
+  }
+  if (stage) {
+    const __m256 lo = _mm256_set1_ps(stage->lo), hi = _mm256_set1_ps(stage->hi);
+    auto finish = [&](__m256& v0, __m256& v1, int row) {
+      if (stage->rowBias) {
+        const __m256 bias = _mm256_broadcast_ss(stage->rowBias + row);
+        v0 = _mm256_add_ps(v0, bias), v1 = _mm256_add_ps(v1, bias);
+      }
+      // max/min return their second operand for NaN: this order keeps NaN, as the scalar clamp does.
+      v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0)), v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));
+    };
+    finish(c00, c01, 0), finish(c10, c11, 1), finish(c20, c21, 2);
+    finish(c30, c31, 3), finish(c40, c41, 4), finish(c50, c51, 5);
+  }
+  _mm256_storeu_ps(c, c00), _mm256_storeu_ps(c + 8, c01);
+  _mm256_storeu_ps(c + ldc, c10), _mm256_storeu_ps(c + ldc + 8, c11);
+  _mm256_storeu_ps(c + 2 * ldc, c20), _mm256_storeu_ps(c + 2 * ldc + 8, c21);
+  _mm256_storeu_ps(c + 3 * ldc, c30), _mm256_storeu_ps(c + 3 * ldc + 8, c31);
+  _mm256_storeu_ps(c + 4 * ldc, c40), _mm256_storeu_ps(c + 4 * ldc + 8, c41);
+  _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
+}
+
+namespace {
+
+// exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln2 / 2, e^r by a degree-6 polynomial.
+inline __m256 exp256(__m256 input) {
+  // Past the range of normal results: +inf above, 0 below (as expf rounds); NaN stays NaN, as
+  // max/min return their second operand and the comparisons are false.
+  const __m256 overflow = _mm256_cmp_ps(input, _mm256_set1_ps(88.72283f), _CMP_GT_OQ);
+  const __m256 underflow = _mm256_cmp_ps(input, _mm256_set1_ps(-87.33654f), _CMP_LT_OQ);
+  const __m256 x = _mm256_min_ps(_mm256_set1_ps(88.72283f), _mm256_max_ps(_mm256_set1_ps(-87.33654f), input));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)),
+                                   _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_fnmadd_ps(n, _mm256_set1_ps(0.693359375f), x);  // ln 2 in two parts
+  r = _mm256_fnmadd_ps(n, _mm256_set1_ps(-2.12194440e-4f), r);
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.f)));
+  // 2^n, built in two halves so that n = 128 (x near the top of the range) does not overflow.
+  const __m256i ni = _mm256_cvtps_epi32(n);
+  const __m256i half = _mm256_srai_epi32(ni, 1);
+  const __m256 s1 = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(half, _mm256_set1_epi32(127)), 23));
+  const __m256 s2 =
+      _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(_mm256_sub_epi32(ni, half), _mm256_set1_epi32(127)), 23));
+  const __m256 result = _mm256_mul_ps(_mm256_mul_ps(p, s1), s2);
+  return _mm256_andnot_ps(underflow, _mm256_blendv_ps(result, _mm256_set1_ps(__builtin_inff()), overflow));
+}
+
+inline __m256 sigmoid256(__m256 x) {
+  const __m256 one = _mm256_set1_ps(1.f);
+  return _mm256_div_ps(one, _mm256_add_ps(one, exp256(_mm256_sub_ps(_mm256_setzero_ps(), x))));
+}
+
+// erf(x) = sign(x) * (1 - erfc(|x|)), erfc by the Chebyshev fit of Numerical Recipes
+// (fractional error below 1.2e-7).
+inline __m256 erf256(__m256 x) {
+  const __m256 signMask = _mm256_set1_ps(-0.f);
+  const __m256 sign = _mm256_and_ps(x, signMask);
+  const __m256 z = _mm256_andnot_ps(signMask, x);
+  const __m256 one = _mm256_set1_ps(1.f);
+  const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one));
+  static const float c[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
+                            -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
+  __m256 p = _mm256_set1_ps(c[0]);
+  for (int i = 1; i < 10; ++i) p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(c[i]));
+  const __m256 erfc = _mm256_mul_ps(t, exp256(_mm256_sub_ps(p, _mm256_mul_ps(z, z))));
+  return _mm256_or_ps(_mm256_sub_ps(one, erfc), sign);
+}
+
+template <__m256 (*F)(__m256)>
+inline void mapFloats(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = 0; j < n - i; ++j) tail[j] = x[i + j];
+    _mm256_store_ps(tail, F(_mm256_load_ps(tail)));
+    for (int64_t j = 0; j < n - i; ++j) y[i + j] = tail[j];
+  }
+}
+
+}  // namespace
+
+void f32_sigmoid__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<sigmoid256>(x, y, n); }
+void f32_erf__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<erf256>(x, y, n); }
+void f32_exp__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<exp256>(x, y, n); }
+
+namespace {
+
+// Even-indexed floats of r[0..15] (evens) or of r[1..16] (odds), in order.
+inline __m256 evens(const float* r) {
+  const __m256 lo = _mm256_loadu_ps(r), hi = _mm256_loadu_ps(r + 8);
+  const __m256 mixed = _mm256_shuffle_ps(lo, hi, 0x88);  // lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(mixed), 0xD8));
+}
+
+// 3x3, stride 2, dilation 1: eight outputs per step from de-interleaved input rows.
+void dw3x3s2Interior(const float* r0, const float* r1, const float* r2, const float* w, float bias, int64_t lo,
+                     int64_t hi, int64_t rowLength, float* row) {
+  const float* rows[3] = {r0, r1, r2};
+  __m256 wv[9];
+  for (int t = 0; t < 9; ++t) wv[t] = _mm256_broadcast_ss(w + t);
+  int64_t ow = lo;
+  for (; ow + 8 <= hi && 2 * ow + 18 <= rowLength; ow += 8) {  // reads r[2ow .. 2ow+17]
+    __m256 acc = _mm256_set1_ps(bias);
+    for (int kh = 0; kh < 3; ++kh) {
+      const float* r = rows[kh] + 2 * ow;
+      acc = _mm256_fmadd_ps(wv[kh * 3], evens(r), acc);
+      acc = _mm256_fmadd_ps(wv[kh * 3 + 1], evens(r + 1), acc);
+      acc = _mm256_fmadd_ps(wv[kh * 3 + 2], evens(r + 2), acc);
+    }
+    _mm256_storeu_ps(row + ow, acc);
+  }
+  for (; ow < hi; ++ow) {
+    const int64_t i = 2 * ow;
+    float acc = bias;
+    for (int kh = 0; kh < 3; ++kh)
+      acc += w[kh * 3] * rows[kh][i] + w[kh * 3 + 1] * rows[kh][i + 1] + w[kh * 3 + 2] * rows[kh][i + 2];
+    row[ow] = acc;
+  }
+}
+
+}  // namespace
+
+void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
+                                int64_t rowLength, float* out) {
+  const float* rows[3] = {r0, r1, r2};
+  int64_t ow = lo;
+  for (; ow + 8 <= hi && 2 * ow + 18 <= rowLength; ow += 8) {  // reads r[2ow .. 2ow+17]
+    // max_ps(v, acc) is v > acc ? v : acc, the reference's rule, starting from the first tap.
+    __m256 acc = evens(r0 + 2 * ow);
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = kh == 0 ? 1 : 0; kw < 3; ++kw) acc = _mm256_max_ps(evens(rows[kh] + 2 * ow + kw), acc);
+    _mm256_storeu_ps(out + ow, acc);
+  }
+  for (; ow < hi; ++ow) {
+    float acc = r0[2 * ow];
+    for (int kh = 0; kh < 3; ++kh)
+      for (int kw = 0; kw < 3; ++kw) {
+        const float v = rows[kh][2 * ow + kw];
+        acc = v > acc ? v : acc;
+      }
+    out[ow] = acc;
+  }
+}
+
+void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y) {
+  depthwisePlaneWith(args, x, w, bias, y, dw3x3s2Interior);
+}
+
+}  // namespace osprey
+
+#endif

@@ -1,0 +1,184 @@
+#include "backends/cpu/kernels/packed_gemm.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "core/thread_pool.h"
+
+namespace osprey {
+
+namespace {
+
+constexpr int64_t kKc = 256;  // a kc x nr panel of B (16-32 KiB) stays in L1 across the rows of a block
+constexpr int64_t kMc = 72;   // a 72 x kc block of A (72 KiB) stays in L2 (rounded up to the block)
+constexpr int64_t kNc = 256;
+
+int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+void applyEpilogue(const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* c, int64_t ldc) {
+  const bool trivialActivation = ep.act.kind == FusedActivation::Kind::None;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    if (ep.alpha != 1.f)
+      for (int64_t j = 0; j < cols; ++j) row[j] *= ep.alpha;
+    if (ep.bias) {
+      const float* bias = ep.bias + (i0 + i) * ep.biasRowStride + j0 * ep.biasColStride;
+      const float beta = ep.beta;
+      if (ep.biasColStride == 0) {
+        const float v = beta * bias[0];
+        for (int64_t j = 0; j < cols; ++j) row[j] += v;
+      } else if (ep.biasColStride == 1) {
+        for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j];
+      } else {
+        for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j * ep.biasColStride];
+      }
+    }
+    if (trivialActivation) continue;
+    if (ep.act.kind == FusedActivation::Kind::Relu) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.f ? row[j] : 0.f;
+    } else if (ep.act.kind == FusedActivation::Kind::Clip) {
+      const float lo = ep.act.a, hi = ep.act.b;
+      for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) row[j] = ep.act.apply(row[j]);
+    }
+  }
+}
+
+// One block of C: rows [i0, i1), columns [j0, j1), all of K.
+void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c,
+               int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+  const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
+  // Bias per row and Relu/Clip run inside the micro-kernel; anything else in applyEpilogue.
+  const bool simpleAct = ep.act.kind == FusedActivation::Kind::None || ep.act.kind == FusedActivation::Kind::Relu ||
+                         ep.act.kind == FusedActivation::Kind::Clip;
+  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
+  GemmOutputStage stage;
+  stage.lo = ep.act.kind == FusedActivation::Kind::Relu ? 0.f
+             : ep.act.kind == FusedActivation::Kind::Clip ? ep.act.a
+                                                           : -std::numeric_limits<float>::infinity();
+  stage.hi = ep.act.kind == FusedActivation::Kind::Clip ? ep.act.b : std::numeric_limits<float>::infinity();
+  alignas(64) float biasStage[kGemmMaxMr];
+  alignas(64) float aStage[kKc * kGemmMaxMr];
+  alignas(64) float bStage[kKc * kGemmMaxNr];
+  alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
+  for (int64_t k0 = 0; k0 < K; k0 += kKc) {
+    const int64_t kc = std::min(kKc, K - k0);
+    const bool accumulate = k0 > 0, last = k0 + kc == K;
+    for (int64_t j = j0; j < j1; j += blockNr) {
+      const int64_t nr = std::min(blockNr, N - j);
+      const float* bp;
+      int64_t ldb;
+      if (b.packed) {
+        bp = b.data + (j / blockNr) * K * blockNr + k0 * blockNr;
+        ldb = blockNr;
+      } else if (nr == blockNr) {
+        bp = b.data + k0 * b.rowStride + j;
+        ldb = b.rowStride;
+      } else {
+        for (int64_t k = 0; k < kc; ++k) {
+          const float* src = b.data + (k0 + k) * b.rowStride + j;
+          float* dst = bStage + k * blockNr;
+          std::memcpy(dst, src, sizeof(float) * nr);
+          std::fill(dst + nr, dst + blockNr, 0.f);
+        }
+        bp = bStage;
+        ldb = blockNr;
+      }
+      for (int64_t i = i0; i < i1; i += blockMr) {
+        const int64_t mr = std::min(blockMr, M - i);
+        const float* ap;
+        int64_t ars, acs;
+        if (a.packed) {
+          ap = a.data + (i / blockMr) * K * blockMr + k0 * blockMr;
+          ars = 1, acs = blockMr;
+        } else if (mr == blockMr) {
+          ap = a.data + i * a.rowStride + k0 * a.colStride;
+          ars = a.rowStride, acs = a.colStride;
+        } else {
+          for (int64_t k = 0; k < kc; ++k)
+            for (int64_t r = 0; r < blockMr; ++r)
+              aStage[k * blockMr + r] = r < mr ? a.data[(i + r) * a.rowStride + (k0 + k) * a.colStride] : 0.f;
+          ap = aStage;
+          ars = 1, acs = blockMr;
+        }
+        float* cp = c + i * ldc + j;
+        const GemmOutputStage* st = nullptr;
+        if (last && fused) {
+          if (ep.bias) {
+            for (int64_t r = 0; r < blockMr; ++r) biasStage[r] = r < mr ? ep.bias[(i + r) * ep.biasRowStride] : 0.f;
+            stage.rowBias = biasStage;
+          }
+          st = &stage;
+        }
+        if (mr == blockMr && nr == blockNr) {
+          fn.gemm(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
+          if (last && !fused) applyEpilogue(ep, i, mr, j, nr, cp, ldc);
+          continue;
+        }
+        if (accumulate)
+          for (int64_t r = 0; r < mr; ++r) std::memcpy(cStage + r * blockNr, cp + r * ldc, sizeof(float) * nr);
+        fn.gemm(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
+        if (last && !fused) applyEpilogue(ep, i, mr, j, nr, cStage, blockNr);
+        for (int64_t r = 0; r < mr; ++r) std::memcpy(cp + r * ldc, cStage + r * blockNr, sizeof(float) * nr);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+size_t packedASize(const CpuFunctions& fn, int64_t M, int64_t K) { return static_cast<size_t>(roundUp(M, fn.gemmMr) * K); }
+size_t packedBSize(const CpuFunctions& fn, int64_t K, int64_t N) { return static_cast<size_t>(roundUp(N, fn.gemmNr) * K); }
+
+void packGemmA(const CpuFunctions& fn, const float* src, int64_t rowStride, int64_t colStride, int64_t M, int64_t K,
+               float* dst) {
+  const int64_t blockMr = fn.gemmMr;
+  for (int64_t p = 0; p < M; p += blockMr) {
+    float* panel = dst + (p / blockMr) * K * blockMr;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t r = 0; r < blockMr; ++r)
+        panel[k * blockMr + r] = p + r < M ? src[(p + r) * rowStride + k * colStride] : 0.f;
+  }
+}
+
+void packGemmB(const CpuFunctions& fn, const float* src, int64_t rowStride, int64_t colStride, int64_t K, int64_t N,
+               float* dst) {
+  const int64_t blockNr = fn.gemmNr;
+  for (int64_t p = 0; p < N; p += blockNr) {
+    float* panel = dst + (p / blockNr) * K * blockNr;
+    for (int64_t k = 0; k < K; ++k)
+      for (int64_t j = 0; j < blockNr; ++j)
+        panel[k * blockNr + j] = p + j < N ? src[k * rowStride + (p + j) * colStride] : 0.f;
+  }
+}
+
+void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
+                const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue) {
+  if (M <= 0 || N <= 0) return;
+  if (K == 0) {
+    for (int64_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0.f);
+    applyEpilogue(epilogue, 0, M, 0, N, c, ldc);
+    return;
+  }
+  // Blocks of C, made smaller until every thread has a few to balance uneven ones.
+  const int threads = pool ? pool->threads() : 1;
+  const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
+  int64_t mc = roundUp(kMc, mr), nc = roundUp(kNc, nr);
+  auto blocks = [&] { return ((M + mc - 1) / mc) * ((N + nc - 1) / nc); };
+  while (blocks() < 4 * threads && (nc > nr || mc > mr)) {
+    if (nc > nr && (N + nc - 1) / nc <= (M + mc - 1) / mc) nc = std::max(nr, nc / 2 / nr * nr);
+    else if (mc > mr) mc = std::max(mr, mc / 2 / mr * mr);
+    else nc = std::max(nr, nc / 2 / nr * nr);
+  }
+  const int64_t nBlocks = (N + nc - 1) / nc;
+  parallelFor(pool, blocks(), [&](int64_t begin, int64_t end) {
+    for (int64_t t = begin; t < end; ++t) {
+      const int64_t i0 = (t / nBlocks) * mc, j0 = (t % nBlocks) * nc;
+      gemmBlock(fn, M, N, K, a, b, c, ldc, epilogue, i0, std::min(M, i0 + mc), j0, std::min(N, j0 + nc));
+    }
+  });
+}
+
+}  // namespace osprey

@@ -1,0 +1,55 @@
+// The f32 GEMM of the CPU backend: C = epilogue(A * B) over the register-blocked micro-kernel
+// of the function table, cache-blocked over K and threaded over blocks of C. Either operand may
+// be pre-packed (constant weights, packed once at resize into STATIC memory) or read in place
+// with any strides (activations, im2col columns).
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cpu/kernels/cpu_functions.h"
+#include "ops/activation.h"
+
+namespace osprey {
+
+class ThreadPool;
+
+// A [M x K]: packed into panels of mr rows stored k-major ([K][mr], zero-padded rows), mr x nr
+// being the register block of the function table used to pack and multiply,
+// or in place with element (i, k) at data[i * rowStride + k * colStride].
+struct GemmA {
+  const float* data = nullptr;
+  int64_t rowStride = 0, colStride = 1;
+  bool packed = false;
+};
+
+// B [K x N]: packed into panels of nr columns ([K][nr], zero-padded columns), or in
+// place with row k at data + k * rowStride (columns contiguous).
+struct GemmB {
+  const float* data = nullptr;
+  int64_t rowStride = 0;
+  bool packed = false;
+};
+
+// Applied to every element of C once its sum is complete:
+// C[i][j] = act(alpha * sum + beta * bias[i * biasRowStride + j * biasColStride]).
+struct GemmEpilogue {
+  const float* bias = nullptr;
+  int64_t biasRowStride = 0, biasColStride = 0;
+  float alpha = 1.f, beta = 1.f;
+  FusedActivation act;
+};
+
+// Floats needed by packGemmA / packGemmB for the table fn.
+size_t packedASize(const CpuFunctions& fn, int64_t M, int64_t K);
+size_t packedBSize(const CpuFunctions& fn, int64_t K, int64_t N);
+// Element (i, k) of A at src[i * rowStride + k * colStride]; (k, n) of B likewise.
+void packGemmA(const CpuFunctions& fn, const float* src, int64_t rowStride, int64_t colStride, int64_t M, int64_t K,
+               float* dst);
+void packGemmB(const CpuFunctions& fn, const float* src, int64_t rowStride, int64_t colStride, int64_t K, int64_t N,
+               float* dst);
+
+// C [M x N] with row stride ldc; packed operands must have been packed for the same fn.
+void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
+                const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue);
+
+}  // namespace osprey

@@ -1,0 +1,310 @@
+// The CPU backend's optimised kernels (src/backends/cpu/kernels/) against the reference kernels
+// of src/ops on seeded random data, with shapes chosen to hit every tail of the 6x16 GEMM
+// micro-kernel, its K blocking (K > 256) and the im2col / pointwise / grouped / depthwise paths.
+#include <cmath>
+#include <limits>
+
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "core/thread_pool.h"
+#include "ops/activation.h"
+#include "ops/op_def.h"
+#include "op_test_util.h"
+
+namespace osprey::test {
+namespace {
+
+// The reference kernel of node's op, run directly (no backend involved).
+Tensor reference(const Node& node, const std::vector<OpInput>& inputs) {
+  const OpDef& def = opDef(node.type);
+  TensorViews in(inputs.size()), out(1);
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    in[i].present = !inputs[i].absent;
+    if (inputs[i].absent) continue;
+    in[i].dtype = inputs[i].value.dtype();
+    in[i].shape = inputs[i].value.shape();
+    in[i].data = const_cast<void*>(inputs[i].value.data());
+  }
+  Status st = def.shape(node, in, out);
+  EXPECT_TRUE(st) << st.message();
+  Tensor y(out[0].dtype, out[0].shape);
+  out[0].data = y.data();
+  st = def.reference(node, in, out, nullptr);
+  EXPECT_TRUE(st) << st.message();
+  return y;
+}
+
+// Runs node through a Session (the CPU backend picks its kernel) and compares with the reference.
+void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs) {
+  std::vector<Tensor> outputs;
+  Status st = runOp(node, inputs, 1, &outputs);
+  ASSERT_TRUE(st) << st.message();
+  Tensor expected = reference(node, inputs);
+  ASSERT_EQ(outputs[0].shape(), expected.shape());
+  expectNear(outputs[0], expected, 1e-4, 1e-4);
+}
+
+void setActivation(Node& node, FusedActivation::Kind kind, float a = 0.f, float b = 0.f) {
+  FusedActivation act;
+  act.kind = kind, act.a = a, act.b = b;
+  act.store(node);
+}
+
+struct ConvCase {
+  int64_t n, c, h, w, m, kh, kw, group, stride, pad, dilation;
+  bool bias;
+  FusedActivation::Kind act;
+};
+
+void checkConv(const ConvCase& k, uint32_t seed) {
+  Node node;
+  node.type = OpType::Conv;
+  node.setInts("strides", {k.stride, k.stride});
+  node.setInts("pads", {k.pad, k.pad, k.pad, k.pad});
+  node.setInts("dilations", {k.dilation, k.dilation});
+  node.setInt("group", k.group);
+  if (k.act == FusedActivation::Kind::Clip) setActivation(node, k.act, 0.f, 0.5f);
+  else if (k.act != FusedActivation::Kind::None) setActivation(node, k.act, 0.1f);
+  std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, {k.n, k.c, k.h, k.w}, seed)),
+                              constant(randomTensor(DataType::Float32, {k.m, k.c / k.group, k.kh, k.kw}, seed + 1))};
+  if (k.bias) inputs.push_back(constant(randomTensor(DataType::Float32, {k.m}, seed + 2)));
+  SCOPED_TRACE(::testing::Message() << "conv x[" << k.n << "," << k.c << "," << k.h << "," << k.w << "] m=" << k.m
+                                    << " k=" << k.kh << "x" << k.kw << " group=" << k.group << " stride=" << k.stride
+                                    << " pad=" << k.pad << " dilation=" << k.dilation);
+  checkAgainstReference(node, inputs);
+}
+
+using Kind = FusedActivation::Kind;
+
+TEST(CpuKernels, ConvPointwiseTails) {
+  // M and HW around the 6 x 16 register block: 1, 5, 6, 7, 13, 17, 127 output channels.
+  uint32_t seed = 1;
+  for (int64_t m : {1, 5, 6, 7, 13, 17, 127})
+    for (int64_t hw : {1, 4, 5, 13})
+      checkConv({1, 7, hw, hw, m, 1, 1, 1, 1, 0, 1, m % 2 == 1, Kind::None}, seed++);
+}
+
+TEST(CpuKernels, ConvPointwiseDeepK) {
+  // K > 256 crosses the micro-kernel's K blocking; batch 2.
+  checkConv({2, 300, 7, 9, 13, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, 11);
+  checkConv({1, 513, 5, 5, 19, 1, 1, 1, 1, 0, 1, true, Kind::None}, 12);
+}
+
+TEST(CpuKernels, ConvIm2col) {
+  uint32_t seed = 20;
+  checkConv({1, 3, 13, 13, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);        // strided, padded
+  checkConv({2, 3, 17, 17, 13, 7, 7, 1, 2, 3, 1, false, Kind::None}, seed++);       // stem-like
+  checkConv({1, 4, 12, 12, 6, 3, 3, 1, 1, 2, 2, true, Kind::LeakyRelu}, seed++);    // dilated
+  checkConv({1, 8, 13, 13, 16, 1, 1, 1, 2, 0, 1, true, Kind::None}, seed++);        // strided 1x1
+  checkConv({1, 40, 9, 9, 23, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid}, seed++);      // K = 360 > 256
+  checkConv({1, 3, 5, 6, 4, 2, 3, 1, 1, 0, 1, true, Kind::HardSwish}, seed++);      // non-square kernel
+}
+
+TEST(CpuKernels, ConvGrouped) {
+  uint32_t seed = 40;
+  checkConv({1, 12, 13, 13, 18, 3, 3, 3, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({2, 8, 7, 7, 8, 1, 1, 4, 1, 0, 1, false, Kind::None}, seed++);
+  checkConv({1, 6, 11, 11, 12, 3, 3, 2, 2, 1, 1, true, Kind::None}, seed++);
+}
+
+TEST(CpuKernels, ConvDepthwise) {
+  uint32_t seed = 60;
+  checkConv({1, 13, 13, 13, 13, 3, 3, 13, 1, 1, 1, true, Kind::Clip}, seed++);
+  checkConv({2, 7, 17, 15, 7, 3, 3, 7, 2, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 5, 12, 12, 5, 5, 5, 5, 2, 2, 1, false, Kind::Sigmoid}, seed++);
+  checkConv({1, 4, 9, 9, 8, 3, 3, 4, 1, 2, 2, true, Kind::None}, seed++);  // channel multiplier 2, dilated
+  checkConv({1, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1, true, Kind::None}, seed++);  // all padding
+  // Planes wide enough for the vectorised interior (eight outputs per step) plus its tails.
+  checkConv({1, 4, 29, 41, 4, 3, 3, 4, 2, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 3, 30, 50, 3, 3, 3, 3, 2, 0, 1, true, Kind::None}, seed++);
+  checkConv({1, 2, 20, 37, 2, 3, 3, 2, 1, 1, 1, false, Kind::Clip}, seed++);
+  checkConv({1, 2, 6, 25, 2, 3, 17, 2, 1, 1, 1, true, Kind::None}, seed++);  // wider than 16 taps
+}
+
+void checkGemm(int64_t M, int64_t N, int64_t K, bool transA, bool transB, const Shape& cShape, float alpha, float beta,
+               Kind act, uint32_t seed) {
+  Node node;
+  node.type = OpType::Gemm;
+  node.setInt("transA", transA);
+  node.setInt("transB", transB);
+  node.setFloat("alpha", alpha);
+  node.setFloat("beta", beta);
+  if (act != Kind::None) setActivation(node, act, 0.2f);
+  std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, transA ? Shape{K, M} : Shape{M, K}, seed)),
+                              constant(randomTensor(DataType::Float32, transB ? Shape{N, K} : Shape{K, N}, seed + 1))};
+  inputs.push_back(in(randomTensor(DataType::Float32, cShape, seed + 2)));
+  SCOPED_TRACE(::testing::Message() << "gemm M=" << M << " N=" << N << " K=" << K << " transA=" << transA
+                                    << " transB=" << transB << " C=" << shapeToString(cShape));
+  checkAgainstReference(node, inputs);
+}
+
+TEST(CpuKernels, Gemm) {
+  uint32_t seed = 80;
+  for (int64_t M : {1, 6, 7, 13})
+    for (int64_t N : {1, 15, 16, 17, 127})
+      checkGemm(M, N, 13, false, true, {N}, 1.f, 1.f, Kind::None, seed++);
+  checkGemm(13, 33, 300, true, false, {13, 33}, 0.5f, 2.f, Kind::Relu, seed++);
+  checkGemm(7, 19, 257, true, true, {7, 1}, 1.f, 0.25f, Kind::LeakyRelu, seed++);
+  checkGemm(5, 9, 3, false, false, {}, 1.5f, 1.f, Kind::None, seed++);  // scalar C
+}
+
+TEST(CpuKernels, MatMulConstantB) {
+  uint32_t seed = 120;
+  for (const Shape& a : {Shape{13, 127}, Shape{2, 7, 33}, Shape{1, 3, 5, 260}}) {
+    Node node;
+    node.type = OpType::MatMul;
+    const int64_t K = a.back();
+    for (int64_t N : {1, 17, 64}) {
+      SCOPED_TRACE(::testing::Message() << "matmul A=" << shapeToString(a) << " N=" << N);
+      checkAgainstReference(node, {in(randomTensor(DataType::Float32, a, seed)),
+                                   constant(randomTensor(DataType::Float32, {K, N}, seed + 1))});
+      seed += 2;
+    }
+  }
+  Node fused;
+  fused.type = OpType::MatMul;
+  setActivation(fused, Kind::Gelu, 0.f);
+  checkAgainstReference(fused, {in(randomTensor(DataType::Float32, {9, 31}, 7)),
+                                constant(randomTensor(DataType::Float32, {31, 18}, 8))});
+}
+
+TEST(CpuKernels, MatMulActivationB) {
+  // Both operands activations (attention scores): batch broadcast either way.
+  uint32_t seed = 140;
+  const std::vector<std::pair<Shape, Shape>> cases{{{13, 7}, {7, 17}},
+                                                   {{3, 13, 64}, {3, 64, 13}},
+                                                   {{2, 3, 7, 19}, {1, 3, 19, 33}},
+                                                   {{1, 6, 5}, {4, 5, 16}},
+                                                   {{2, 1, 7, 300}, {3, 300, 5}}};
+  for (const auto& [a, b] : cases) {
+    Node node;
+    node.type = OpType::MatMul;
+    SCOPED_TRACE(::testing::Message() << "matmul A=" << shapeToString(a) << " B=" << shapeToString(b));
+    checkAgainstReference(node, {in(randomTensor(DataType::Float32, a, seed)), in(randomTensor(DataType::Float32, b, seed + 1))});
+    seed += 2;
+  }
+}
+
+void checkPool(OpType type, const Shape& x, int64_t k, int64_t stride, int64_t pad, bool ceil, bool includePad,
+               int64_t dilation, uint32_t seed) {
+  Node node;
+  node.type = type;
+  node.setInts("kernel_shape", {k, k});
+  node.setInts("strides", {stride, stride});
+  node.setInts("pads", {pad, pad, pad, pad});
+  if (dilation != 1) node.setInts("dilations", {dilation, dilation});
+  node.setInt("ceil_mode", ceil);
+  if (type == OpType::AveragePool) node.setInt("count_include_pad", includePad);
+  SCOPED_TRACE(::testing::Message() << opTypeName(type) << " x=" << shapeToString(x) << " k=" << k << " stride="
+                                    << stride << " pad=" << pad << " ceil=" << ceil << " includePad=" << includePad);
+  checkAgainstReference(node, {in(randomTensor(DataType::Float32, x, seed))});
+}
+
+TEST(CpuKernels, Pools) {
+  uint32_t seed = 160;
+  for (OpType type : {OpType::MaxPool, OpType::AveragePool})
+    for (bool ceil : {false, true})
+      for (bool includePad : {false, true}) {
+        checkPool(type, {1, 5, 13, 13}, 3, 2, 1, ceil, includePad, 1, seed++);
+        checkPool(type, {2, 3, 14, 11}, 3, 2, 0, ceil, includePad, 1, seed++);
+        checkPool(type, {1, 4, 7, 7}, 2, 1, 1, ceil, includePad, 1, seed++);
+        checkPool(type, {1, 2, 17, 17}, 5, 3, 2, ceil, includePad, 1, seed++);
+      }
+  checkPool(OpType::MaxPool, {1, 3, 13, 13}, 3, 1, 2, false, false, 2, seed++);  // dilated
+  // Rows wide enough for the vectorised 3x3 stride-2 interior, with NaN and ties as in the reference.
+  for (bool ceil : {false, true})
+    for (int64_t pad : {0, 1}) checkPool(OpType::MaxPool, {1, 3, 20, 41 + pad}, 3, 2, pad, ceil, false, 1, seed++);
+  Node node;
+  node.type = OpType::MaxPool;
+  node.setInts("kernel_shape", {3, 3});
+  node.setInts("strides", {2, 2});
+  Tensor x = randomTensor(DataType::Float32, {1, 1, 5, 40}, seed++);
+  for (int64_t i = 0; i < x.elements(); i += 7) x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t i = 3; i < x.elements(); i += 11) x.data<float>()[i] = 0.5f;
+  std::vector<Tensor> outputs;
+  ASSERT_TRUE(runOp(node, {in(x)}, 1, &outputs));
+  Tensor expected = reference(node, {in(x)});
+  for (int64_t i = 0; i < expected.elements(); ++i) {
+    const float e = expected.data<float>()[i], a = outputs[0].data<float>()[i];
+    EXPECT_TRUE(std::isnan(e) ? std::isnan(a) : a == e) << "at " << i << ": " << a << " vs " << e;
+  }
+}
+
+TEST(CpuKernels, SigmoidErfSoftmax) {
+  uint32_t seed = 200;
+  for (int64_t n : {1, 7, 13, 127, 40000}) {  // vector tails, and enough to spread over the pool
+    for (OpType type : {OpType::Sigmoid, OpType::Erf}) {
+      Node node;
+      node.type = type;
+      const double range = type == OpType::Sigmoid ? 100.0 : 5.0;
+      SCOPED_TRACE(::testing::Message() << opTypeName(type) << " n=" << n);
+      checkAgainstReference(node, {in(randomTensor(DataType::Float32, {n}, seed++, -range, range))});
+    }
+  }
+  for (const Shape& shape : {Shape{13}, Shape{3, 127}, Shape{2, 5, 1000}}) {
+    Node node;
+    node.type = OpType::Softmax;
+    SCOPED_TRACE(::testing::Message() << "softmax " << shapeToString(shape));
+    checkAgainstReference(node, {in(randomTensor(DataType::Float32, shape, seed++, -20.0, 20.0))});
+    node.setInt("axis", 0);  // not the last axis: the reference kernel runs
+    checkAgainstReference(node, {in(randomTensor(DataType::Float32, shape, seed++, -20.0, 20.0))});
+  }
+}
+
+TEST(CpuKernels, UnaryTablesAgree) {
+  // The selected table (AVX2 polynomials when present) against the scalar libm one.
+  Tensor x = randomTensor(DataType::Float32, {1031}, 9, -30.0, 30.0);
+  const float* xv = x.data<float>();
+  std::vector<float> fast(1031), slow(1031);
+  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::erf, &CpuFunctions::exp}) {
+    (cpuFunctions().*member)(xv, fast.data(), 1031);
+    (scalarCpuFunctions().*member)(xv, slow.data(), 1031);
+    for (int i = 0; i < 1031; ++i)
+      EXPECT_NEAR(fast[i], slow[i], 1e-6 + 1e-5 * std::fabs(slow[i])) << cpuFunctions().isa << " x=" << xv[i];
+  }
+}
+
+TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
+  // The driver directly: both function tables, a pool of 3 threads, every operand form.
+  ThreadPool pool(3);
+  const int64_t M = 29, N = 45, K = 270;
+  Tensor a = randomTensor(DataType::Float32, {M, K}, 3), b = randomTensor(DataType::Float32, {K, N}, 4);
+  Tensor bias = randomTensor(DataType::Float32, {M}, 5);
+  std::vector<double> expected(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
+      s += bias.data<float>()[i];
+      expected[i * N + j] = s > 0 ? s : 0;
+    }
+  GemmEpilogue ep;
+  ep.bias = bias.data<float>();
+  ep.biasRowStride = 1;
+  ep.act.kind = Kind::Relu;
+  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+    std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
+    packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
+    packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
+    for (bool packA : {false, true})
+      for (bool packB : {false, true}) {
+        GemmA ga;
+        ga.data = packA ? packedA.data() : a.data<float>();
+        ga.packed = packA;
+        ga.rowStride = K;
+        GemmB gb;
+        gb.data = packB ? packedB.data() : b.data<float>();
+        gb.packed = packB;
+        gb.rowStride = N;
+        std::vector<float> c(M * N, -7.f);
+        packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), N, ep);
+        double worst = 0;
+        for (int64_t i = 0; i < M * N; ++i)
+          worst = std::max(worst, std::fabs(c[i] - expected[i]) / (1.0 + std::fabs(expected[i])));
+        EXPECT_LT(worst, 1e-4) << fn->isa << " packA=" << packA << " packB=" << packB;
+      }
+  }
+}
+
+}  // namespace
+}  // namespace osprey::test

@@ -1,0 +1,209 @@
+// osprey bench MODEL [--input NAME=FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]
+//                    [--per-op] [--json] [--trace FILE] [--step]
+// Latency (min/median/max over L timed runs after W warm-up runs) and the process's peak RSS.
+// --per-op and --trace profile extra runs afterwards, so profiling never touches the latencies.
+// --step lets another process pace the timed runs (bench/compare_ort.py alternates engines):
+// "ready" after warm-up, then one run per line read from stdin, its time printed, until EOF.
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli_common.h"
+
+namespace osprey::cli {
+
+namespace {
+
+double msSince(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+size_t peakRssBytes() {
+  struct rusage usage {};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<size_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes
+}
+
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+std::string shapesText(const std::vector<Shape>& shapes) {
+  std::string s;
+  for (const Shape& shape : shapes) s += (s.empty() ? "" : " ") + shapeToString(shape);
+  return s;
+}
+
+Status loadInputs(const Args& args, const Interpreter& interp, std::map<std::string, Tensor>* inputs) {
+  const auto infos = interp.inputs();
+  for (const std::string& spec : args.all("input")) {
+    size_t eq = spec.find('=');
+    std::string name = eq == std::string::npos ? "" : spec.substr(0, eq);
+    if (eq == std::string::npos) {
+      if (infos.size() != 1) return Status::invalidArgument("--input FILE needs a model with one input; use NAME=FILE");
+      name = infos[0].name;
+    }
+    Tensor t;
+    OSPREY_RETURN_IF_ERROR(loadTensorFile(spec.substr(eq == std::string::npos ? 0 : eq + 1), &t));
+    (*inputs)[name] = std::move(t);
+  }
+  uint32_t seed = 0;
+  for (const auto& info : infos) {
+    if (inputs->count(info.name)) continue;
+    Shape shape = info.shape;
+    for (auto& d : shape)
+      if (d < 0) d = 1;  // symbolic dimensions default to 1
+    (*inputs)[info.name] = randomInput(info.dtype, shape, seed++);
+  }
+  return Status::ok();
+}
+
+// Mean time of each command over the profiled runs, and the same summed per op type.
+void printPerOp(const std::vector<std::vector<OpTiming>>& runs, double medianMs) {
+  const std::vector<OpTiming>& first = runs.front();
+  std::vector<double> meanUs(first.size(), 0.0);
+  for (const auto& run : runs)
+    for (size_t i = 0; i < run.size() && i < meanUs.size(); ++i) meanUs[i] += run[i].durationUs / runs.size();
+  std::map<std::string, std::pair<double, int>> byType;
+  double total = 0;
+  for (size_t i = 0; i < first.size(); ++i) {
+    auto& slot = byType[first[i].backend + ":" + first[i].opType];
+    slot.first += meanUs[i];
+    slot.second += 1;
+    total += meanUs[i];
+  }
+  std::vector<std::pair<std::string, std::pair<double, int>>> types(byType.begin(), byType.end());
+  std::sort(types.begin(), types.end(), [](auto& a, auto& b) { return a.second.first > b.second.first; });
+  std::printf("\nper op type (mean of %zu profiled runs; ops add up to %.2f ms, run median %.2f ms)\n", runs.size(),
+              total / 1000.0, medianMs);
+  std::printf("  %-28s %10s %7s %6s\n", "backend:op", "ms", "%", "count");
+  for (auto& [name, v] : types)
+    std::printf("  %-28s %10.3f %6.1f%% %6d\n", name.c_str(), v.first / 1000.0, total > 0 ? 100.0 * v.first / total : 0.0,
+                v.second);
+  std::vector<size_t> order(first.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return meanUs[a] > meanUs[b]; });
+  std::printf("\nslowest executions\n");
+  for (size_t r = 0; r < std::min<size_t>(order.size(), 15); ++r) {
+    const OpTiming& t = first[order[r]];
+    std::printf("  %9.3f ms  %-12s %-28s %s -> %s\n", meanUs[order[r]] / 1000.0, t.opType.c_str(), t.name.c_str(),
+                shapesText(t.inputShapes).c_str(), shapesText(t.outputShapes).c_str());
+  }
+}
+
+Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, const SessionStats& stats) {
+  std::ostringstream os;
+  os << "{\"traceEvents\":[\n";
+  os << "{\"name\":\"arena_bytes\",\"ph\":\"C\",\"ts\":0,\"pid\":1,\"tid\":1,\"args\":{\"arena_peak\":"
+     << stats.arenaPeakBytes << "}}";
+  for (const OpTiming& t : run) {
+    os << ",\n{\"name\":" << jsonString(t.opType + (t.name.empty() ? "" : " " + t.name))
+       << ",\"cat\":" << jsonString(t.backend) << ",\"ph\":\"X\",\"ts\":" << t.startUs << ",\"dur\":" << t.durationUs
+       << ",\"pid\":1,\"tid\":1,\"args\":{\"op_type\":" << jsonString(t.opType) << ",\"name\":" << jsonString(t.name)
+       << ",\"backend\":" << jsonString(t.backend) << ",\"inputs\":" << jsonString(shapesText(t.inputShapes))
+       << ",\"outputs\":" << jsonString(shapesText(t.outputShapes)) << "}}";
+  }
+  os << "\n],\"displayTimeUnit\":\"ms\"}\n";
+  std::ofstream f(path);
+  if (!f || !(f << os.str())) return Status::invalidArgument("cannot write trace file '" + path + "'");
+  return Status::ok();
+}
+
+}  // namespace
+
+int cmdBench(int argc, char** argv) {
+  Args args;
+  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace"}, {"per-op", "json", "step"},
+                        &args);
+  if (!st) return fail(st);
+  if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
+  ScheduleConfig schedule;
+  if (!(st = scheduleFromArgs(args, &schedule))) return fail(st);
+  int warmup = 3, loops = 20;
+  if (args.has("warmup") && !(st = parseInt(args.get("warmup"), "--warmup", &warmup))) return fail(st);
+  if (args.has("loops") && !(st = parseInt(args.get("loops"), "--loops", &loops))) return fail(st);
+  if (warmup < 0 || loops < 1) return fail(Status::invalidArgument("--warmup must be >= 0 and --loops >= 1"));
+
+  auto t0 = std::chrono::steady_clock::now();
+  std::shared_ptr<Interpreter> interp;
+  if (!(st = loadModel(args.positional[0], &interp))) return fail(st);
+  const double loadMs = msSince(t0);
+  std::map<std::string, Tensor> inputs;
+  if (!(st = loadInputs(args, *interp, &inputs))) return fail(st);
+  std::unique_ptr<Session> session;
+  if (!(st = interp->createSession(schedule, BackendConfig(), &session))) return fail(st);
+
+  std::vector<Tensor> outputs;
+  t0 = std::chrono::steady_clock::now();
+  if (!(st = session->run(inputs, &outputs))) return fail(st);  // plans memory and packs weights
+  const double firstMs = msSince(t0);
+  for (int i = 1; i < warmup; ++i)
+    if (!(st = session->run(inputs, &outputs))) return fail(st);
+  std::vector<double> times;
+  const bool step = args.has("step");
+  if (step) std::printf("ready\n"), std::fflush(stdout);
+  char line[256];
+  for (int i = 0; step || i < loops; ++i) {
+    if (step && !std::fgets(line, sizeof(line), stdin)) break;
+    auto r0 = std::chrono::steady_clock::now();
+    if (!(st = session->run(inputs, &outputs))) return fail(st);
+    times.push_back(msSince(r0));
+    if (step) std::printf("%.4f\n", times.back()), std::fflush(stdout);
+  }
+  if (times.empty()) return fail(Status::invalidArgument("no timed runs"));
+  loops = static_cast<int>(times.size());
+  std::sort(times.begin(), times.end());
+  const double minMs = times.front(), maxMs = times.back(), medianMs = times[times.size() / 2];
+  const size_t rss = peakRssBytes();
+
+  std::vector<std::vector<OpTiming>> profiled;
+  const bool perOp = args.has("per-op"), trace = args.has("trace");
+  if (perOp || trace) {
+    session->setProfiling(true);
+    for (int i = 0; i < std::min(loops, 10); ++i) {
+      if (!(st = session->run(inputs, &outputs))) return fail(st);
+      profiled.push_back(session->lastRunProfile());
+    }
+    session->setProfiling(false);
+  }
+  const SessionStats& stats = session->stats();
+  if (trace && !(st = writeTrace(args.get("trace"), profiled.back(), stats))) return fail(st);
+
+  if (args.has("json")) {
+    std::printf("{\"model\":%s,\"backend\":%s,\"threads\":%d,\"warmup\":%d,\"loops\":%d,\"load_ms\":%.3f,"
+                "\"first_run_ms\":%.3f,\"min_ms\":%.4f,\"median_ms\":%.4f,\"max_ms\":%.4f,\"peak_rss_bytes\":%zu,"
+                "\"arena_peak_bytes\":%zu,\"executions\":%d}\n",
+                jsonString(args.positional[0]).c_str(), jsonString(forwardTypeName(schedule.backend)).c_str(),
+                schedule.threads, warmup, loops, loadMs, firstMs, minMs, medianMs, maxMs, rss, stats.arenaPeakBytes,
+                stats.executions);
+  } else {
+    std::printf("%s: backend %s, %d thread(s), %d warm-up + %d timed runs\n", args.positional[0].c_str(),
+                forwardTypeName(schedule.backend), schedule.threads, warmup, loops);
+    std::printf("load %.1f ms, first run %.2f ms; min %.3f / median %.3f / max %.3f ms\n", loadMs, firstMs, minMs,
+                medianMs, maxMs);
+    std::printf("peak RSS %.1f MB, arena peak %.2f MB, %d executions\n", rss / 1048576.0,
+                stats.arenaPeakBytes / 1048576.0, stats.executions);
+  }
+  if (perOp && !args.has("json")) printPerOp(profiled, medianMs);
+  return 0;
+}
+
+}  // namespace osprey::cli
