@@ -95,9 +95,10 @@ int cmdRun(int argc, char** argv) {
                   return rest[rest.size() / 2];
                 }(),
                 loops - 1);
-  std::printf("\narena peak %.2f MB (activations add up to %.2f MB), %d executions, %d ops folded, %d lowered to raster\n",
-              stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.executions, stats.foldedOps,
-              stats.loweredOps);
+  std::printf("\narena peak %.2f MB (activations add up to %.2f MB), static %.2f MB, %d executions, %d ops folded, "
+              "%d lowered to raster\n",
+              stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.staticBytes / 1048576.0,
+              stats.executions, stats.foldedOps, stats.loweredOps);
   return 0;
 }
 

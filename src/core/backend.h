@@ -74,6 +74,8 @@ class Backend {
   virtual void onExecuteEnd() {}
   // Planner report of the activation arena.
   virtual size_t arenaPeakBytes() const { return 0; }
+  // Bytes held in STATIC storage (pre-packed weights, uploaded constants).
+  virtual size_t staticBytes() const { return 0; }
   // Layout this backend wants for an activation of the given rank (e.g. NC4HW4 for 4-D).
   virtual Layout preferredLayout(const RuntimeTensor& t) const {
     (void)t;

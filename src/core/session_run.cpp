@@ -113,6 +113,7 @@ Status SessionImpl::planMemory() {
   if (backup_) OSPREY_RETURN_IF_ERROR(backup_->onResizeEnd());
   stats_.arenaPeakBytes = main_->arenaPeakBytes() + (backup_ ? backup_->arenaPeakBytes() : 0);
   stats_.activationBytesSum = activationSum;
+  stats_.staticBytes = main_->staticBytes() + (backup_ ? backup_->staticBytes() : 0);
   // Constants needed on a device backend are uploaded once, now.
   for (auto& cmd : commands_)
     if (cmd.isCopy && cmd.inputs[0]->constData)

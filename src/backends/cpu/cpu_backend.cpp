@@ -134,6 +134,7 @@ std::unique_ptr<MemObj> CPUBackend::onAcquire(RuntimeTensor* tensor, StorageType
   chunk->size = bytes;
   tensor->chunk = chunk;
   if (storage == StorageType::DYNAMIC_SEPARATE) separate_.push_back(block);
+  if (storage == StorageType::STATIC) staticBytes_ += bytes;
   return std::make_unique<OwnedMemObj>(block);
 }
 
@@ -150,7 +151,10 @@ Status CPUBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
   return convertLayout(src->host(), src->layout, dst->host(), dst->layout, src->shape, dataTypeSize(src->dtype));
 }
 
-void CPUBackend::onResizeBegin() { planner_.reset(); }
+void CPUBackend::onResizeBegin() {
+  planner_.reset();
+  staticBytes_ = 0;  // executions are created anew by each plan, with their static memory
+}
 
 Status CPUBackend::onResizeEnd() {
   size_t need = planner_.plan();

@@ -32,6 +32,7 @@ class CPUBackend : public Backend {
   void onResizeBegin() override;
   Status onResizeEnd() override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
+  size_t staticBytes() const override { return staticBytes_; }
   ThreadPool* threadPool() const { return runtime_->threadPool(); }
   const BackendConfig& config() const { return config_; }
   MemoryPlanner& planner() { return planner_; }
@@ -42,6 +43,7 @@ class CPUBackend : public Backend {
   MemoryPlanner planner_;
   std::shared_ptr<uint8_t> arena_;
   size_t arenaCapacity_ = 0;
+  size_t staticBytes_ = 0;
   std::vector<std::shared_ptr<uint8_t>> separate_;  // DYNAMIC_SEPARATE blocks
 };
 
