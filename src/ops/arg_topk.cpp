@@ -22,19 +22,6 @@ bool isNan(C v) {
   return false;
 }
 
-// [outer, n, inner] around one axis of `shape`.
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AxisSplit splitAt(const Shape& shape, int64_t axis) {
-  AxisSplit s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[d];
-  s.n = shape[axis];
-  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
-}
-
 bool isNumericNotBool(DataType t) { return t != DataType::Bool && dispatchNumeric(t, [](auto) {}); }
 
 // ---- ArgMax / ArgMin ----

@@ -127,23 +127,11 @@ Status triluKernel(const Node& node, const TensorViews& in, TensorViews& out, Th
   return Status::ok();
 }
 
-struct AxisSplit {
-  int64_t outer = 1, axis = 1, inner = 1;
-};
-
 Status hardmaxSplit(const Node& node, const Shape& shape, AxisSplit* s) {
   int64_t axis;
   Status st = normalizeAxis(node.getInt("axis", -1), static_cast<int64_t>(shape.size()), &axis);
   if (!st.isOk()) return Status::invalidModel("attribute " + st.message() + " (input shape " + shapeToString(shape) + ")");
-  *s = AxisSplit();
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis)
-      s->outer *= shape[d];
-    else if (d == axis)
-      s->axis = shape[d];
-    else
-      s->inner *= shape[d];
-  }
+  *s = splitAt(shape, axis);
   return Status::ok();
 }
 
@@ -164,13 +152,13 @@ Status hardmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, 
     const T* x = in[0].as<const T>();
     T* y = out[0].as<T>();
     for (int64_t i = 0; i < in[0].elements(); ++i) y[i] = T(C(0));
-    if (s.axis == 0) return;
+    if (s.n == 0) return;
     for (int64_t o = 0; o < s.outer; ++o) {
       for (int64_t j = 0; j < s.inner; ++j) {
-        const int64_t base = o * s.axis * s.inner + j;
+        const int64_t base = o * s.n * s.inner + j;
         int64_t best = 0;
         C bestValue = C(x[base]);
-        for (int64_t a = 1; a < s.axis && bestValue == bestValue; ++a) {
+        for (int64_t a = 1; a < s.n && bestValue == bestValue; ++a) {
           const C v = C(x[base + a * s.inner]);
           if (v > bestValue || v != v) {
             best = a;

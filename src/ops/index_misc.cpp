@@ -11,18 +11,6 @@ namespace osprey {
 
 namespace {
 
-struct AxisSplit {
-  int64_t outer = 1, n = 1, inner = 1;
-};
-
-AxisSplit splitAt(const Shape& shape, int64_t axis) {
-  AxisSplit s;
-  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[d];
-  s.n = shape[axis];
-  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
-  return s;
-}
-
 Status requireFixedSize(const TensorView& v, const char* what) {
   if (dataTypeSize(v.dtype) == 0) return Status::unsupported(dtypeError(v, what));
   return Status::ok();

@@ -47,6 +47,14 @@ std::vector<int64_t> broadcastStrides(const Shape& shape, size_t rank, const Sha
   return s;
 }
 
+AxisSplit splitAt(const Shape& shape, int64_t axis) {
+  AxisSplit s;
+  for (int64_t d = 0; d < axis; ++d) s.outer *= shape[d];
+  s.n = shape[axis];
+  for (size_t d = axis + 1; d < shape.size(); ++d) s.inner *= shape[d];
+  return s;
+}
+
 std::string dtypeError(const TensorView& v, const char* what) {
   return std::string(what) + " has dtype " + dataTypeName(v.dtype) + ", which this op does not support";
 }

@@ -39,6 +39,12 @@ void forEachBroadcast(const Shape& outShape, const std::vector<int64_t>& sa, con
   }
 }
 
+// A shape seen as [outer, n, inner] around one (normalised) axis.
+struct AxisSplit {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+AxisSplit splitAt(const Shape& shape, int64_t axis);
+
 Status requireSameDtype(const TensorViews& inputs, size_t first, size_t last);
 Status requireFloatDtype(const TensorView& v, const char* what);
 std::string dtypeError(const TensorView& v, const char* what);

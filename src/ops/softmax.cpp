@@ -12,29 +12,18 @@ namespace osprey {
 
 namespace {
 
-struct AxisSplit {
-  int64_t outer = 1, axis = 1, inner = 1;
-};
-
-Status splitAt(const Node& node, const Shape& shape, AxisSplit* s) {
+// The [outer, n, inner] split around the `axis` attribute.
+Status splitAtAttr(const Node& node, const Shape& shape, AxisSplit* s) {
   int64_t axis;
   OSPREY_RETURN_IF_ERROR(normalizeAxis(node.getInt("axis", -1), static_cast<int64_t>(shape.size()), &axis));
-  *s = AxisSplit();
-  for (int64_t d = 0; d < static_cast<int64_t>(shape.size()); ++d) {
-    if (d < axis)
-      s->outer *= shape[d];
-    else if (d == axis)
-      s->axis = shape[d];
-    else
-      s->inner *= shape[d];
-  }
+  *s = splitAt(shape, axis);
   return Status::ok();
 }
 
 Status softmaxShape(const Node& node, const TensorViews& in, TensorViews& out) {
   OSPREY_RETURN_IF_ERROR(requireFloatDtype(in[0], "input"));
   AxisSplit s;
-  Status st = splitAt(node, in[0].shape, &s);
+  Status st = splitAtAttr(node, in[0].shape, &s);
   if (!st.isOk())
     return Status::invalidModel("attribute " + st.message() + " (input shape " + shapeToString(in[0].shape) + ")");
   return sameAsFirstInput(node, in, out);
@@ -83,7 +72,7 @@ void softmaxFor(const TensorView& in, TensorView& out, const AxisSplit& s, Threa
   using C = ComputeType<T>;
   const T* x = in.as<const T>();
   T* y = out.as<T>();
-  const int64_t block = s.axis * s.inner;
+  const int64_t block = s.n * s.inner;
   if (block == 0) return;
   auto work = [&](int64_t o0, int64_t o1) {
     std::vector<double> sum(static_cast<size_t>(s.inner));
@@ -97,7 +86,7 @@ void softmaxFor(const TensorView& in, TensorView& out, const AxisSplit& s, Threa
         e = y + o * block;
       else
         e = scratch.data();
-      softmaxBlock<T, kLog>(x + o * block, y + o * block, s.axis, s.inner, e, sum.data(), mx.data());
+      softmaxBlock<T, kLog>(x + o * block, y + o * block, s.n, s.inner, e, sum.data(), mx.data());
     }
   };
   if (s.outer * block >= 4096) {
@@ -110,7 +99,7 @@ void softmaxFor(const TensorView& in, TensorView& out, const AxisSplit& s, Threa
 template <bool kLog>
 Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   AxisSplit s;
-  OSPREY_RETURN_IF_ERROR(splitAt(node, in[0].shape, &s));
+  OSPREY_RETURN_IF_ERROR(splitAtAttr(node, in[0].shape, &s));
   bool ok = dispatchFloat(in[0].dtype,
                           [&](auto tag) { softmaxFor<typename decltype(tag)::type, kLog>(in[0], out[0], s, pool); });
   return ok ? Status::ok() : Status::unsupported(dtypeError(in[0], "input"));

@@ -13,31 +13,6 @@
 namespace osprey::test {
 namespace {
 
-Shape broadcastOf(const std::vector<Shape>& shapes) {
-  size_t rank = 0;
-  for (auto& s : shapes) rank = std::max(rank, s.size());
-  Shape out(rank, 1);
-  for (auto& s : shapes)
-    for (size_t i = 0; i < s.size(); ++i) {
-      int64_t& o = out[rank - s.size() + i];
-      if (s[i] != 1) o = s[i];
-    }
-  return out;
-}
-
-// The element of a tensor of shape `in` that output element `flat` of shape `out` reads.
-int64_t sourceIndex(const Shape& out, const Shape& in, int64_t flat) {
-  std::vector<int64_t> idx(out.size());
-  for (size_t d = out.size(); d-- > 0;) {
-    idx[d] = flat % out[d];
-    flat /= out[d];
-  }
-  int64_t off = 0;
-  const size_t lead = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d) off = off * in[d] + (in[d] == 1 ? 0 : idx[lead + d]);
-  return off;
-}
-
 Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
   std::vector<Tensor> out;
   Status st = runOp(node, inputs, 1, &out);

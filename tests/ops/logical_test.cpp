@@ -13,31 +13,9 @@
 namespace osprey::test {
 namespace {
 
-Shape broadcastOf(const Shape& a, const Shape& b) {
-  const size_t rank = std::max(a.size(), b.size());
-  Shape out(rank, 1);
-  for (const Shape* s : {&a, &b})
-    for (size_t i = 0; i < s->size(); ++i)
-      if ((*s)[i] != 1) out[rank - s->size() + i] = (*s)[i];
-  return out;
-}
-
-// The element of a tensor of shape `in` that output element `flat` of shape `out` reads.
-int64_t sourceIndex(const Shape& out, const Shape& in, int64_t flat) {
-  std::vector<int64_t> idx(out.size());
-  for (size_t d = out.size(); d-- > 0;) {
-    idx[d] = flat % out[d];
-    flat /= out[d];
-  }
-  int64_t off = 0;
-  const size_t lead = out.size() - in.size();
-  for (size_t d = 0; d < in.size(); ++d) off = off * in[d] + (in[d] == 1 ? 0 : idx[lead + d]);
-  return off;
-}
-
 template <class O, class T>
 Tensor naiveBinary(const Tensor& a, const Tensor& b, const std::function<O(T, T)>& f) {
-  const Shape out = broadcastOf(a.shape(), b.shape());
+  const Shape out = broadcastOf({a.shape(), b.shape()});
   Tensor r(dataTypeOf<O>(), out);
   for (int64_t i = 0; i < r.elements(); ++i)
     r.data<O>()[i] = f(a.data<T>()[sourceIndex(out, a.shape(), i)], b.data<T>()[sourceIndex(out, b.shape(), i)]);
@@ -152,7 +130,7 @@ TEST(LogicalOp, OrderedComparisons) {
       Tensor a = randomTensor(dt, sa, seed++, 0, 5), b = randomTensor(dt, sb, seed++, 0, 5);
       if (dt == DataType::Float32 && a.elements() > 2) a.data<float>()[1] = std::numeric_limits<float>::quiet_NaN();
       for (OpType type : {OpType::GreaterOrEqual, OpType::LessOrEqual}) {
-        const Shape out = broadcastOf(a.shape(), b.shape());
+        const Shape out = broadcastOf({a.shape(), b.shape()});
         Tensor expected(DataType::Bool, out);
         for (int64_t i = 0; i < expected.elements(); ++i) {
           double x = at(a, sourceIndex(out, a.shape(), i)), y = at(b, sourceIndex(out, b.shape(), i));

@@ -53,6 +53,23 @@ inline int64_t ravel(const std::vector<int64_t>& idx, const Shape& shape) {
   for (size_t d = 0; d < shape.size(); ++d) flat = flat * shape[d] + idx[d];
   return flat;
 }
+// numpy broadcast of shapes, and the element of shape `in` that output element `flat` reads.
+inline Shape broadcastOf(const std::vector<Shape>& shapes) {
+  size_t rank = 0;
+  for (auto& s : shapes) rank = std::max(rank, s.size());
+  Shape out(rank, 1);
+  for (auto& s : shapes)
+    for (size_t i = 0; i < s.size(); ++i)
+      if (s[i] != 1) out[rank - s.size() + i] = s[i];
+  return out;
+}
+inline int64_t sourceIndex(const Shape& out, const Shape& in, int64_t flat) {
+  std::vector<int64_t> idx = unravel(flat, out);
+  int64_t off = 0;
+  const size_t lead = out.size() - in.size();
+  for (size_t d = 0; d < in.size(); ++d) off = off * in[d] + (in[d] == 1 ? 0 : idx[lead + d]);
+  return off;
+}
 inline Node makeNode(OpType type) {
   Node n;
   n.type = type;
