@@ -48,6 +48,11 @@ class SessionImpl {
   BackendConfig config_;
   std::unique_ptr<Runtime> mainRuntime_, backupRuntime_;
   std::unique_ptr<Backend> main_, backup_;
+  // Graph inputs are written by the host: on a device main backend they live on the CPU
+  // backup and reach the device through the pipeline's copies.
+  Backend* inputHome() const {
+    return main_->type() != ForwardType::CPU && backup_ && backup_->type() == ForwardType::CPU ? backup_.get() : main_.get();
+  }
 
   std::vector<RuntimeTensor> tensors_;   // one per graph tensor
   std::vector<bool> known_;              // value known at resize time (constant or folded)

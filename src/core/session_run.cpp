@@ -12,7 +12,7 @@ namespace osprey {
 Status SessionImpl::createExecutions() {
   std::unordered_map<const RuntimeTensor*, Backend*> home;  // backend holding each activation
   std::map<std::pair<const RuntimeTensor*, Backend*>, RuntimeTensor*> mirrorOf;
-  for (int i : model_->graph.inputs) home[&tensors_[i]] = main_.get();
+  for (int i : model_->graph.inputs) home[&tensors_[i]] = inputHome();
   std::vector<Command> withCopies;
   for (auto& cmd : commands_) {
     Backend* chosen = main_.get();
@@ -91,7 +91,7 @@ Status SessionImpl::planMemory() {
     }
     return Status::ok();
   };
-  for (int i : model_->graph.inputs) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], main_.get(), StorageType::DYNAMIC));
+  for (int i : model_->graph.inputs) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], inputHome(), StorageType::DYNAMIC));
   for (size_t i = 0; i < commands_.size(); ++i) {
     Command& cmd = commands_[i];
     for (auto* t : cmd.outputs) {
