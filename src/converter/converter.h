@@ -22,6 +22,9 @@ struct ConvertReport {
 
 Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options = {},
                         ConvertReport* report = nullptr);
+// The bytes of a model file that lives in `modelDir`, where its external data files are found.
+Status convertOnnxBytesFrom(const uint8_t* data, size_t size, const std::string& modelDir, Model* out,
+                            const ConvertOptions& options = {}, ConvertReport* report = nullptr);
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options = {},
                        ConvertReport* report = nullptr);
 

@@ -1,4 +1,7 @@
 #include "converter/converter.h"
+
+#include <filesystem>
+
 #include "core/model_io.h"
 #include "core/session_impl.h"
 #include "osprey/interpreter.h"
@@ -26,7 +29,8 @@ Status Interpreter::fromFile(const std::string& path, std::shared_ptr<Interprete
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
   if (looksLikeOnnx(path, bytes)) {
     auto model = std::make_shared<Model>();
-    OSPREY_RETURN_IF_ERROR(convertOnnxBytes(bytes.data(), bytes.size(), model.get()).withContext(path));
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    OSPREY_RETURN_IF_ERROR(convertOnnxBytesFrom(bytes.data(), bytes.size(), dir, model.get()).withContext(path));
     std::shared_ptr<Interpreter> interp(new Interpreter());
     interp->model_ = std::move(model);
     *out = std::move(interp);

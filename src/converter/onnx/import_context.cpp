@@ -64,7 +64,7 @@ Node& ImportContext::addNode(OpType type, const std::string& name, std::vector<i
 Status convertTensor(const TensorProto& t, TensorInfo* out) {
   out->name = t.name;
   if (t.external)
-    return Status::unsupported("tensor '" + t.name + "' keeps its data in an external file, which is not supported yet");
+    return Status::invalidModel("tensor '" + t.name + "' keeps its data in an external file that was not loaded");
   if (t.dtype == DataType::Undefined)
     return Status::unsupported("tensor '" + t.name + "' has ONNX data type " + std::to_string(t.rawType) +
                                ", which Osprey does not support");
