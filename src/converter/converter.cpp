@@ -1,18 +1,24 @@
 #include "converter/converter.h"
 
 #include <chrono>
+#include <filesystem>
 
+#include "converter/onnx/external_data.h"
 #include "converter/onnx/onnx_import.h"
 #include "converter/passes/passes.h"
 #include "core/model_io.h"
 
 namespace osprey {
 
-Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options,
-                        ConvertReport* report) {
+namespace {
+
+// `modelDir` is where the model file lives (for external data); null when it came as bytes.
+Status convertParsed(const uint8_t* data, size_t size, const std::string* modelDir, Model* out,
+                     const ConvertOptions& options, ConvertReport* report) {
   auto start = std::chrono::steady_clock::now();
   onnx::ModelProto proto;
   OSPREY_RETURN_IF_ERROR(onnx::parseModel(data, size, &proto));
+  OSPREY_RETURN_IF_ERROR(onnx::loadExternalData(&proto, modelDir ? *modelDir : std::string(), modelDir != nullptr));
   ConvertReport r;
   OSPREY_RETURN_IF_ERROR(onnx::importModel(proto, out, &r.onnxNodes));
   Graph& g = out->graph;
@@ -20,6 +26,10 @@ Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const Conv
   if (options.foldConstants) OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));
   if (options.fuse) {
     r.fusedOps += passes::foldBatchNormIntoConv(g);
+    r.fusedOps += passes::fuseLayerNorm(g);
+    r.fusedOps += passes::fuseGelu(g);
+    r.fusedOps += passes::fuseAttention(g);
+    r.fusedOps += passes::fuseSwish(g);
     r.fusedOps += passes::fuseActivations(g);
   }
   r.removedOps += passes::removeDeadCode(g);
@@ -32,10 +42,23 @@ Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const Conv
   return Status::ok();
 }
 
+}  // namespace
+
+Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options,
+                        ConvertReport* report) {
+  return convertParsed(data, size, nullptr, out, options, report);
+}
+
+Status convertOnnxBytesFrom(const uint8_t* data, size_t size, const std::string& modelDir, Model* out,
+                            const ConvertOptions& options, ConvertReport* report) {
+  return convertParsed(data, size, &modelDir, out, options, report);
+}
+
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options, ConvertReport* report) {
   std::vector<uint8_t> bytes;
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
-  return convertOnnxBytes(bytes.data(), bytes.size(), out, options, report).withContext(path);
+  const std::string dir = std::filesystem::path(path).parent_path().string();
+  return convertParsed(bytes.data(), bytes.size(), &dir, out, options, report).withContext(path);
 }
 
 }  // namespace osprey

@@ -1,61 +1,110 @@
 #include "core/thread_pool.h"
 
 #include <algorithm>
+#include <chrono>
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+#define OSPREY_CPU_RELAX() _mm_pause()
+#else
+#define OSPREY_CPU_RELAX() std::this_thread::yield()
+#endif
 
 namespace osprey {
 
+namespace {
+
+// How long a thread polls before blocking: longer than the gap between two ops of a run,
+// short enough that an idle pool is asleep almost at once.
+constexpr auto kSpin = std::chrono::microseconds(150);
+
+// Polls `ready` for up to kSpin; true when it became true.
+template <class Ready>
+bool spinUntil(const Ready& ready) {
+  const auto deadline = std::chrono::steady_clock::now() + kSpin;
+  for (;;) {
+    for (int i = 0; i < 64; ++i) {
+      if (ready()) return true;
+      OSPREY_CPU_RELAX();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return ready();
+  }
+}
+
+constexpr uint64_t kIndexMask = 0xffffffffu;
+
+}  // namespace
+
 ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this, i] { workerLoop(i); });
+  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { workerLoop(); });
 }
 
 ThreadPool::~ThreadPool() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stop_ = true;
+    stop_.store(true, std::memory_order_relaxed);
+    generation_.fetch_add(1, std::memory_order_release);
   }
   wake_.notify_all();
   for (auto& w : workers_) w.join();
 }
 
-static void runShare(const std::function<void(int64_t, int64_t)>& fn, int64_t n, int index, int count) {
-  int64_t begin = n * index / count, end = n * (index + 1) / count;
-  if (begin < end) fn(begin, end);
+void ThreadPool::runRanges(uint64_t generation) {
+  const int ranges = threads();
+  for (;;) {
+    uint64_t v = claim_.load(std::memory_order_acquire);
+    do {
+      // A later job, or every range taken: nothing left here.
+      if ((v >> 32) != (generation & kIndexMask) || static_cast<int>(v & kIndexMask) >= ranges) return;
+    } while (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    // Claimed range i of this job: the caller waits for it, so job_ and jobSize_ hold still.
+    const int64_t i = static_cast<int64_t>(v & kIndexMask), n = jobSize_;
+    const int64_t begin = n * i / ranges, end = n * (i + 1) / ranges;
+    if (begin < end) (*job_)(begin, end);
+    if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == ranges) {
+      std::lock_guard<std::mutex> lock(mutex_);  // pairs with the caller's predicate check
+      done_.notify_one();
+    }
+  }
 }
 
 void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  int count = threads();
+  const int ranges = threads();
+  uint64_t generation;
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
     jobSize_ = n;
-    pending_ = count - 1;
-    ++generation_;
+    completed_.store(0, std::memory_order_relaxed);
+    generation = generation_.load(std::memory_order_relaxed) + 1;
+    claim_.store((generation & kIndexMask) << 32, std::memory_order_relaxed);
+    generation_.store(generation, std::memory_order_release);
+    wake = sleepers_ > 0;
   }
-  wake_.notify_all();
-  runShare(fn, n, 0, count);
-  std::unique_lock<std::mutex> lock(mutex_);
-  done_.wait(lock, [this] { return pending_ == 0; });
-  job_ = nullptr;
+  if (wake) wake_.notify_all();
+  runRanges(generation);
+  auto finished = [&] { return completed_.load(std::memory_order_acquire) == ranges; };
+  if (!spinUntil(finished)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, finished);
+  }
 }
 
-void ThreadPool::workerLoop(int index) {
+void ThreadPool::workerLoop() {
   uint64_t seen = 0;
   for (;;) {
-    const std::function<void(int64_t, int64_t)>* job;
-    int64_t n;
-    {
+    if (!spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
       std::unique_lock<std::mutex> lock(mutex_);
-      wake_.wait(lock, [&] { return stop_ || generation_ != seen; });
-      if (stop_) return;
-      seen = generation_;
-      job = job_;
-      n = jobSize_;
+      ++sleepers_;
+      wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+      --sleepers_;
     }
-    runShare(*job, n, index, threads());
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (--pending_ == 0) done_.notify_one();
-    }
+    // Generation first: stop_ is set before the destructor's bump, so a worker that has seen
+    // that bump also sees stop_ (the other order could take the bump for a job and sleep on).
+    seen = generation_.load(std::memory_order_acquire);
+    if (stop_.load(std::memory_order_relaxed)) return;
+    runRanges(seen);
   }
 }
 

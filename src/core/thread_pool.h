@@ -1,6 +1,11 @@
-// The Runtime's worker threads. Workers sleep on a condition variable between jobs (no
-// spinning), and parallelFor allocates nothing per call.
+// The Runtime's worker threads. A job is cut into one contiguous range per thread, and any
+// thread, the caller included, claims the ranges not yet taken: when a worker is descheduled
+// (a busy machine) the caller runs its range instead of waiting for it. Between the ops of a
+// run a worker spins briefly for the next job (a futex wake-up per op costs more than many
+// small ops); after that it sleeps on a condition variable, so an idle session burns no CPU.
+// parallelFor allocates nothing per call.
 #pragma once
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -15,19 +20,23 @@ class ThreadPool {
   explicit ThreadPool(int threads);
   ~ThreadPool();
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
-  // Splits [0, n) into contiguous ranges, one per thread (the caller runs one of them).
+  // Splits [0, n) into threads() contiguous ranges and runs each once, on any of the threads.
   void parallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
  private:
-  void workerLoop(int index);
+  void workerLoop();
+  // Claims and runs ranges of job `generation` until none is left unclaimed.
+  void runRanges(uint64_t generation);
   std::vector<std::thread> workers_;
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t jobSize_ = 0;
-  uint64_t generation_ = 0;
-  int pending_ = 0;
-  bool stop_ = false;
+  std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each job
+  std::atomic<uint64_t> claim_{0};       // generation << 32 | next unclaimed range
+  std::atomic<int> completed_{0};        // ranges of the current job finished
+  int sleepers_ = 0;                     // workers blocked on wake_ (under mutex_)
+  std::atomic<bool> stop_{false};
 };
 
 // Runs fn over [0, n) on the pool, or inline when pool is null.

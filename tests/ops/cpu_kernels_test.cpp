@@ -83,6 +83,15 @@ TEST(CpuKernels, ConvPointwiseTails) {
       checkConv({1, 7, hw, hw, m, 1, 1, 1, 1, 0, 1, m % 2 == 1, Kind::None}, seed++);
 }
 
+TEST(CpuKernels, ConvThinColumns) {
+  // 1 to 4 output positions (squeeze-and-excitation 1x1 convolutions) run a GEMV per column.
+  uint32_t seed = 5;
+  for (int64_t w : {1, 2, 3, 4, 5}) {
+    checkConv({1, 300, 1, w, 37, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, seed++);
+    checkConv({2, 48, 1, w, 1152, 1, 1, 1, 1, 0, 1, true, Kind::Sigmoid}, seed++);
+  }
+}
+
 TEST(CpuKernels, ConvPointwiseDeepK) {
   // K > 256 crosses the micro-kernel's K blocking; batch 2.
   checkConv({2, 300, 7, 9, 13, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, 11);
@@ -98,6 +107,16 @@ TEST(CpuKernels, ConvIm2col) {
   checkConv({1, 8, 13, 13, 16, 1, 1, 1, 2, 0, 1, true, Kind::None}, seed++);        // strided 1x1
   checkConv({1, 40, 9, 9, 23, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid}, seed++);      // K = 360 > 256
   checkConv({1, 3, 5, 6, 4, 2, 3, 1, 1, 0, 1, true, Kind::HardSwish}, seed++);      // non-square kernel
+}
+
+TEST(CpuKernels, ConvIm2colStripes) {
+  // Deep K makes the L2-sized stripes of output positions one GEMM panel wide, so these run
+  // per-thread stripes (the last one partial) rather than one whole im2col matrix.
+  uint32_t seed = 30;
+  checkConv({1, 600, 19, 23, 11, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);   // 437 positions
+  checkConv({2, 300, 41, 37, 9, 3, 3, 1, 2, 1, 1, false, Kind::None}, seed++);   // strided, batch 2
+  checkConv({1, 150, 30, 29, 7, 5, 5, 1, 1, 2, 1, true, Kind::Clip}, seed++);    // 5x5, rows split mid-way
+  checkConv({1, 300, 33, 33, 6, 3, 3, 3, 1, 1, 2, true, Kind::None}, seed++);    // grouped, dilated
 }
 
 TEST(CpuKernels, ConvGrouped) {
@@ -119,6 +138,17 @@ TEST(CpuKernels, ConvDepthwise) {
   checkConv({1, 3, 30, 50, 3, 3, 3, 3, 2, 0, 1, true, Kind::None}, seed++);
   checkConv({1, 2, 20, 37, 2, 3, 3, 2, 1, 1, 1, false, Kind::Clip}, seed++);
   checkConv({1, 2, 6, 25, 2, 3, 17, 2, 1, 1, 1, true, Kind::None}, seed++);  // wider than 16 taps
+  // 5x5 (EfficientNet): interior columns in registers, borders tap by tap, strides 1 and 2.
+  checkConv({1, 6, 14, 14, 6, 5, 5, 6, 1, 2, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 5, 7, 7, 5, 5, 5, 5, 1, 2, 1, true, Kind::None}, seed++);
+  checkConv({2, 3, 28, 31, 3, 5, 5, 3, 2, 2, 1, true, Kind::Clip}, seed++);
+  checkConv({1, 3, 11, 9, 3, 5, 5, 3, 1, 0, 1, false, Kind::None}, seed++);
+  checkConv({1, 2, 4, 4, 2, 5, 5, 2, 1, 2, 1, true, Kind::None}, seed++);  // smaller than the window
+  checkConv({1, 2, 13, 45, 4, 5, 5, 2, 2, 1, 1, true, Kind::None}, seed++);  // multiplier 2, odd pad
+  // Planes too large for the zero-padded copy (48 KiB) take the border-checked path.
+  checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 1, 115, 117, 1, 5, 5, 1, 2, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);  // stride 3: not padded either
 }
 
 void checkGemm(int64_t M, int64_t N, int64_t K, bool transA, bool transB, const Shape& cShape, float alpha, float beta,
@@ -148,9 +178,18 @@ TEST(CpuKernels, Gemm) {
   checkGemm(5, 9, 3, false, false, {}, 1.5f, 1.f, Kind::None, seed++);  // scalar C
 }
 
+TEST(CpuKernels, GemmThinRows) {
+  // 1 to 4 rows of A run one GEMV per packed weight panel; 5 and more the blocked micro-kernel.
+  uint32_t seed = 100;
+  for (int64_t M : {1, 2, 3, 4, 5})
+    for (int64_t N : {7, 33, 1000}) checkGemm(M, N, 129, false, true, {N}, 1.f, 1.f, Kind::Relu, seed++);
+  checkGemm(3, 41, 300, true, false, {3, 41}, 0.5f, 2.f, Kind::Sigmoid, seed++);  // transposed A: strided rows
+  checkGemm(1, 70, 1280, false, true, {1, 1}, 1.f, 0.5f, Kind::None, seed++);     // classifier-like, scalar C
+}
+
 TEST(CpuKernels, MatMulConstantB) {
   uint32_t seed = 120;
-  for (const Shape& a : {Shape{13, 127}, Shape{2, 7, 33}, Shape{1, 3, 5, 260}}) {
+  for (const Shape& a : {Shape{13, 127}, Shape{2, 7, 33}, Shape{1, 3, 5, 260}, Shape{1, 1, 75}, Shape{2, 97}}) {
     Node node;
     node.type = OpType::MatMul;
     const int64_t K = a.back();
@@ -230,6 +269,17 @@ TEST(CpuKernels, Pools) {
   }
 }
 
+TEST(CpuKernels, GlobalAveragePool) {
+  // Plane sizes below, at and past the 32 partial sums, 2-D and 3-D spatial, batch 2.
+  uint32_t seed = 190;
+  for (const Shape& s : {Shape{1, 5, 1, 1}, Shape{2, 3, 4, 8}, Shape{1, 7, 13, 13}, Shape{1, 2, 112, 112},
+                         Shape{1, 3, 5, 6, 7}, Shape{1, 4, 33}}) {
+    Node node;
+    node.type = OpType::GlobalAveragePool;
+    checkAgainstReference(node, {in(randomTensor(DataType::Float32, s, seed++, -3.0, 5.0))});
+  }
+}
+
 TEST(CpuKernels, SigmoidErfSoftmax) {
   uint32_t seed = 200;
   for (int64_t n : {1, 7, 13, 127, 40000}) {  // vector tails, and enough to spread over the pool
@@ -265,44 +315,49 @@ TEST(CpuKernels, UnaryTablesAgree) {
 }
 
 TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
-  // The driver directly: both function tables, a pool of 3 threads, every operand form.
+  // The driver directly: both function tables, a pool of 3 threads, every operand form, and
+  // thin products (few rows of A or few columns of B) that take the GEMV paths.
   ThreadPool pool(3);
-  const int64_t M = 29, N = 45, K = 270;
-  Tensor a = randomTensor(DataType::Float32, {M, K}, 3), b = randomTensor(DataType::Float32, {K, N}, 4);
-  Tensor bias = randomTensor(DataType::Float32, {M}, 5);
-  std::vector<double> expected(M * N);
-  for (int64_t i = 0; i < M; ++i)
-    for (int64_t j = 0; j < N; ++j) {
-      double s = 0;
-      for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
-      s += bias.data<float>()[i];
-      expected[i * N + j] = s > 0 ? s : 0;
-    }
-  GemmEpilogue ep;
-  ep.bias = bias.data<float>();
-  ep.biasRowStride = 1;
-  ep.act.kind = Kind::Relu;
-  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
-    std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
-    packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
-    packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
-    for (bool packA : {false, true})
-      for (bool packB : {false, true}) {
-        GemmA ga;
-        ga.data = packA ? packedA.data() : a.data<float>();
-        ga.packed = packA;
-        ga.rowStride = K;
-        GemmB gb;
-        gb.data = packB ? packedB.data() : b.data<float>();
-        gb.packed = packB;
-        gb.rowStride = N;
-        std::vector<float> c(M * N, -7.f);
-        packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), N, ep);
-        double worst = 0;
-        for (int64_t i = 0; i < M * N; ++i)
-          worst = std::max(worst, std::fabs(c[i] - expected[i]) / (1.0 + std::fabs(expected[i])));
-        EXPECT_LT(worst, 1e-4) << fn->isa << " packA=" << packA << " packB=" << packB;
+  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33}};
+  uint32_t seed = 3;
+  for (const auto& shape : shapes) {
+    const int64_t M = shape[0], N = shape[1], K = shape[2];
+    Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
+    Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
+    std::vector<double> expected(M * N);
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = 0; j < N; ++j) {
+        double s = 0;
+        for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
+        s += bias.data<float>()[i];
+        expected[i * N + j] = s > 0 ? s : 0;
       }
+    GemmEpilogue ep;
+    ep.bias = bias.data<float>();
+    ep.biasRowStride = 1;
+    ep.act.kind = Kind::Relu;
+    for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+      std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
+      packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
+      packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
+      for (bool packA : {false, true})
+        for (bool packB : {false, true}) {
+          GemmA ga;
+          ga.data = packA ? packedA.data() : a.data<float>();
+          ga.packed = packA;
+          ga.rowStride = K;
+          GemmB gb;
+          gb.data = packB ? packedB.data() : b.data<float>();
+          gb.packed = packB;
+          gb.rowStride = N;
+          std::vector<float> c(M * N, -7.f);
+          packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), N, ep);
+          double worst = 0;
+          for (int64_t i = 0; i < M * N; ++i)
+            worst = std::max(worst, std::fabs(c[i] - expected[i]) / (1.0 + std::fabs(expected[i])));
+          EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " packA=" << packA << " packB=" << packB;
+        }
+    }
   }
 }
 

@@ -11,9 +11,14 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::MatMul: return createMatMulExecution;
     case OpType::MaxPool: return createMaxPoolExecution;
     case OpType::AveragePool: return createAveragePoolExecution;
+    case OpType::GlobalAveragePool: return createGlobalAveragePoolExecution;
     case OpType::Sigmoid: return createSigmoidExecution;
     case OpType::Erf: return createErfExecution;
     case OpType::Softmax: return createSoftmaxExecution;
+    case OpType::Gelu: return createGeluExecution;
+    case OpType::Swish: return createSwishExecution;
+    case OpType::LayerNormalization: return createLayerNormExecution;
+    case OpType::Attention: return createAttentionExecution;
     default: return nullptr;
   }
 }

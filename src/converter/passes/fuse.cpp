@@ -1,5 +1,5 @@
-// Fusions: BatchNormalization folded into the preceding Conv's weights, and activations folded
-// into Conv / ConvTranspose / Gemm as the `activation` attribute.
+// Fusions: BatchNormalization folded into the preceding Conv's weights, activations folded
+// into Conv / ConvTranspose / Gemm as the `activation` attribute, and x * Sigmoid(x) into Swish.
 #include <cmath>
 #include <limits>
 
@@ -87,6 +87,38 @@ int foldBatchNormIntoConv(Graph& g) {
     conv.outputs[0] = bn.outputs[0];
     drop[k] = true;
     ++fused;
+  }
+  std::vector<Node> kept;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!drop[k]) kept.push_back(std::move(g.nodes[k]));
+  g.nodes = std::move(kept);
+  return fused;
+}
+
+int fuseSwish(Graph& g) {
+  int fused = 0;
+  std::vector<int> readers = readerCounts(g), producer = producers(g);
+  std::vector<bool> drop(g.nodes.size(), false);
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    Node& mul = g.nodes[k];
+    if (mul.type != OpType::Mul || mul.inputs.size() != 2 || mul.outputs.size() != 1) continue;
+    for (int side = 0; side < 2; ++side) {
+      const int gate = mul.inputs[side], x = mul.inputs[1 - side];
+      if (gate < 0 || x < 0 || gate == x || producer[gate] < 0 || readers[gate] != 1 || isGraphOutput(g, gate)) continue;
+      const Node& sigmoid = g.nodes[producer[gate]];
+      if (sigmoid.type != OpType::Sigmoid || sigmoid.inputs.size() != 1 || sigmoid.inputs[0] != x) continue;
+      // Float only: Swish, like Sigmoid, is defined for float types.
+      const DataType d = g.tensors[x].dtype;
+      if (d != DataType::Float32 && d != DataType::Undefined) continue;
+      drop[producer[gate]] = true;
+      mul.type = OpType::Swish;
+      mul.name += "_swish";
+      mul.inputs = {x};
+      mul.attrs.clear();
+      mul.setFloat("alpha", 1.f);
+      ++fused;
+      break;
+    }
   }
   std::vector<Node> kept;
   for (size_t k = 0; k < g.nodes.size(); ++k)

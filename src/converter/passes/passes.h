@@ -12,6 +12,15 @@ int removeIdentities(Graph& g);
 Status foldConstants(Graph& g, int* folded);
 int foldBatchNormIntoConv(Graph& g);
 int fuseActivations(Graph& g);
+// x * Sigmoid(x) (SiLU) into Swish with alpha 1, one pass over the data instead of two.
+int fuseSwish(Graph& g);
+// LayerNorm decomposition (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul, Add)
+// into LayerNormalization; x * 0.5 * (1 + erf(x / sqrt2)) in its exported orders into Gelu.
+int fuseLayerNorm(Graph& g);
+int fuseGelu(Graph& g);
+// PyTorch MultiheadAttention's exported head split, scaled QK^T, Softmax, PV and head merge
+// into the ONNX Attention op on 3-D (1, S, heads * D) views.
+int fuseAttention(Graph& g);
 int removeDeadCode(Graph& g);
 void compactTensors(Graph& g);
 

@@ -1,6 +1,7 @@
 // CPU Conv (2-D, float32, constant weights): the weights are packed once at resize into GEMM
 // panels in STATIC memory; a 1x1 stride-1 unpadded convolution multiplies them straight with the
-// NCHW input, every other runs im2col into planned scratch first. Bias and the fused activation
+// NCHW input, every other runs im2col into planned scratch first: per thread in stripes of output
+// positions that stay in L2 when there are enough of them, else whole. Bias and the fused activation
 // run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp.
 #include <algorithm>
 
@@ -45,8 +46,14 @@ class ConvExecution : public Execution {
         packGemmA(cpuFunctions(), src + g * groupOut_ * K_, K_, 1, groupOut_, K_, dst + g * perGroup);
     }
     if (!pointwise_) {
+      ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+      threads_ = pool ? pool->threads() : 1;
+      stripe_ = chooseStripe(cpuFunctions(), K_, window_.outSize(), threads_);
       col_.dtype = DataType::Float32;
-      col_.shape = {K_, window_.outSize()};
+      if (stripe_ > 0)
+        col_.shape = {threads_ * K_ * stripe_};
+      else
+        col_.shape = {K_, window_.outSize()};
       auto scratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);  // released on return
       if (!scratch) return Status::outOfMemory("cannot allocate Conv im2col scratch");
     }
@@ -65,6 +72,11 @@ class ConvExecution : public Execution {
     for (int64_t n = 0; n < batch_; ++n) {
       for (int64_t g = 0; g < group_; ++g) {
         const float* xg = x + (n * inChannels_ + g * groupIn_) * inSize;
+        if (stripe_ > 0) {
+          runStriped(pool, xg, packed + g * perGroup, bias ? bias + g * groupOut_ : nullptr,
+                     y + (n * outChannels_ + g * groupOut_) * outSize, col);
+          continue;
+        }
         if (!pointwise_) im2col(window_, xg, groupIn_, col, pool);
         GemmA a;
         a.data = packed + g * perGroup;
@@ -84,11 +96,49 @@ class ConvExecution : public Execution {
   }
 
  private:
+  // Columns of output positions per im2col stripe, so that a stripe's columns (K x stripe) stay
+  // in L2 while the GEMM reads them; 0 when there are too few stripes to keep every thread busy
+  // (the whole im2col matrix is built and the GEMM itself is split over the threads instead).
+  static int64_t chooseStripe(const CpuFunctions& fn, int64_t K, int64_t outSize, int threads) {
+    constexpr int64_t kStripeFloats = 128 * 1024;  // 512 KiB of columns
+    const int64_t nr = fn.gemmNr;
+    const int64_t stripe = std::max(nr, kStripeFloats / std::max<int64_t>(K, 1) / nr * nr);
+    return (outSize + stripe - 1) / stripe >= 4 * threads ? stripe : 0;
+  }
+
+  // Each thread builds the columns of its stripes of output positions and multiplies them at once.
+  void runStriped(ThreadPool* pool, const float* x, const float* packedW, const float* bias, float* y,
+                  float* col) const {
+    const int64_t outSize = window_.outSize(), stripes = (outSize + stripe_ - 1) / stripe_;
+    GemmEpilogue ep;
+    ep.bias = bias;
+    ep.biasRowStride = 1;
+    ep.act = act_;
+    parallelFor(pool, threads_, [&](int64_t begin, int64_t end) {
+      for (int64_t slot = begin; slot < end; ++slot) {
+        float* stripeCol = col + slot * K_ * stripe_;
+        for (int64_t s = slot * stripes / threads_; s < (slot + 1) * stripes / threads_; ++s) {
+          const int64_t p0 = s * stripe_, p1 = std::min(outSize, p0 + stripe_);
+          im2colStripe(window_, x, groupIn_, p0, p1, stripeCol);
+          GemmA a;
+          a.data = packedW;
+          a.packed = true;
+          GemmB b;
+          b.data = stripeCol;
+          b.rowStride = p1 - p0;
+          packedGemm(nullptr, cpuFunctions(), groupOut_, p1 - p0, K_, a, b, y + p0, outSize, ep);
+        }
+      }
+    });
+  }
+
   const Node& node_;
   Window window_;
   FusedActivation act_;
   int64_t group_ = 1, batch_ = 0, inChannels_ = 0, outChannels_ = 0, groupIn_ = 0, groupOut_ = 0, K_ = 0;
   bool pointwise_ = false;
+  int threads_ = 1;
+  int64_t stripe_ = 0;
   RuntimeTensor packed_, col_;
   std::unique_ptr<MemObj> packedMem_;
 };
@@ -128,6 +178,44 @@ void im2col(const Window& g, const float* x, int64_t channels, float* col, Threa
       }
     }
   });
+}
+
+void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0, int64_t p1, float* col) {
+  const int64_t kSize = g.kernelSize(), inSize = g.inSize(), width = p1 - p0, plane = g.out[1] * g.out[2];
+  for (int64_t r = 0; r < channels * kSize; ++r) {
+    const int64_t tap = r % kSize;
+    const int64_t kw = tap % g.kernel[2], kh = (tap / g.kernel[2]) % g.kernel[1], kd = tap / (g.kernel[2] * g.kernel[1]);
+    const float* xc = x + (r / kSize) * inSize;
+    float* dst = col + r * width;
+    const int64_t offW = kw * g.dilation[2] - g.padBegin[2];
+    int64_t lo, hi;
+    validRange(offW, g.stride[2], g.in[2], g.out[2], &lo, &hi);
+    for (int64_t p = p0; p < p1;) {
+      const int64_t od = p / plane, oh = (p / g.out[2]) % g.out[1], ow0 = p % g.out[2];
+      const int64_t ow1 = std::min(g.out[2], ow0 + (p1 - p));
+      float* seg = dst + (p - p0) - ow0;  // seg[ow] is position (od, oh, ow)
+      const int64_t id = od * g.stride[0] - g.padBegin[0] + kd * g.dilation[0];
+      const int64_t ih = oh * g.stride[1] - g.padBegin[1] + kh * g.dilation[1];
+      if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
+        std::fill(seg + ow0, seg + ow1, 0.f);
+      } else {
+        const float* src = xc + (id * g.in[1] + ih) * g.in[2] + offW;
+        const int64_t a = std::max(ow0, lo), b = std::min(ow1, hi);
+        if (a >= b) {
+          std::fill(seg + ow0, seg + ow1, 0.f);
+        } else {
+          std::fill(seg + ow0, seg + a, 0.f);
+          if (g.stride[2] == 1) {
+            std::copy(src + a, src + b, seg + a);
+          } else {
+            for (int64_t ow = a; ow < b; ++ow) seg[ow] = src[ow * g.stride[2]];
+          }
+          std::fill(seg + b, seg + ow1, 0.f);
+        }
+      }
+      p += ow1 - ow0;
+    }
+  }
 }
 
 std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef& op,

@@ -33,6 +33,14 @@ void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64
   }
 }
 
+void f32_gemv_panel__scalar(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr, float* out) {
+  for (int64_t j = 0; j < nr; ++j) out[j] = 0.f;
+  for (int64_t k = 0; k < K; ++k) {
+    const float av = a[k * aStride];
+    for (int64_t j = 0; j < nr; ++j) out[j] += av * panel[k * nr + j];
+  }
+}
+
 void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y) {
   depthwisePlane(args, x, w, bias, y);
 }
@@ -63,17 +71,40 @@ void f32_exp__scalar(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = std::exp(x[i]);
 }
 
+void f32_gelu__scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = 0.5f * x[i] * (1.f + std::erf(x[i] * 0.7071067811865476f));
+}
+
+void f32_swish__scalar(const float* x, float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.f + std::exp(-x[i]));
+}
+
+void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
+                               float* y) {
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(n);
+  float squares = 0.f;
+  for (int64_t i = 0; i < n; ++i) squares += (x[i] - mean) * (x[i] - mean);
+  const float invStd = 1.f / std::sqrt(squares / static_cast<float>(n) + epsilon);
+  for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * invStd * gamma[i] + (beta ? beta[i] : 0.f);
+}
+
 namespace {
 
 CpuFunctions makeScalar() {
   CpuFunctions f;
   f.isa = "scalar";
   f.gemm = f32_gemm_6x16__scalar;
+  f.gemvPanel = f32_gemv_panel__scalar;
   f.depthwisePlane = f32_dwconv2d__scalar;
   f.maxPool3x3s2 = f32_maxpool3x3s2__scalar;
   f.sigmoid = f32_sigmoid__scalar;
   f.erf = f32_erf__scalar;
   f.exp = f32_exp__scalar;
+  f.gelu = f32_gelu__scalar;
+  f.swish = f32_swish__scalar;
+  f.layerNormRow = f32_layernorm_row__scalar;
   return f;
 }
 
@@ -84,11 +115,15 @@ CpuFunctions detect() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     f.isa = "avx2_fma";
     f.gemm = f32_gemm_6x16__avx2_fma;
+    f.gemvPanel = f32_gemv_panel__avx2_fma;
     f.depthwisePlane = f32_dwconv2d__avx2_fma;
     f.maxPool3x3s2 = f32_maxpool3x3s2__avx2_fma;
     f.sigmoid = f32_sigmoid__avx2_fma;
     f.erf = f32_erf__avx2_fma;
     f.exp = f32_exp__avx2_fma;
+    f.gelu = f32_gelu__avx2_fma;
+    f.swish = f32_swish__avx2_fma;
+    f.layerNormRow = f32_layernorm_row__avx2_fma;
     if (__builtin_cpu_supports("avx512f")) {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;

@@ -25,6 +25,12 @@ struct GemmOutputStage {
 using GemmMicroKernel = void (*)(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                                  int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 
+// out[j] = sum over k < K of a[k * aStride] * panel[k * nr + j], for j < nr: one row of A
+// against one packed B panel (nr a multiple of 8), for products with too few rows to fill a
+// micro-kernel block.
+using GemvPanelKernel = void (*)(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr,
+                                 float* out);
+
 // One channel plane of a 2-D depthwise convolution; reluMin clamps to [clipLo, clipHi] (Relu and
 // Clip fused), other activations are applied by the caller.
 struct DepthwiseArgs {
@@ -43,15 +49,24 @@ using MaxPoolRowKernel = void (*)(const float* r0, const float* r1, const float*
 // y[i] = f(x[i]) for i < n (y may equal x).
 using UnaryKernel = void (*)(const float* x, float* y, int64_t n);
 
+// One row of LayerNormalization: y = (x - mean) / sqrt(var + epsilon) * gamma + beta over n
+// values (beta may be null; y may equal x).
+using LayerNormRowKernel = void (*)(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
+                                    float* y);
+
 struct CpuFunctions {
   const char* isa = "scalar";
   GemmMicroKernel gemm = nullptr;
   int64_t gemmMr = 6, gemmNr = 16;
+  GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   MaxPoolRowKernel maxPool3x3s2 = nullptr;
   UnaryKernel sigmoid = nullptr;
   UnaryKernel erf = nullptr;
   UnaryKernel exp = nullptr;
+  UnaryKernel gelu = nullptr;  // erf form
+  UnaryKernel swish = nullptr;  // x * sigmoid(x)
+  LayerNormRowKernel layerNormRow = nullptr;
 };
 
 // The table for this CPU (AVX-512F GEMM with the AVX2+FMA rest, AVX2+FMA, or scalar).
@@ -61,12 +76,17 @@ const CpuFunctions& scalarCpuFunctions();
 
 void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                            int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+void f32_gemv_panel__scalar(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr, float* out);
 void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                               int64_t rowLength, float* out);
 void f32_sigmoid__scalar(const float* x, float* y, int64_t n);
 void f32_erf__scalar(const float* x, float* y, int64_t n);
 void f32_exp__scalar(const float* x, float* y, int64_t n);
+void f32_gelu__scalar(const float* x, float* y, int64_t n);
+void f32_swish__scalar(const float* x, float* y, int64_t n);
+void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
+                               float* y);
 #if defined(__x86_64__) || defined(_M_X64)
 // Polynomial exp (relative error about 2e-7) and erf (absolute error about 2e-7).
 void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
@@ -74,6 +94,14 @@ void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r
 void f32_sigmoid__avx2_fma(const float* x, float* y, int64_t n);
 void f32_erf__avx2_fma(const float* x, float* y, int64_t n);
 void f32_exp__avx2_fma(const float* x, float* y, int64_t n);
+void f32_gelu__avx2_fma(const float* x, float* y, int64_t n);
+void f32_swish__avx2_fma(const float* x, float* y, int64_t n);
+void f32_layernorm_row__avx2_fma(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
+                                 float* y);
+void f32_gemv_panel__avx2_fma(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr,
+                              float* out);
+// 3x3 / 5x5, stride 1 or 2, dilation 1, planes of up to 48 KiB padded; false for any other.
+bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);

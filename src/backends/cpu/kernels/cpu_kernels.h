@@ -27,6 +27,9 @@ std::unique_ptr<Execution> createMaxPoolExecution(CPUBackend* backend, const OpR
 std::unique_ptr<Execution> createAveragePoolExecution(CPUBackend* backend, const OpRef& op,
                                                       const std::vector<RuntimeTensor*>& inputs,
                                                       const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createGlobalAveragePoolExecution(CPUBackend* backend, const OpRef& op,
+                                                            const std::vector<RuntimeTensor*>& inputs,
+                                                            const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createSigmoidExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs);
@@ -36,8 +39,22 @@ std::unique_ptr<Execution> createErfExecution(CPUBackend* backend, const OpRef& 
 std::unique_ptr<Execution> createSoftmaxExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createGeluExecution(CPUBackend* backend, const OpRef& op,
+                                               const std::vector<RuntimeTensor*>& inputs,
+                                               const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createSwishExecution(CPUBackend* backend, const OpRef& op,
+                                                const std::vector<RuntimeTensor*>& inputs,
+                                                const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createLayerNormExecution(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
+                                                    const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createAttentionExecution(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
+                                                    const std::vector<RuntimeTensor*>& outputs);
 
 // col[c * kernelSize + tap][outPos] for `channels` planes of x, zero where a tap reads padding.
 void im2col(const Window& g, const float* x, int64_t channels, float* col, ThreadPool* pool);
+// The columns of output positions [p0, p1) only: col[c * kernelSize + tap][p - p0].
+void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0, int64_t p1, float* col);
 
 }  // namespace osprey

@@ -27,6 +27,52 @@ inline void dw3x3Interior(const float* __restrict r0, const float* __restrict r1
   }
 }
 
+// Output columns [lo, hi) of a K x K window (dilation 1) whose taps all lie inside the K input
+// rows r[0..K-1]; the taps are summed in registers, vectorised along the output row for stride 1.
+template <int64_t K, int64_t kStride>
+inline void dwSquareInterior(const float* const* r, const float* __restrict w, float bias, int64_t lo, int64_t hi,
+                             float* __restrict row) {
+  for (int64_t ow = lo; ow < hi; ++ow) {
+    const int64_t i = ow * kStride;
+    float acc = bias;
+    for (int64_t kh = 0; kh < K; ++kh)
+      for (int64_t kw = 0; kw < K; ++kw) acc += w[kh * K + kw] * r[kh][i + kw];
+    row[ow] = acc;
+  }
+}
+
+// One output row of a 5 x 5 window with dilation 1: interior columns in registers (stride 1 by
+// interior5x5s1(r, w, bias, lo, hi, row)), the border columns tap by tap with bounds checks.
+// False when the row's window leaves the input rows.
+template <class Interior5x5S1>
+inline bool dw5x5Row(const DepthwiseArgs& p, const float* __restrict x, const float* __restrict w, float bias,
+                     int64_t oh, float* __restrict row, Interior5x5S1& interior5x5s1) {
+  constexpr int64_t K = 5;
+  const int64_t ih0 = oh * p.strideH - p.padH;
+  if (ih0 < 0 || ih0 + K - 1 >= p.inH) return false;
+  const int64_t lo = dwMin(p.outW, (p.padW + p.strideW - 1) / p.strideW);
+  const int64_t last = p.inW - K + p.padW;  // ow * stride <= last keeps every tap inside
+  const int64_t hi = last < 0 ? lo : dwMax(lo, dwMin(p.outW, last / p.strideW + 1));
+  const float* r[K];
+  for (int64_t kh = 0; kh < K; ++kh) r[kh] = x + (ih0 + kh) * p.inW - p.padW;
+  if (p.strideW == 1)
+    interior5x5s1(r, w, bias, lo, hi, row);
+  else
+    dwSquareInterior<K, 2>(r, w, bias, lo, hi, row);
+  for (int64_t ow = 0; ow < p.outW; ++ow) {
+    if (ow == lo) ow = hi;
+    if (ow >= p.outW) break;
+    float acc = bias;
+    for (int64_t kh = 0; kh < K; ++kh)
+      for (int64_t kw = 0; kw < K; ++kw) {
+        const int64_t iw = ow * p.strideW - p.padW + kw;
+        if (iw >= 0 && iw < p.inW) acc += w[kh * K + kw] * r[kh][iw + p.padW];
+      }
+    row[ow] = acc;
+  }
+  return true;
+}
+
 // Output columns [lo, hi) whose tap kw lands inside the input row.
 inline void tapColumns(const DepthwiseArgs& p, int64_t kw, int64_t* lo, int64_t* hi) {
   const int64_t offW = kw * p.dilationW - p.padW;
@@ -64,13 +110,16 @@ inline void tapColumns(const DepthwiseArgs& p, int64_t kw, int64_t* lo, int64_t*
 }
 
 // Interior3x3S2(r0, r1, r2, w, bias, lo, hi, rowLength, row) computes the stride-2, dilation-1
-// interior columns [lo, hi); rowLength is how many floats each r may read.
-template <class Interior3x3S2>
+// interior columns [lo, hi); rowLength is how many floats each r may read. Interior5x5S1 is
+// dwSquareInterior<5, 1>'s signature.
+template <class Interior3x3S2, class Interior5x5S1>
 void depthwisePlaneWith(const DepthwiseArgs& p, const float* __restrict x, const float* __restrict w, float bias,
-                        float* __restrict y, Interior3x3S2&& interior3x3s2) {
+                        float* __restrict y, Interior3x3S2&& interior3x3s2, Interior5x5S1&& interior5x5s1) {
   // 3x3 with stride 1 or 2: output columns whose nine taps are all inside run one fused sum
   // (vectorised for stride 1); the border columns and rows take the general path below.
   const bool fast3x3 = p.kernelH == 3 && p.kernelW == 3 && (p.strideW == 1 || p.strideW == 2);
+  const bool fast5x5 = p.kernelH == 5 && p.kernelW == 5 && p.dilationH == 1 && p.dilationW == 1 &&
+                       (p.strideW == 1 || p.strideW == 2);
   int64_t interiorLo = 0, interiorHi = 0;
   if (fast3x3) {
     interiorLo = dwMin(p.outW, (p.padW + p.strideW - 1) / p.strideW);
@@ -108,7 +157,7 @@ void depthwisePlaneWith(const DepthwiseArgs& p, const float* __restrict x, const
         }
         row[ow] = acc;
       }
-    } else {
+    } else if (!(fast5x5 && dw5x5Row(p, x, w, bias, oh, row, interior5x5s1))) {
       depthwiseRowGeneral(p, x, w, bias, oh, p.kernelW <= kMaxKernelW ? columnsOfPlane : nullptr, row);
     }
     if (p.reluMin) {
@@ -125,7 +174,8 @@ void depthwisePlaneWith(const DepthwiseArgs& p, const float* __restrict x, const
                                      float bias, float* __restrict y) {
   depthwisePlaneWith(p, x, w, bias, y,
                      [](const float* r0, const float* r1, const float* r2, const float* w, float bias, int64_t lo,
-                        int64_t hi, int64_t, float* row) { dw3x3Interior<2>(r0, r1, r2, w, bias, lo, hi, 1, row); });
+                        int64_t hi, int64_t, float* row) { dw3x3Interior<2>(r0, r1, r2, w, bias, lo, hi, 1, row); },
+                     dwSquareInterior<5, 1>);
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // AVX2+FMA micro-kernels. This file alone is compiled with -mavx2 -mfma (see CMakeLists.txt);
 // nothing here runs unless cpu_features.cpp found both on the CPU.
 #include "backends/cpu/kernels/cpu_functions.h"
+
+#include <cmath>
 #include "backends/cpu/kernels/depthwise_kernel.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -66,6 +68,30 @@ void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int
   _mm256_storeu_ps(c + 5 * ldc, c50), _mm256_storeu_ps(c + 5 * ldc + 8, c51);
 }
 
+void f32_gemv_panel__avx2_fma(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr,
+                              float* out) {
+  for (int64_t j = 0; j < nr; j += 32) {
+    const int64_t width = nr - j < 32 ? nr - j : 32;  // 8, 16, 24 or 32 columns
+    __m256 acc[4] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
+    const float* p = panel + j;
+    if (width == 32) {
+      for (int64_t k = 0; k < K; ++k, p += nr) {
+        const __m256 av = _mm256_broadcast_ss(a + k * aStride);
+        acc[0] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p), acc[0]);
+        acc[1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p + 8), acc[1]);
+        acc[2] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p + 16), acc[2]);
+        acc[3] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p + 24), acc[3]);
+      }
+    } else {
+      for (int64_t k = 0; k < K; ++k, p += nr) {
+        const __m256 av = _mm256_broadcast_ss(a + k * aStride);
+        for (int64_t v = 0; v < width / 8; ++v) acc[v] = _mm256_fmadd_ps(av, _mm256_loadu_ps(p + 8 * v), acc[v]);
+      }
+    }
+    for (int64_t v = 0; v < width / 8; ++v) _mm256_storeu_ps(out + j + 8 * v, acc[v]);
+  }
+}
+
 namespace {
 
 // exp(x) = 2^n * e^r with n = round(x / ln 2) and |r| <= ln2 / 2, e^r by a degree-6 polynomial.
@@ -129,7 +155,53 @@ inline void mapFloats(const float* x, float* y, int64_t n) {
   }
 }
 
+// x * 0.5 * (1 + erf(x / sqrt2)): the erf form of GELU.
+inline __m256 gelu256(__m256 x) {
+  const __m256 e = erf256(_mm256_mul_ps(x, _mm256_set1_ps(0.7071067811865476f)));
+  return _mm256_mul_ps(_mm256_mul_ps(x, _mm256_set1_ps(0.5f)), _mm256_add_ps(_mm256_set1_ps(1.f), e));
+}
+
+// x * sigmoid(x): SiLU, Swish with alpha 1.
+inline __m256 swish256(__m256 x) { return _mm256_mul_ps(x, sigmoid256(x)); }
+
+float horizontalSum(__m256 v) {
+  __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+  s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+  s = _mm_add_ss(s, _mm_movehdup_ps(s));
+  return _mm_cvtss_f32(s);
+}
+
 }  // namespace
+
+void f32_gelu__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<gelu256>(x, y, n); }
+void f32_swish__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<swish256>(x, y, n); }
+
+void f32_layernorm_row__avx2_fma(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
+                                 float* y) {
+  __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16)
+    acc0 = _mm256_add_ps(acc0, _mm256_loadu_ps(x + i)), acc1 = _mm256_add_ps(acc1, _mm256_loadu_ps(x + i + 8));
+  float sum = horizontalSum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) sum += x[i];
+  const float mean = sum / static_cast<float>(n);
+  const __m256 meanV = _mm256_set1_ps(mean);
+  acc0 = acc1 = _mm256_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(x + i), meanV), d1 = _mm256_sub_ps(_mm256_loadu_ps(x + i + 8), meanV);
+    acc0 = _mm256_fmadd_ps(d0, d0, acc0), acc1 = _mm256_fmadd_ps(d1, d1, acc1);
+  }
+  float squares = horizontalSum(_mm256_add_ps(acc0, acc1));
+  for (; i < n; ++i) squares += (x[i] - mean) * (x[i] - mean);
+  const float invStd = 1.f / std::sqrt(squares / static_cast<float>(n) + epsilon);
+  const __m256 invV = _mm256_set1_ps(invStd);
+  for (i = 0; i + 8 <= n; i += 8) {
+    __m256 v = _mm256_mul_ps(_mm256_mul_ps(_mm256_sub_ps(_mm256_loadu_ps(x + i), meanV), invV), _mm256_loadu_ps(gamma + i));
+    if (beta) v = _mm256_add_ps(v, _mm256_loadu_ps(beta + i));
+    _mm256_storeu_ps(y + i, v);
+  }
+  for (; i < n; ++i) y[i] = (x[i] - mean) * invStd * gamma[i] + (beta ? beta[i] : 0.f);
+}
 
 void f32_sigmoid__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<sigmoid256>(x, y, n); }
 void f32_erf__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<erf256>(x, y, n); }
@@ -194,8 +266,27 @@ void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r
   }
 }
 
+namespace {
+
+// Stride-1 5x5 interior columns [lo, hi): eight outputs per step, the 25 taps in one register.
+void dw5x5s1Interior(const float* const* r, const float* w, float bias, int64_t lo, int64_t hi, float* row) {
+  int64_t ow = lo;
+  for (; ow + 8 <= hi; ow += 8) {
+    __m256 acc = _mm256_set1_ps(bias);
+    for (int kh = 0; kh < 5; ++kh) {
+      const float* src = r[kh] + ow;
+      for (int kw = 0; kw < 5; ++kw) acc = _mm256_fmadd_ps(_mm256_set1_ps(w[kh * 5 + kw]), _mm256_loadu_ps(src + kw), acc);
+    }
+    _mm256_storeu_ps(row + ow, acc);
+  }
+  if (ow < hi) dwSquareInterior<5, 1>(r, w, bias, ow, hi, row);
+}
+
+}  // namespace
+
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y) {
-  depthwisePlaneWith(args, x, w, bias, y, dw3x3s2Interior);
+  if (f32_dwconv2d_padded__avx2_fma(args, x, w, bias, y)) return;
+  depthwisePlaneWith(args, x, w, bias, y, dw3x3s2Interior, dw5x5s1Interior);
 }
 
 }  // namespace osprey

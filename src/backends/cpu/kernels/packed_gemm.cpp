@@ -13,10 +13,12 @@ namespace {
 constexpr int64_t kKc = 256;  // a kc x nr panel of B (16-32 KiB) stays in L1 across the rows of a block
 constexpr int64_t kMc = 72;   // a 72 x kc block of A (72 KiB) stays in L2 (rounded up to the block)
 constexpr int64_t kNc = 256;
+constexpr int64_t kThinRows = 4;  // up to this many rows of A, a GEMV per row beats padded blocks
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-void applyEpilogue(const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols, float* c, int64_t ldc) {
+void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                   float* c, int64_t ldc) {
   const bool trivialActivation = ep.act.kind == FusedActivation::Kind::None;
   for (int64_t i = 0; i < rows; ++i) {
     float* row = c + i * ldc;
@@ -40,6 +42,10 @@ void applyEpilogue(const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0,
     } else if (ep.act.kind == FusedActivation::Kind::Clip) {
       const float lo = ep.act.a, hi = ep.act.b;
       for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
+    } else if (ep.act.kind == FusedActivation::Kind::Gelu && ep.act.a == 0.f) {
+      fn.gelu(row, row, cols);  // vectorised erf: libm's erf per element would cost more than the GEMM
+    } else if (ep.act.kind == FusedActivation::Kind::Sigmoid) {
+      fn.sigmoid(row, row, cols);
     } else {
       for (int64_t j = 0; j < cols; ++j) row[j] = ep.act.apply(row[j]);
     }
@@ -114,13 +120,13 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         }
         if (mr == blockMr && nr == blockNr) {
           fn.gemm(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
-          if (last && !fused) applyEpilogue(ep, i, mr, j, nr, cp, ldc);
+          if (last && !fused) applyEpilogue(fn, ep, i, mr, j, nr, cp, ldc);
           continue;
         }
         if (accumulate)
           for (int64_t r = 0; r < mr; ++r) std::memcpy(cStage + r * blockNr, cp + r * ldc, sizeof(float) * nr);
         fn.gemm(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
-        if (last && !fused) applyEpilogue(ep, i, mr, j, nr, cStage, blockNr);
+        if (last && !fused) applyEpilogue(fn, ep, i, mr, j, nr, cStage, blockNr);
         for (int64_t r = 0; r < mr; ++r) std::memcpy(cp + r * ldc, cStage + r * blockNr, sizeof(float) * nr);
       }
     }
@@ -159,7 +165,48 @@ void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, 
   if (M <= 0 || N <= 0) return;
   if (K == 0) {
     for (int64_t i = 0; i < M; ++i) std::fill(c + i * ldc, c + i * ldc + N, 0.f);
-    applyEpilogue(epilogue, 0, M, 0, N, c, ldc);
+    applyEpilogue(fn, epilogue, 0, M, 0, N, c, ldc);
+    return;
+  }
+  // One or a few rows of A against packed weights (a classifier's Gemm at batch 1): the
+  // micro-kernel would compute mostly padding rows; stream each weight panel once per row.
+  if (b.packed && !a.packed && M <= kThinRows && M < fn.gemmMr) {
+    const int64_t nr = fn.gemmNr, panels = (N + nr - 1) / nr;
+    parallelFor(panels >= 4 ? pool : nullptr, panels, [&](int64_t begin, int64_t end) {
+      alignas(64) float row[kGemmMaxNr];
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t j0 = p * nr, cols = std::min(nr, N - j0);
+        for (int64_t i = 0; i < M; ++i) {
+          fn.gemvPanel(K, a.data + i * a.rowStride, a.colStride, b.data + p * K * nr, nr, row);
+          std::memcpy(c + i * ldc + j0, row, sizeof(float) * cols);
+        }
+        applyEpilogue(fn, epilogue, 0, M, j0, cols, c + j0, ldc);
+      }
+    });
+    return;
+  }
+  // Packed weights against one or a few columns (a 1x1 convolution on a 1x1 map, as in
+  // squeeze-and-excitation blocks): a GEMV per column over each packed row panel of A.
+  if (a.packed && !b.packed && N <= kThinRows && N < fn.gemmNr) {
+    const int64_t mr = fn.gemmMr, panels = (M + mr - 1) / mr;
+    parallelFor(panels >= 4 ? pool : nullptr, panels, [&](int64_t begin, int64_t end) {
+      alignas(64) float col[kGemmMaxMr];
+      for (int64_t p = begin; p < end; ++p) {
+        const int64_t i0 = p * mr, rows = std::min(mr, M - i0);
+        const float* panel = a.data + p * K * mr;
+        for (int64_t j = 0; j < N; ++j) {
+          if (mr % 8 == 0) {
+            fn.gemvPanel(K, b.data + j, b.rowStride, panel, mr, col);
+          } else {
+            std::fill(col, col + mr, 0.f);
+            for (int64_t k = 0; k < K; ++k)
+              for (int64_t r = 0; r < mr; ++r) col[r] += b.data[k * b.rowStride + j] * panel[k * mr + r];
+          }
+          for (int64_t r = 0; r < rows; ++r) c[(i0 + r) * ldc + j] = col[r];
+        }
+        applyEpilogue(fn, epilogue, i0, rows, 0, N, c + i0 * ldc, ldc);
+      }
+    });
     return;
   }
   // Blocks of C, made smaller until every thread has a few to balance uneven ones.

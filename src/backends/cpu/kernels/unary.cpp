@@ -1,4 +1,4 @@
-// CPU Sigmoid, Erf and Softmax (float32) through the function table's vectorised exp/erf:
+// CPU Sigmoid, Erf, Gelu, Swish and Softmax (float32) through the function table's vectorised exp/erf:
 // the reference kernels call the scalar libm functions one element at a time.
 #include <algorithm>
 
@@ -82,6 +82,20 @@ std::unique_ptr<Execution> createErfExecution(CPUBackend* backend, const OpRef& 
                                               const std::vector<RuntimeTensor*>& outputs) {
   if (!plainFloat(inputs, outputs)) return nullptr;
   return std::make_unique<UnaryExecution>(backend, cpuFunctions().erf);
+}
+
+std::unique_ptr<Execution> createGeluExecution(CPUBackend* backend, const OpRef& op,
+                                               const std::vector<RuntimeTensor*>& inputs,
+                                               const std::vector<RuntimeTensor*>& outputs) {
+  if (!op.node || !plainFloat(inputs, outputs) || op.node->getString("approximate", "none") != "none") return nullptr;
+  return std::make_unique<UnaryExecution>(backend, cpuFunctions().gelu);
+}
+
+std::unique_ptr<Execution> createSwishExecution(CPUBackend* backend, const OpRef& op,
+                                                const std::vector<RuntimeTensor*>& inputs,
+                                                const std::vector<RuntimeTensor*>& outputs) {
+  if (!op.node || !plainFloat(inputs, outputs) || op.node->getFloat("alpha", 1.f) != 1.f) return nullptr;
+  return std::make_unique<UnaryExecution>(backend, cpuFunctions().swish);
 }
 
 std::unique_ptr<Execution> createSoftmaxExecution(CPUBackend* backend, const OpRef& op,

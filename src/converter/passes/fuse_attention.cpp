@@ -1,0 +1,147 @@
+// Self-attention as PyTorch's nn.MultiheadAttention exports it (BERT and ViT encoders):
+//   q/k/v [S, B, E] -Reshape [S, N, D]- Transpose -> [N, S, D]  (N = B * heads; K to [N, D, S])
+//   Softmax(MatMul(Q / c, K^T)) -> MatMul(., V) -> Transpose [S, N, D] -> Reshape(s)
+// Since [S, N, D] is [S, N * D] in memory, that is the ONNX Attention op on the 3-D views
+// (1, S, N * D) with N heads: the q/k/v Reshapes retarget to (1, S, N * D), and the Reshapes
+// that read the old [S, N, D] output read the Attention output, which holds the same elements
+// in the same order.
+#include <cstring>
+
+#include "converter/passes/pattern_util.h"
+
+namespace osprey::passes {
+
+namespace {
+
+// The values of a constant int64 tensor (false when `t` is not one).
+bool int64Constant(const Graph& g, int t, std::vector<int64_t>* values) {
+  if (t < 0) return false;
+  const TensorInfo& info = g.tensors[t];
+  if (!info.isConstant || info.dtype != DataType::Int64 || info.data.size % 8 != 0) return false;
+  values->resize(info.data.size / 8);
+  if (!values->empty()) std::memcpy(values->data(), info.data.bytes.get(), info.data.size);
+  return true;
+}
+
+int newInt64Constant(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  TensorInfo t;
+  t.name = name;
+  t.dtype = DataType::Int64;
+  t.shape = {static_cast<int64_t>(v.size())};
+  t.isConstant = true;
+  t.data = ConstantData::copyOf(v.data(), v.size() * 8);
+  return g.addTensor(t);
+}
+
+// One of q, k, v: Transpose(Reshape(src, [S, N, D]), perm), each intermediate read once.
+struct HeadSplit {
+  int transposeNode = -1, reshapeNode = -1;
+  int64_t seq = 0, heads = 0, dim = 0;
+};
+
+bool headSplit(const Graph& g, const GraphUses& uses, int t, const std::vector<int64_t>& perm, HeadSplit* out) {
+  const Node* tr = uses.soleUseProducer(g, t, OpType::Transpose);
+  if (!tr || tr->inputs.size() != 1 || tr->getInts("perm") != perm) return false;
+  const Node* rs = uses.soleUseProducer(g, tr->inputs[0], OpType::Reshape);
+  std::vector<int64_t> shape;
+  if (!rs || rs->inputs.size() != 2 || !int64Constant(g, rs->inputs[1], &shape) || shape.size() != 3) return false;
+  for (int64_t d : shape)
+    if (d <= 0) return false;  // 0 (copy a dim) or -1 (inferred) would not pin the layout
+  out->transposeNode = uses.producer[t];
+  out->reshapeNode = uses.producer[tr->inputs[0]];
+  out->seq = shape[0], out->heads = shape[1], out->dim = shape[2];
+  return true;
+}
+
+}  // namespace
+
+int fuseAttention(Graph& g) {
+  GraphUses uses(g);
+  std::vector<bool> drop(g.nodes.size(), false);
+  int fused = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k) {
+    const Node& softmax = g.nodes[k];
+    if (drop[k] || softmax.type != OpType::Softmax || softmax.inputs.size() != 1 || softmax.outputs.size() != 1) continue;
+    const int64_t axis = softmax.getInt("axis", -1);
+    if (axis != -1 && axis != 2) continue;
+    std::vector<int> chain{static_cast<int>(k)};
+    // Scores, optionally scaled after the product: Softmax(MatMul(q, kT) / c).
+    float scale = 1.f, c = 0.f;
+    int scores = softmax.inputs[0];
+    if (scores < 0 || uses.producer[scores] < 0) continue;
+    const Node& scoreOp = g.nodes[uses.producer[scores]];
+    if ((scoreOp.type == OpType::Div || scoreOp.type == OpType::Mul) && uses.soleUseProducer(g, scores, scoreOp.type) &&
+        scoreOp.inputs.size() == 2 && scalarConstant(g, scoreOp.inputs[1], &c) && c != 0.f) {
+      scale = scoreOp.type == OpType::Div ? 1.f / c : c;
+      chain.push_back(uses.producer[scores]);
+      scores = scoreOp.inputs[0];
+    }
+    const Node* qk = uses.soleUseProducer(g, scores, OpType::MatMul);
+    if (!qk || qk->inputs.size() != 2) continue;
+    chain.push_back(uses.producer[scores]);
+    // Q, optionally scaled before the product: MatMul(q / c, kT).
+    int q = qk->inputs[0];
+    if (q >= 0 && uses.producer[q] >= 0) {
+      const Node& qScale = g.nodes[uses.producer[q]];
+      if ((qScale.type == OpType::Div || qScale.type == OpType::Mul) && uses.soleUseProducer(g, q, qScale.type) &&
+          qScale.inputs.size() == 2 && scalarConstant(g, qScale.inputs[1], &c) && c != 0.f) {
+        scale *= qScale.type == OpType::Div ? 1.f / c : c;
+        chain.push_back(uses.producer[q]);
+        q = qScale.inputs[0];
+      }
+    }
+    HeadSplit qs, ks, vs;
+    if (!headSplit(g, uses, q, {1, 0, 2}, &qs) || !headSplit(g, uses, qk->inputs[1], {1, 2, 0}, &ks)) continue;
+    const int pvK = uses.soleReader(g, softmax.outputs[0], OpType::MatMul);
+    if (pvK < 0 || g.nodes[pvK].inputs.size() != 2 || g.nodes[pvK].inputs[0] != softmax.outputs[0]) continue;
+    if (!headSplit(g, uses, g.nodes[pvK].inputs[1], {1, 0, 2}, &vs)) continue;
+    if (qs.heads != ks.heads || vs.heads != ks.heads || qs.dim != ks.dim || vs.seq != ks.seq) continue;
+    // The merge of heads: Transpose [1, 0, 2] read only by Reshapes that pin every dimension.
+    const int outK = uses.soleReader(g, g.nodes[pvK].outputs[0], OpType::Transpose);
+    if (outK < 0 || g.nodes[outK].getInts("perm") != std::vector<int64_t>{1, 0, 2}) continue;
+    const int merged = g.nodes[outK].outputs[0];
+    bool mergeOk = !uses.isOutput[merged] && !uses.readers[merged].empty();
+    for (int r : uses.readers[merged]) {
+      const Node& n = g.nodes[r];
+      std::vector<int64_t> shape;
+      mergeOk &= n.type == OpType::Reshape && n.inputs.size() == 2 && n.inputs[0] == merged &&
+                 int64Constant(g, n.inputs[1], &shape);
+      for (int64_t d : shape) mergeOk &= d != 0;
+    }
+    if (!mergeOk) continue;
+    chain.push_back(pvK);
+    chain.push_back(qs.transposeNode);
+    chain.push_back(ks.transposeNode);
+    chain.push_back(vs.transposeNode);
+    // Rewrite: q/k/v Reshapes to (1, S, N * D); the Attention op in place of the merge Transpose.
+    for (const HeadSplit* s : {&qs, &ks, &vs}) {
+      Node& rs = g.nodes[s->reshapeNode];
+      const std::vector<int64_t> view{1, s->seq, s->heads * s->dim};
+      rs.inputs[1] = newInt64Constant(g, rs.name + "_attention_view", view);
+      TensorInfo& t = g.tensors[rs.outputs[0]];
+      t.shape = view;
+      t.hasShape = true;
+      t.dimNames.clear();
+    }
+    TensorInfo& mergedInfo = g.tensors[merged];
+    mergedInfo.shape = {1, qs.seq, qs.heads * vs.dim};
+    mergedInfo.hasShape = true;
+    mergedInfo.dimNames.clear();
+    Node attention;
+    attention.type = OpType::Attention;
+    attention.name = g.nodes[outK].name + "_attention";
+    attention.inputs = {g.nodes[qs.reshapeNode].outputs[0], g.nodes[ks.reshapeNode].outputs[0],
+                        g.nodes[vs.reshapeNode].outputs[0]};
+    attention.outputs = {merged};
+    attention.setInt("q_num_heads", qs.heads);
+    attention.setInt("kv_num_heads", ks.heads);
+    attention.setFloat("scale", scale);
+    for (int n : chain) drop[n] = true;
+    g.nodes[outK] = std::move(attention);
+    ++fused;
+  }
+  eraseNodes(g, drop);
+  return fused;
+}
+
+}  // namespace osprey::passes
