@@ -4,8 +4,10 @@
 #   scripts/setup.sh --tests  also GoogleTest and PyTorch (the end-to-end tests compare with it)
 set -euo pipefail
 packages=(cmake g++ make flatbuffers-compiler libflatbuffers-dev python3 python3-numpy python3-onnx)
+# The OpenCL backend builds against the ICD loader; PoCL runs its kernels on the CPU in tests.
+packages+=(ocl-icd-opencl-dev opencl-headers)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(libgtest-dev python3-torch python3-torchvision)
+  packages+=(libgtest-dev python3-torch python3-torchvision pocl-opencl-icd)
 fi
 missing=()
 for p in "${packages[@]}"; do

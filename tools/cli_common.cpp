@@ -136,6 +136,46 @@ Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
   return Status::ok();
 }
 
+Status backendConfigFromArgs(const Args& args, BackendConfig* config) {
+  const std::string precision = args.get("precision", "normal");
+  if (precision == "normal") config->precision = BackendConfig::Precision::Normal;
+  else if (precision == "high") config->precision = BackendConfig::Precision::High;
+  else if (precision == "low") config->precision = BackendConfig::Precision::Low;
+  else return Status::invalidArgument("--precision must be normal, high or low, got '" + precision + "'");
+  return Status::ok();
+}
+
+Status generatedInputShape(const Args& args, const TensorInfoPublic& info, Shape* shape) {
+  for (const std::string& spec : args.all("shape")) {
+    size_t eq = spec.find('=');
+    if (eq == std::string::npos || spec.substr(0, eq) != info.name) continue;
+    shape->clear();
+    std::string dims = spec.substr(eq + 1);
+    size_t pos = 0;
+    while (pos <= dims.size()) {
+      size_t comma = dims.find(',', pos);
+      std::string item = dims.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+      int d = 0;
+      OSPREY_RETURN_IF_ERROR(parseInt(item, "--shape dimension", &d));
+      if (d < 0) return Status::invalidArgument("--shape " + spec + ": dimensions must be >= 0");
+      shape->push_back(d);
+      if (comma == std::string::npos) break;
+      pos = comma + 1;
+    }
+    return Status::ok();
+  }
+  *shape = info.shape;
+  for (auto& d : *shape)
+    if (d < 0) d = 1;  // symbolic dimensions default to 1
+  if (args.has("batch") && !shape->empty()) {
+    int batch = 0;
+    OSPREY_RETURN_IF_ERROR(parseInt(args.get("batch"), "--batch", &batch));
+    if (batch < 1) return Status::invalidArgument("--batch must be at least 1");
+    (*shape)[0] = batch;
+  }
+  return Status::ok();
+}
+
 int fail(const Status& st) {
   std::string msg = st.message();
   for (char& c : msg)

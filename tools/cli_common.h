@@ -31,6 +31,11 @@ std::string previewValues(const Tensor& t, int count);
 
 Status loadModel(const std::string& path, std::shared_ptr<Interpreter>* out);
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule);
+// --precision normal|high|low (Low: fp16 storage on CUDA; OSPREY_CUDA_LOW_PRECISION=bf16 for bf16).
+Status backendConfigFromArgs(const Args& args, BackendConfig* config);
+// The shape a generated input gets: --shape NAME=D0,D1,... if given, else the model's shape with
+// symbolic dims set to 1 and, with --batch N, dim 0 set to N.
+Status generatedInputShape(const Args& args, const TensorInfoPublic& info, Shape* shape);
 
 int cmdConvert(int argc, char** argv);
 int cmdRun(int argc, char** argv);

@@ -1,5 +1,5 @@
 // osprey bench MODEL [--input NAME=FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]
-//                    [--per-op] [--json] [--trace FILE] [--step]
+//                    [--per-op] [--json] [--trace FILE] [--step] [--precision P] [--batch N] [--shape NAME=DIMS]
 // Latency (min/median/max over L timed runs after W warm-up runs) and the process's peak RSS.
 // --per-op and --trace profile extra runs afterwards, so profiling never touches the latencies.
 // --step lets another process pace the timed runs (bench/compare_ort.py alternates engines):
@@ -68,9 +68,8 @@ Status loadInputs(const Args& args, const Interpreter& interp, std::map<std::str
   uint32_t seed = 0;
   for (const auto& info : infos) {
     if (inputs->count(info.name)) continue;
-    Shape shape = info.shape;
-    for (auto& d : shape)
-      if (d < 0) d = 1;  // symbolic dimensions default to 1
+    Shape shape;
+    OSPREY_RETURN_IF_ERROR(generatedInputShape(args, info, &shape));
     (*inputs)[info.name] = randomInput(info.dtype, shape, seed++);
   }
   return Status::ok();
@@ -131,7 +130,7 @@ Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, con
 
 int cmdBench(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace"}, {"per-op", "json", "step"},
+  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "precision", "batch", "shape"}, {"per-op", "json", "step"},
                         &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
@@ -148,8 +147,10 @@ int cmdBench(int argc, char** argv) {
   const double loadMs = msSince(t0);
   std::map<std::string, Tensor> inputs;
   if (!(st = loadInputs(args, *interp, &inputs))) return fail(st);
+  BackendConfig config;
+  if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
-  if (!(st = interp->createSession(schedule, BackendConfig(), &session))) return fail(st);
+  if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
 
   std::vector<Tensor> outputs;
   t0 = std::chrono::steady_clock::now();
@@ -190,10 +191,10 @@ int cmdBench(int argc, char** argv) {
   if (args.has("json")) {
     std::printf("{\"model\":%s,\"backend\":%s,\"threads\":%d,\"warmup\":%d,\"loops\":%d,\"load_ms\":%.3f,"
                 "\"first_run_ms\":%.3f,\"min_ms\":%.4f,\"median_ms\":%.4f,\"max_ms\":%.4f,\"peak_rss_bytes\":%zu,"
-                "\"arena_peak_bytes\":%zu,\"executions\":%d}\n",
+                "\"arena_peak_bytes\":%zu,\"executions\":%d,\"precision\":%s}\n",
                 jsonString(args.positional[0]).c_str(), jsonString(forwardTypeName(schedule.backend)).c_str(),
                 schedule.threads, warmup, loops, loadMs, firstMs, minMs, medianMs, maxMs, rss, stats.arenaPeakBytes,
-                stats.executions);
+                stats.executions, jsonString(args.get("precision", "normal")).c_str());
   } else {
     std::printf("%s: backend %s, %d thread(s), %d warm-up + %d timed runs\n", args.positional[0].c_str(),
                 forwardTypeName(schedule.backend), schedule.threads, warmup, loops);

@@ -1,4 +1,5 @@
 // osprey run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend B] [--threads N] [--loops L]
+//                  [--precision normal|high|low]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -23,7 +24,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int cmdRun(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed"}, {"quiet"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision"}, {"quiet"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;
@@ -57,8 +58,10 @@ int cmdRun(int argc, char** argv) {
                 shapeToString(shape).c_str(), inputSeed - 1);
   }
 
+  BackendConfig config;
+  if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
-  if (!(st = interp->createSession(schedule, BackendConfig(), &session))) return fail(st);
+  if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
   std::vector<Tensor> outputs;
   std::vector<double> times;
   for (int i = 0; i < loops; ++i) {
@@ -99,6 +102,17 @@ int cmdRun(int argc, char** argv) {
               "%d lowered to raster\n",
               stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.staticBytes / 1048576.0,
               stats.executions, stats.foldedOps, stats.loweredOps);
+  if (schedule.backend != ForwardType::CPU) {
+    // Ops the device declined run on the CPU backup, with copies around them.
+    std::string fallback, onDevice;
+    const std::string devicePrefix = std::string(forwardTypeName(schedule.backend)) + ":";
+    for (const auto& [key, count] : stats.opsByBackend) {
+      if (key.rfind("cpu:", 0) == 0) fallback += " " + key.substr(4) + " x" + std::to_string(count);
+      if (key.rfind(devicePrefix, 0) == 0) onDevice += " " + key.substr(devicePrefix.size()) + " x" + std::to_string(count);
+    }
+    std::printf("on %s:%s\n", forwardTypeName(schedule.backend), onDevice.empty() ? " none" : onDevice.c_str());
+    std::printf("on the cpu backup:%s\n", fallback.empty() ? " none" : fallback.c_str());
+  }
   return 0;
 }
 

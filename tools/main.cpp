@@ -11,9 +11,11 @@ void usage() {
                "usage: osprey <command> [options]\n"
                "  convert SRC.onnx DST.osp          convert an ONNX model\n"
                "  run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend cpu] [--threads N]\n"
+               "        [--precision normal|high|low]\n"
                "                                    run a .onnx or .osp model and print its outputs\n"
                "  bench MODEL [--input [NAME=]FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]\n"
-               "        [--per-op] [--json] [--trace FILE]\n"
+               "        [--per-op] [--json] [--trace FILE] [--precision normal|high|low]\n"
+               "        [--batch N] [--shape NAME=D0,D1,...]   shapes of the generated inputs\n"
                "                                    latency (min/median/max), peak RSS, per-op profile\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
                "  backends                          backends compiled in and their devices\n");

@@ -31,6 +31,9 @@ class SessionImpl {
     Backend* backend = nullptr;
     std::unique_ptr<Execution> execution;
     bool isCopy = false;  // a cross-backend copy inserted by the pipeline
+    // Copies: the backend that owns the mirror (its consumer). A device-to-host copy runs on the
+    // device backend (`backend`) but its output is host memory of the CPU backend.
+    Backend* outputHome = nullptr;
   };
 
   // Builds the command list for the current input shapes. With `inputValues`, graph inputs are

@@ -49,6 +49,7 @@ Status SessionImpl::createExecutions() {
         copy.inputs = {t};
         copy.outputs = {m};
         copy.backend = chosen->type() == ForwardType::CPU && from ? from : chosen;
+        copy.outputHome = chosen;
         withCopies.push_back(std::move(copy));
         found = mirrorOf.emplace(key, m).first;
       }
@@ -97,7 +98,8 @@ Status SessionImpl::planMemory() {
     for (auto* t : cmd.outputs) {
       if (!t) continue;
       bool constantMirror = cmd.isCopy && cmd.inputs[0]->constData;
-      OSPREY_RETURN_IF_ERROR(acquire(t, cmd.backend, constantMirror ? StorageType::STATIC : StorageType::DYNAMIC));
+      Backend* owner = cmd.isCopy && cmd.outputHome ? cmd.outputHome : cmd.backend;
+      OSPREY_RETURN_IF_ERROR(acquire(t, owner, constantMirror ? StorageType::STATIC : StorageType::DYNAMIC));
     }
     if (cmd.execution) OSPREY_RETURN_IF_ERROR(cmd.execution->onResize(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
     auto releaseIfDone = [&](RuntimeTensor* t, bool dead) {

@@ -4,7 +4,10 @@
 
 Environment: OSPREY_BIN (the CLI), OSPREY_MODELS_DIR (models made by make_models.py; generated
 into OSPREY_WORK_DIR/models when absent), OSPREY_SHARED_DIR (default: ../shared beside the
-repository), OSPREY_BERT_LAYERS (default 2; 12 for the full model), OSPREY_THREADS (default 2).
+repository), OSPREY_BERT_LAYERS (default 2; 12 for the full model), OSPREY_THREADS (default 2),
+OSPREY_BACKEND (cpu, cuda, ...; or --backend B) and OSPREY_PRECISION (normal or low; or
+--precision P). Device backends are held to 1e-3 (fp32) and 2e-2 (precision low) of max(1, max|ref|),
+as fp32 device libraries reassociate sums and fp16 rounds every activation.
 Exits 77 (skipped) when neither models nor make_models.py with torch are available."""
 import os, re, subprocess, sys, time
 
@@ -17,12 +20,22 @@ def skip(msg):
     sys.exit(SKIP)
 
 
+def option(flag, default):
+    """The value after `flag` on the command line, else `default`."""
+    if flag in sys.argv[1:-1]:
+        return sys.argv[sys.argv.index(flag) + 1]
+    return default
+
+
 def main():
     try:
         import numpy as np
     except ImportError:
         skip("numpy is not installed for %s (run scripts/setup.sh)" % sys.executable)
     osprey = os.environ.get("OSPREY_BIN") or skip("OSPREY_BIN is not set")
+    backend = option("--backend", os.environ.get("OSPREY_BACKEND", "cpu"))
+    precision = option("--precision", os.environ.get("OSPREY_PRECISION", "normal"))
+    tolerance = 1e-4 if backend == "cpu" else (2e-2 if precision == "low" else 1e-3)
     work = os.environ.get("OSPREY_WORK_DIR", "/tmp/osprey-model-check")
     layers = int(os.environ.get("OSPREY_BERT_LAYERS", "2"))
     threads = os.environ.get("OSPREY_THREADS", "2")
@@ -32,6 +45,20 @@ def main():
     bert = "bert_base_l%d_seq128" % layers
     names = ["mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "shufflenet_v2_x1_0",
              "efficientnet_b0", bert, "vit_tiny_p16_224"]
+    # --models a,b (or OSPREY_CHECK_MODELS; "cnn" = the six CNNs) runs a subset; --no-fallback
+    # (or OSPREY_NO_FALLBACK=1) fails a model whose run left any op on the CPU backup.
+    only = option("--models", os.environ.get("OSPREY_CHECK_MODELS", ""))
+    if only == "cnn":
+        only = ",".join(names[:6])
+    if only:
+        names = [n for n in names if n in only.split(",")]
+    no_fallback = "--no-fallback" in sys.argv[1:] or os.environ.get("OSPREY_NO_FALLBACK") == "1"
+    if backend != "cpu":  # a device backend without a device (e.g. no OpenCL platform) is a skip
+        listed = subprocess.run([osprey, "backends"], capture_output=True, text=True).stdout.splitlines()
+        at = listed.index(backend) if backend in listed else -1
+        if (at < 0 or at + 1 >= len(listed) or not listed[at + 1].startswith("  ")
+                or listed[at + 1].startswith("  no device")):
+            skip("backend %s is not built or has no device (`osprey backends`)" % backend)
     missing = [n for n in names if not os.path.exists(os.path.join(models, n + ".ref.npy"))]
     if missing:
         if not os.path.exists(maker):
@@ -59,7 +86,10 @@ def main():
         outdir = os.path.join(work, "out", name)
         t0 = time.time()
         run = subprocess.run([osprey, "run", osp, "--input", "input=" + os.path.join(models, name + ".input.npy"),
-                              "--save-outputs", outdir, "--threads", threads], capture_output=True, text=True)
+                              "--save-outputs", outdir, "--threads", threads, "--backend", backend,
+                              "--precision", precision] +
+                             # On a device the third run replays the captured graph: check that one.
+                             ([] if backend == "cpu" else ["--loops", "3"]), capture_output=True, text=True)
         run_s = time.time() - t0
         if run.returncode != 0:
             rows.append((name, "run failed: " + run.stderr.strip(), "", "", "", ""))
@@ -72,13 +102,23 @@ def main():
             failed += 1
             continue
         diff = float(np.max(np.abs(out.astype(np.float64) - ref.astype(np.float64))))
-        bound = 1e-4 * max(1.0, float(np.max(np.abs(ref))))
+        bound = tolerance * max(1.0, float(np.max(np.abs(ref))))
         ok = diff <= bound
         failed += 0 if ok else 1
         m = re.search(r"arena peak ([\d.]+) MB \(activations add up to ([\d.]+) MB\)", run.stdout)
         arena = "%s / %s MB" % (m.group(1), m.group(2)) if m else "?"
+        fallback = re.search(r"on the cpu backup: (.*)", run.stdout)
+        if fallback:
+            print("%s on the cpu backup: %s" % (name, fallback.group(1)), flush=True)
+            if no_fallback and fallback.group(1).strip() != "none" and ok:
+                ok = False
+                failed += 1
+        elif no_fallback and backend != "cpu" and ok:
+            ok = False  # the CLI did not report the fallback: cannot check it
+            failed += 1
         rows.append((name, "ok" if ok else "MISMATCH", "%.3g (bound %.3g)" % (diff, bound), "%.2f s" % convert_s,
                      arena, "%.2f s" % run_s))
+    print("backend %s, precision %s" % (backend, precision))
     print("%-22s %-9s %-26s %-9s %-28s %s" % ("model", "result", "max|diff|", "convert", "arena peak / sum", "run"))
     for r in rows:
         print("%-22s %-9s %-26s %-9s %-28s %s" % r)

@@ -1,0 +1,361 @@
+#include "backends/cuda/cuda_backend.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <utility>
+
+#include "backends/cuda/kernels/cuda_launch.h"
+#include "core/layout.h"
+#include "ops/op_def.h"
+
+namespace osprey {
+
+namespace {
+
+constexpr size_t kDeviceAlignment = 256;
+
+DataType lowPrecisionTypeFromEnv() {
+  const char* v = std::getenv("OSPREY_CUDA_LOW_PRECISION");
+  if (v && (std::strcmp(v, "bf16") == 0 || std::strcmp(v, "bfloat16") == 0)) return DataType::BFloat16;
+  return DataType::Float16;
+}
+
+bool graphCaptureFromEnv() {
+  const char* v = std::getenv("OSPREY_CUDA_GRAPH");
+  return !(v && std::strcmp(v, "0") == 0);
+}
+
+// A chunk with its own device allocation (STATIC, DYNAMIC_SEPARATE): `device` points at
+// blockBase, like planned chunks point at the arena's base.
+struct OwnedDeviceChunk : MemChunk {
+  std::shared_ptr<DeviceBuffer> block;
+  uint8_t* blockBase = nullptr;
+};
+
+class PlannedDeviceMemObj : public MemObj {
+ public:
+  PlannedDeviceMemObj(MemoryPlanner* planner, std::shared_ptr<MemChunk> chunk) : planner_(planner), chunk_(std::move(chunk)) {}
+  ~PlannedDeviceMemObj() override { planner_->release(chunk_); }
+
+ private:
+  MemoryPlanner* planner_;
+  std::shared_ptr<MemChunk> chunk_;
+};
+
+class OwnedDeviceMemObj : public MemObj {
+ public:
+  explicit OwnedDeviceMemObj(std::shared_ptr<DeviceBuffer> block) : block_(std::move(block)) {}
+
+ private:
+  std::shared_ptr<DeviceBuffer> block_;
+};
+
+bool isFloatStorage(DataType t) { return t == DataType::Float32 || t == DataType::Float16 || t == DataType::BFloat16; }
+
+}  // namespace
+
+// Skips the op while the backend replays the captured graph, which already holds its kernels.
+class GraphAwareExecution : public Execution {
+ public:
+  GraphAwareExecution(CUDABackend* backend, std::unique_ptr<Execution> inner)
+      : Execution(backend), cuda_(backend), inner_(std::move(inner)) {}
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    return inner_->onResize(inputs, outputs);
+  }
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (cuda_->replaying()) return Status::ok();
+    return inner_->onExecute(inputs, outputs);
+  }
+
+ private:
+  CUDABackend* cuda_;
+  std::unique_ptr<Execution> inner_;
+};
+
+CUDABackend::CUDABackend(CUDARuntime* runtime, const BackendConfig& config)
+    : Backend(ForwardType::CUDA), runtime_(runtime), config_(config), planner_(kDeviceAlignment) {
+  computeType_ = config.precision == BackendConfig::Precision::Low ? lowPrecisionTypeFromEnv() : DataType::Float32;
+  graphAllowed_ = graphCaptureFromEnv();
+  if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
+    cudaGetLastError();
+    stream_ = nullptr;  // the legacy default stream still works; graphs need a real stream
+    graphAllowed_ = false;
+  }
+}
+
+CUDABackend::~CUDABackend() {
+  abandonCapture();
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (graphExec_) cudaGraphExecDestroy(graphExec_);
+  if (cudnn_) cudnnDestroy(cudnn_);
+  if (stream_) cudaStreamDestroy(stream_);
+}
+
+cudnnHandle_t CUDABackend::cudnn() {
+  if (!cudnn_) {
+    cudnn_ = runtime_->createCudnn();
+    if (cudnn_) cudnnSetStream(cudnn_, stream_);
+  }
+  return cudnn_;
+}
+
+std::unique_ptr<Execution> CUDABackend::onCreate(const std::vector<RuntimeTensor*>& inputs,
+                                                 const std::vector<RuntimeTensor*>& outputs, const OpRef& op) {
+  CUDAExecutionCreator creator = cudaKernelCreator(op.type);
+  if (!creator) return nullptr;
+  auto exe = creator(this, op, inputs, outputs);
+  if (!exe) return nullptr;
+  return std::make_unique<GraphAwareExecution>(this, std::move(exe));
+}
+
+std::unique_ptr<MemObj> CUDABackend::onAcquire(RuntimeTensor* tensor, StorageType storage) {
+  size_t bytes = static_cast<size_t>(layoutElements(tensor->shape, tensor->layout)) * dataTypeSize(storageType(tensor));
+  tensor->backend = this;
+  if (storage == StorageType::DYNAMIC) {
+    tensor->chunk = planner_.acquire(bytes);
+    tensor->chunk->device = &arenaBase_;
+    return std::make_unique<PlannedDeviceMemObj>(&planner_, tensor->chunk);
+  }
+  auto block = std::make_shared<DeviceBuffer>();
+  if (!block->allocate(bytes)) return nullptr;
+  if (cudaMemsetAsync(block->get(), 0, std::max<size_t>(bytes, 1), stream_) != cudaSuccess) return nullptr;
+  auto chunk = std::make_shared<OwnedDeviceChunk>();
+  chunk->block = block;
+  chunk->blockBase = block->as<uint8_t>();
+  chunk->device = &chunk->blockBase;
+  chunk->size = bytes;
+  tensor->chunk = chunk;
+  if (storage == StorageType::DYNAMIC_SEPARATE) separate_.push_back(block);
+  if (storage == StorageType::STATIC) staticBytes_ += bytes;
+  return std::make_unique<OwnedDeviceMemObj>(block);
+}
+
+void CUDABackend::onClearBuffer() {
+  if (stream_) cudaStreamSynchronize(stream_);
+  separate_.clear();
+  arena_.reset();
+  arenaBase_ = nullptr;
+  if (graphExec_) cudaGraphExecDestroy(graphExec_);
+  graphExec_ = nullptr;
+  graphMode_ = GraphMode::Eager;
+}
+
+void* CUDABackend::devicePtr(const RuntimeTensor* t) const {
+  if (!t || !t->chunk || !t->chunk->device) return nullptr;
+  uint8_t* base = *static_cast<uint8_t* const*>(t->chunk->device);
+  return base ? base + t->chunk->offset : nullptr;
+}
+
+std::shared_ptr<MemChunk> CUDABackend::acquireScratch(size_t bytes) {
+  auto chunk = planner_.acquire(bytes);
+  chunk->device = &arenaBase_;
+  return chunk;
+}
+
+void CUDABackend::releaseScratch(const std::shared_ptr<MemChunk>& chunk) { planner_.release(chunk); }
+
+void* CUDABackend::scratchPtr(const MemChunk& chunk) const {
+  uint8_t* base = *static_cast<uint8_t* const*>(chunk.device);
+  return base ? base + chunk.offset : nullptr;
+}
+
+Status CUDABackend::allocateStatic(size_t bytes, DeviceBuffer* out) {
+  if (!out->allocate(bytes)) return Status::outOfMemory("CUDA: cannot allocate " + std::to_string(bytes) + " bytes of weights");
+  staticBytes_ += bytes;
+  return Status::ok();
+}
+
+Status CUDABackend::uploadStatic(const void* host, size_t bytes, DeviceBuffer* out) {
+  OSPREY_RETURN_IF_ERROR(allocateStatic(bytes, out));
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out->get(), host, bytes, cudaMemcpyHostToDevice, stream_), "weight upload");
+  // Pageable source: the copy has finished reading `host` when the call returns, but the
+  // device may not be done; synchronise so callers can free their host copy.
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "weight upload");
+  return Status::ok();
+}
+
+void CUDABackend::onResizeBegin() {
+  abandonCapture();
+  if (stream_) cudaStreamSynchronize(stream_);
+  planner_.reset();
+  staticBytes_ = 0;
+  staging_.clear();
+  if (graphExec_) cudaGraphExecDestroy(graphExec_);
+  graphExec_ = nullptr;
+  graphMode_ = GraphMode::Eager;
+  eagerRunsSinceResize_ = 0;
+  graphError_ = Status::ok();
+}
+
+Status CUDABackend::onResizeEnd() {
+  size_t need = planner_.plan();
+  if (need > arena_.bytes() || !arena_.get()) {
+    if (stream_) cudaStreamSynchronize(stream_);
+    arena_.reset();  // free first: the old and new arenas need not fit together
+    if (!arena_.allocate(need))
+      return Status::outOfMemory("CUDA: cannot allocate the activation arena of " + std::to_string(need) + " bytes");
+  }
+  arenaBase_ = arena_.as<uint8_t>();
+  return Status::ok();
+}
+
+PinnedBuffer* CUDABackend::stagingFor(const RuntimeTensor* t, size_t bytes) {
+  PinnedBuffer& b = staging_[t];
+  if (b.bytes() < bytes && !b.allocate(bytes)) return nullptr;
+  return &b;
+}
+
+Status CUDABackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
+  if (src->dtype != dst->dtype || src->shape != dst->shape)
+    return Status::internal("CUDA copy between tensors of different dtype or shape: " + src->name);
+  const bool srcOnDevice = src->backend == this && !src->constData;
+  const bool dstOnDevice = dst->backend == this;
+  Status st;
+  if (srcOnDevice && dstOnDevice) {
+    st = copyDeviceToDevice(src, dst);
+  } else if (dstOnDevice) {
+    st = copyHostToDevice(src, dst);
+  } else if (srcOnDevice) {
+    st = copyDeviceToHost(src, dst);
+  } else {
+    st = Status::internal("CUDA copy with neither side on the device: " + src->name);
+  }
+  return st.withContext("copy of '" + src->name + "'");
+}
+
+Status CUDABackend::copyDeviceToDevice(const RuntimeTensor* src, RuntimeTensor* dst) {
+  if (src->layout != dst->layout) return Status::unsupported("device layout change " + std::string(layoutName(src->layout)) + " -> " + layoutName(dst->layout));
+  size_t bytes = static_cast<size_t>(src->elements()) * dataTypeSize(storageType(src));
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(devicePtr(dst), devicePtr(src), bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
+  return Status::ok();
+}
+
+Status CUDABackend::copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* dst) {
+  if (dst->layout != Layout::NCHW && dst->shape.size() >= 2)
+    return Status::unsupported("CUDA tensors are stored in NCHW; got " + std::string(layoutName(dst->layout)));
+  const int64_t n = src->elements();
+  if (n == 0) return Status::ok();
+  const DataType deviceType = storageType(dst);
+  const size_t hostBytes = static_cast<size_t>(n) * dataTypeSize(src->dtype);
+  void* target = devicePtr(dst);
+  if (!target) return Status::internal("device tensor has no memory");
+  const bool convert = deviceType != src->dtype;
+  if (convert && !(src->dtype == DataType::Float32 && isFloatStorage(deviceType)))
+    return Status::unsupported(std::string("host ") + dataTypeName(src->dtype) + " to device " + dataTypeName(deviceType));
+  if (convert && uploadScratch_.bytes() < hostBytes) {
+    // A captured graph holds the scratch's address: it may only grow before capture.
+    if (graphMode_ != GraphMode::Eager) return Status::internal("upload scratch grew during CUDA graph capture");
+    if (stream_) cudaStreamSynchronize(stream_);
+    if (!uploadScratch_.allocate(hostBytes)) return Status::outOfMemory("CUDA: upload scratch of " + std::to_string(hostBytes) + " bytes");
+  }
+  void* landing = convert ? uploadScratch_.get() : target;
+
+  if (src->constData) {  // a weight, uploaded once at resize: no staging
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, src->constData, hostBytes, cudaMemcpyHostToDevice, stream_), "upload");
+  } else {
+    PinnedBuffer* staging = stagingFor(dst, hostBytes);
+    if (!staging) return Status::outOfMemory("CUDA: pinned staging of " + std::to_string(hostBytes) + " bytes");
+    const uint8_t* host = src->host();
+    if (!host) return Status::internal("host tensor has no memory");
+    if (src->layout == Layout::NCHW || src->shape.size() < 2) {
+      std::memcpy(staging->get(), host, hostBytes);
+    } else {
+      OSPREY_RETURN_IF_ERROR(convertLayout(host, src->layout, staging->get(), Layout::NCHW, src->shape, dataTypeSize(src->dtype)));
+    }
+    if (graphMode_ == GraphMode::Replay && inRun_) return Status::ok();  // the graph copies from staging
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, staging->get(), hostBytes, cudaMemcpyHostToDevice, stream_), "upload");
+  }
+  if (convert) OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloat(landing, src->dtype, target, deviceType, n, stream_), "upload conversion");
+  if (src->constData || !inRun_) OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "upload");
+  return Status::ok();
+}
+
+Status CUDABackend::copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* dst) {
+  if (!graphError_.isOk()) return std::exchange(graphError_, Status::ok());
+  if (inRun_) {
+    // A host op reads device data inside the run: this run cannot become a graph.
+    if (graphMode_ != GraphMode::Eager) return Status::internal("device-to-host copy inside a captured CUDA graph");
+    sawHostReadInRun_ = true;
+  }
+  if (src->layout != Layout::NCHW && src->shape.size() >= 2)
+    return Status::unsupported("CUDA tensors are stored in NCHW; got " + std::string(layoutName(src->layout)));
+  const int64_t n = src->elements();
+  if (n == 0) return Status::ok();
+  const DataType deviceType = storageType(src);
+  const size_t hostBytes = static_cast<size_t>(n) * dataTypeSize(dst->dtype);
+  const void* from = devicePtr(src);
+  if (deviceType != dst->dtype) {
+    if (readbackScratch_.bytes() < hostBytes) {
+      cudaStreamSynchronize(stream_);
+      if (!readbackScratch_.allocate(hostBytes)) return Status::outOfMemory("CUDA: readback scratch of " + std::to_string(hostBytes) + " bytes");
+    }
+    OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloat(from, deviceType, readbackScratch_.get(), dst->dtype, n, stream_), "readback conversion");
+    from = readbackScratch_.get();
+  }
+  PinnedBuffer* staging = stagingFor(src, hostBytes);
+  if (!staging) return Status::outOfMemory("CUDA: pinned staging of " + std::to_string(hostBytes) + " bytes");
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(staging->get(), from, hostBytes, cudaMemcpyDeviceToHost, stream_), "readback");
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "readback");
+  uint8_t* host = dst->host();
+  if (!host) return Status::internal("host tensor has no memory");
+  if (dst->layout == Layout::NCHW || dst->shape.size() < 2) {
+    std::memcpy(host, staging->get(), hostBytes);
+    return Status::ok();
+  }
+  return convertLayout(staging->get(), Layout::NCHW, host, dst->layout, dst->shape, dataTypeSize(dst->dtype));
+}
+
+// A run that failed during capture never reached onExecuteEnd: close the capture, drop it, and
+// run eagerly from now on rather than retry a run that cannot be captured.
+void CUDABackend::abandonCapture() {
+  if (graphMode_ != GraphMode::Capture) return;
+  cudaGraph_t graph = nullptr;
+  cudaStreamEndCapture(stream_, &graph);
+  if (graph) cudaGraphDestroy(graph);
+  cudaGetLastError();
+  graphMode_ = GraphMode::Eager;
+  graphAllowed_ = false;
+}
+
+void CUDABackend::onExecuteBegin() {
+  abandonCapture();
+  inRun_ = true;
+  sawHostReadInRun_ = false;
+  if (graphMode_ == GraphMode::Eager && graphAllowed_ && eagerRunsSinceResize_ > 0 && lastEagerRunClean_) {
+    if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
+      graphMode_ = GraphMode::Capture;
+    } else {
+      cudaGetLastError();
+      graphAllowed_ = false;
+    }
+  }
+}
+
+void CUDABackend::onExecuteEnd() {
+  inRun_ = false;
+  if (graphMode_ == GraphMode::Eager) {
+    ++eagerRunsSinceResize_;
+    lastEagerRunClean_ = !sawHostReadInRun_;
+    return;
+  }
+  if (graphMode_ == GraphMode::Capture) {
+    cudaGraph_t graph = nullptr;
+    cudaError_t err = cudaStreamEndCapture(stream_, &graph);
+    if (err == cudaSuccess) err = cudaGraphInstantiate(&graphExec_, graph, 0);
+    if (graph) cudaGraphDestroy(graph);
+    if (err != cudaSuccess) {
+      // The captured work never ran: report it at the read-back, run eagerly from now on.
+      cudaGetLastError();
+      graphExec_ = nullptr;
+      graphError_ = cudaStatus(err, "CUDA graph capture of the run");
+      graphMode_ = GraphMode::Eager;
+      graphAllowed_ = false;
+      return;
+    }
+    graphMode_ = GraphMode::Replay;
+  }
+  cudaError_t err = cudaGraphLaunch(graphExec_, stream_);
+  if (err != cudaSuccess) graphError_ = cudaStatus(err, "CUDA graph launch");
+}
+
+}  // namespace osprey

@@ -1,0 +1,125 @@
+// The CUDA backend: one stream per session, activations planned into one device arena per
+// resize (MemoryPlanner), weights in STATIC device memory, host copies through pinned staging,
+// and the whole run captured into a CUDA graph when every command is on the device.
+//
+// Conventions every CUDA Execution follows:
+// - Storage: a tensor's RuntimeTensor::dtype is the model's dtype. On the device, Float32
+//   tensors are stored in computeType() (fp32; fp16 or bf16 when precision is Low);
+//   every other dtype is stored as is. storageType(t) says which; devicePtr(t) gives the bytes.
+// - Layout: device tensors are stored in RuntimeTensor::layout, which is NCHW for everything the
+//   pipeline makes; an Execution that wants another layout (NHWC for tensor-core convolution)
+//   converts inside itself, into scratch. onCopyBuffer converts dtype and layout to and from
+//   the host, where tensors are always in the model's dtype.
+// - onExecute only enqueues work on stream(): no cudaMalloc, no synchronisation, no host reads
+//   of device data, because the run may be captured into a CUDA graph and replayed.
+// - Scratch: acquireScratch() in onResize and releaseScratch() before onResize returns; the
+//   address (scratchPtr) is valid from onExecute on. Weights: convert/pack them in onCreate or
+//   onResize from inputs[i]->constData and upload with uploadStatic().
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/cuda_memory.h"
+#include "backends/cuda/cuda_runtime.h"
+#include "core/backend.h"
+#include "core/memory_planner.h"
+
+namespace osprey {
+
+class CUDABackend : public Backend {
+ public:
+  CUDABackend(CUDARuntime* runtime, const BackendConfig& config);
+  ~CUDABackend() override;
+
+  std::unique_ptr<Execution> onCreate(const std::vector<RuntimeTensor*>& inputs,
+                                      const std::vector<RuntimeTensor*>& outputs, const OpRef& op) override;
+  std::unique_ptr<MemObj> onAcquire(RuntimeTensor* tensor, StorageType storage) override;
+  void onClearBuffer() override;
+  Status onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) override;
+  void onResizeBegin() override;
+  Status onResizeEnd() override;
+  void onExecuteBegin() override;
+  void onExecuteEnd() override;
+  size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
+  size_t staticBytes() const override { return staticBytes_; }
+
+  // --- What executions use ---
+  CUDARuntime* runtime() const { return runtime_; }
+  cudaStream_t stream() const { return stream_; }
+  cublasLtHandle_t cublasLt() { return runtime_->cublasLt(); }
+  cudnnHandle_t cudnn();  // bound to stream()
+  const BackendConfig& config() const { return config_; }
+  bool lowPrecision() const { return computeType_ != DataType::Float32; }
+  // Storage dtype of Float32 activations: Float32, or Float16/BFloat16 when precision is Low
+  // (BFloat16 when OSPREY_CUDA_LOW_PRECISION=bf16).
+  DataType computeType() const { return computeType_; }
+  DataType storageType(const RuntimeTensor* t) const {
+    return t->dtype == DataType::Float32 ? computeType_ : t->dtype;
+  }
+  void* devicePtr(const RuntimeTensor* t) const;
+  template <class T>
+  T* devicePtr(const RuntimeTensor* t) const {
+    return static_cast<T*>(devicePtr(t));
+  }
+  // Scratch planned with the activations (see the conventions above).
+  std::shared_ptr<MemChunk> acquireScratch(size_t bytes);
+  void releaseScratch(const std::shared_ptr<MemChunk>& chunk);
+  void* scratchPtr(const MemChunk& chunk) const;
+  // STATIC device memory for weights: allocated and filled now, counted in staticBytes().
+  Status uploadStatic(const void* host, size_t bytes, DeviceBuffer* out);
+  Status allocateStatic(size_t bytes, DeviceBuffer* out);
+
+ private:
+  enum class GraphMode { Eager, Capture, Replay };
+  friend class GraphAwareExecution;
+  bool replaying() const { return graphMode_ == GraphMode::Replay; }
+  void abandonCapture();
+  Status copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
+  Status copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* dst);
+  Status copyDeviceToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
+  PinnedBuffer* stagingFor(const RuntimeTensor* t, size_t bytes);
+
+  CUDARuntime* runtime_;
+  BackendConfig config_;
+  DataType computeType_ = DataType::Float32;
+  cudaStream_t stream_ = nullptr;
+  cudnnHandle_t cudnn_ = nullptr;
+  MemoryPlanner planner_;
+  DeviceBuffer arena_;
+  uint8_t* arenaBase_ = nullptr;  // chunk->device points here: device address = *base + offset
+  size_t staticBytes_ = 0;
+  std::vector<std::shared_ptr<DeviceBuffer>> separate_;  // DYNAMIC_SEPARATE blocks
+  std::map<const RuntimeTensor*, PinnedBuffer> staging_;
+  // fp32 image of a tensor on its way to/from fp16 storage; uploads may sit in a captured
+  // graph, read-backs never do, so they have separate buffers.
+  DeviceBuffer uploadScratch_, readbackScratch_;
+
+  // CUDA graph of the run: the first run after a resize runs eagerly and watches for
+  // device-to-host copies inside the run (a CPU-fallback op); without any, the second run is
+  // captured and every later run replays it. OSPREY_CUDA_GRAPH=0 disables capture.
+  GraphMode graphMode_ = GraphMode::Eager;
+  bool graphAllowed_ = true;
+  bool inRun_ = false;
+  bool sawHostReadInRun_ = false;
+  bool lastEagerRunClean_ = false;
+  int eagerRunsSinceResize_ = 0;
+  cudaGraphExec_t graphExec_ = nullptr;
+  Status graphError_;
+};
+
+// Creates the CUDA execution for an op, or null when the op stays on the CPU.
+using CUDAExecutionCreator = std::unique_ptr<Execution> (*)(CUDABackend* backend, const OpRef& op,
+                                                             const std::vector<RuntimeTensor*>& inputs,
+                                                             const std::vector<RuntimeTensor*>& outputs);
+// The registry of CUDA kernels, filled from the explicit list in cuda_kernels.cpp.
+CUDAExecutionCreator cudaKernelCreator(OpType type);
+
+void registerCudaRuntime();
+
+}  // namespace osprey

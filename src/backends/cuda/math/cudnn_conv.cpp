@@ -1,0 +1,226 @@
+#include "backends/cuda/math/cudnn_conv.h"
+
+#include <cstdlib>
+#include <mutex>
+#include <unordered_map>
+
+#include "backends/cuda/math/epilogue.h"
+#include "backends/cuda/math/math_util.h"
+
+// The descriptor-based cuDNN API is marked deprecated in cuDNN 9 but remains the documented
+// way to run a single convolution without building an operation graph.
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+
+namespace osprey::cuda_math {
+
+namespace {
+
+constexpr size_t kWorkspaceLimit = size_t(1) << 30;  // algorithms needing more are skipped
+
+struct AlgoChoice {
+  cudnnConvolutionFwdAlgo_t algo;
+  cudnnMathType_t math;
+};
+
+// Chosen algorithms for the whole process, keyed by shape, dtype, layout and device: finding
+// one runs every candidate, which is worth doing once per shape only.
+std::mutex& cacheMutex() {
+  static std::mutex m;
+  return m;
+}
+std::unordered_map<std::string, AlgoChoice>& algoCache() {
+  static std::unordered_map<std::string, AlgoChoice> cache;
+  return cache;
+}
+
+Status cudnnError(cudnnStatus_t s, const char* what) {
+  return Status::internal(std::string("cuDNN ") + what + " failed: " + cudnnGetErrorString(s));
+}
+
+#define CUDNN_RETURN_IF_ERROR(call)                              \
+  do {                                                           \
+    cudnnStatus_t _s = (call);                                   \
+    if (_s != CUDNN_STATUS_SUCCESS) return cudnnError(_s, #call); \
+  } while (0)
+
+cudnnDataType_t cudnnType(DataType t) {
+  switch (t) {
+    case DataType::Float16: return CUDNN_DATA_HALF;
+    case DataType::BFloat16: return CUDNN_DATA_BFLOAT16;
+    default: return CUDNN_DATA_FLOAT;
+  }
+}
+
+bool envFlag(const char* name, bool fallback) {
+  const char* v = std::getenv(name);
+  if (!v || !*v) return fallback;
+  return std::string(v) != "0";
+}
+
+}  // namespace
+
+std::string ConvGeometry::key() const {
+  std::string k;
+  for (int64_t v : {batch, inChannels, inH, inW, outChannels, kernelH, kernelW, group, padH, padW, strideH, strideW,
+                    dilationH, dilationW})
+    k += std::to_string(v) + ",";
+  return k;
+}
+
+CudnnConvolution::~CudnnConvolution() { destroy(); }
+
+void CudnnConvolution::destroy() {
+  if (xDesc_) cudnnDestroyTensorDescriptor(xDesc_);
+  if (yDesc_) cudnnDestroyTensorDescriptor(yDesc_);
+  if (biasDesc_) cudnnDestroyTensorDescriptor(biasDesc_);
+  if (wDesc_) cudnnDestroyFilterDescriptor(wDesc_);
+  if (convDesc_) cudnnDestroyConvolutionDescriptor(convDesc_);
+  if (actDesc_) cudnnDestroyActivationDescriptor(actDesc_);
+  if (xNchw_) cudnnDestroyTensorDescriptor(xNchw_);
+  if (yNchw_) cudnnDestroyTensorDescriptor(yNchw_);
+  xDesc_ = yDesc_ = biasDesc_ = xNchw_ = yNchw_ = nullptr;
+  wDesc_ = nullptr;
+  convDesc_ = nullptr;
+  actDesc_ = nullptr;
+}
+
+Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
+                                 const FusedActivation& act, bool hasBias) {
+  destroy();
+  geometry_ = g;
+  dtype_ = dtype;
+  channelsLast_ = channelsLast;
+  act_ = act;
+  hasBias_ = hasBias;
+  const cudnnDataType_t type = cudnnType(dtype);
+  const cudnnTensorFormat_t format = channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&xDesc_));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&yDesc_));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&biasDesc_));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&wDesc_));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&convDesc_));
+  CUDNN_RETURN_IF_ERROR(cudnnCreateActivationDescriptor(&actDesc_));
+  CUDNN_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(xDesc_, format, type, i32(g.batch), i32(g.inChannels), i32(g.inH), i32(g.inW)));
+  CUDNN_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(yDesc_, format, type, i32(g.batch), i32(g.outChannels), i32(g.outH), i32(g.outW)));
+  CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(biasDesc_, format, type, 1, i32(g.outChannels), 1, 1));
+  stagingBytes_ = stagedXBytes_ = 0;
+  if (channelsLast) {
+    CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&xNchw_));
+    CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&yNchw_));
+    CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(xNchw_, CUDNN_TENSOR_NCHW, type, i32(g.batch),
+                                                     i32(g.inChannels), i32(g.inH), i32(g.inW)));
+    CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(yNchw_, CUDNN_TENSOR_NCHW, type, i32(g.batch),
+                                                     i32(g.outChannels), i32(g.outH), i32(g.outW)));
+    const size_t element = dtype == DataType::Float32 ? 4 : 2;
+    constexpr size_t kAlign = 256;
+    stagedXBytes_ = (static_cast<size_t>(g.batch * g.inChannels * g.inH * g.inW) * element + kAlign - 1) / kAlign * kAlign;
+    stagingBytes_ = stagedXBytes_ + static_cast<size_t>(g.batch * g.outChannels * g.outH * g.outW) * element;
+  }
+  CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(wDesc_, type, format, i32(g.outChannels),
+                                                   i32(g.inChannels / g.group), i32(g.kernelH), i32(g.kernelW)));
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(convDesc_, i32(g.padH), i32(g.padW), i32(g.strideH),
+                                                        i32(g.strideW), i32(g.dilationH), i32(g.dilationW),
+                                                        CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionGroupCount(convDesc_, i32(g.group)));
+  // float keeps plain FMA math: TF32 would move results away from the reference kernels.
+  const cudnnMathType_t math = dtype == DataType::Float32 ? CUDNN_FMA_MATH : CUDNN_TENSOR_OP_MATH;
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(convDesc_, math));
+
+  int device = 0;
+  cudaGetDevice(&device);
+  const std::string key = g.key() + std::to_string(static_cast<int>(dtype)) + (channelsLast ? "h" : "c") + "@" +
+                          std::to_string(device);
+  AlgoChoice choice{CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM, math};
+  bool cached = false;
+  {
+    std::lock_guard<std::mutex> lock(cacheMutex());
+    auto it = algoCache().find(key);
+    if (it != algoCache().end()) {
+      choice = it->second;
+      cached = true;
+    }
+  }
+  if (!cached) {
+    constexpr int kCandidates = CUDNN_CONVOLUTION_FWD_ALGO_COUNT;
+    cudnnConvolutionFwdAlgoPerf_t perf[kCandidates];
+    int returned = 0;
+    cudnnStatus_t found = CUDNN_STATUS_NOT_SUPPORTED;
+    // Timing every algorithm picks the fastest; the heuristic is the fallback (and the choice
+    // under OSPREY_CUDNN_FIND=0, where start-up time matters more).
+    if (envFlag("OSPREY_CUDNN_FIND", true))
+      found = cudnnFindConvolutionForwardAlgorithm(handle, xDesc_, wDesc_, convDesc_, yDesc_, kCandidates, &returned,
+                                                   perf);
+    if (found != CUDNN_STATUS_SUCCESS)
+      CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithm_v7(handle, xDesc_, wDesc_, convDesc_, yDesc_,
+                                                                   kCandidates, &returned, perf));
+    bool picked = false;
+    for (int i = 0; i < returned && !picked; ++i) {
+      if (perf[i].status != CUDNN_STATUS_SUCCESS || perf[i].memory > kWorkspaceLimit) continue;
+      if (dtype == DataType::Float32 && perf[i].mathType != CUDNN_FMA_MATH && perf[i].mathType != CUDNN_DEFAULT_MATH)
+        continue;
+      choice = {perf[i].algo, dtype == DataType::Float32 ? CUDNN_FMA_MATH : perf[i].mathType};
+      picked = true;
+    }
+    if (!picked) return Status::unsupported("cuDNN has no forward algorithm for convolution " + g.key());
+    std::lock_guard<std::mutex> lock(cacheMutex());
+    algoCache()[key] = choice;
+  }
+  algo_ = choice.algo;
+  CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(convDesc_, choice.math));
+  CUDNN_RETURN_IF_ERROR(
+      cudnnGetConvolutionForwardWorkspaceSize(handle, xDesc_, wDesc_, convDesc_, yDesc_, algo_, &workspaceBytes_));
+
+  // cuDNN fuses bias + ReLU with any algorithm, and bias alone only with implicit precomputed GEMM.
+  using K = FusedActivation::Kind;
+  fused_ = hasBias && envFlag("OSPREY_CUDNN_FUSED", true) &&
+           (act.kind == K::Relu || (act.kind == K::None && algo_ == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
+  CUDNN_RETURN_IF_ERROR(cudnnSetActivationDescriptor(
+      actDesc_, act.kind == K::Relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0));
+  return Status::ok();
+}
+
+Status CudnnConvolution::run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w,
+                             const void* bias, void* y, void* workspace, void* staging) {
+  CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle, stream));
+  const float one = 1.f, zero = 0.f;
+  if (channelsLast_) {
+    // NCHW x -> NHWC staging, convolution NHWC -> NHWC staging, then back to NCHW y.
+    uint8_t* stagedX = static_cast<uint8_t*>(staging);
+    uint8_t* stagedY = stagedX + stagedXBytes_;
+    CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(handle, &one, xNchw_, x, &zero, xDesc_, stagedX));
+    OSPREY_RETURN_IF_ERROR(convolve(handle, stream, stagedX, w, bias, stagedY, workspace));
+    CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(handle, &one, yDesc_, stagedY, &zero, yNchw_, y));
+    return Status::ok();
+  }
+  return convolve(handle, stream, x, w, bias, y, workspace);
+}
+
+Status CudnnConvolution::convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w,
+                                  const void* bias, void* y, void* workspace) {
+  const float one = 1.f, zero = 0.f;
+  if (fused_ && bias) {
+    cudnnStatus_t s = cudnnConvolutionBiasActivationForward(handle, &one, xDesc_, x, wDesc_, w, convDesc_, algo_,
+                                                            workspace, workspaceBytes_, &zero, yDesc_, y, biasDesc_,
+                                                            bias, actDesc_, yDesc_, y);
+    if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
+    fused_ = false;  // this configuration is not fusable here: the unfused path serves from now on
+  }
+  CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, xDesc_, x, wDesc_, w, convDesc_, algo_, workspace,
+                                                workspaceBytes_, &zero, yDesc_, y));
+  if (!bias && act_.kind == FusedActivation::Kind::None) return Status::ok();
+  ChannelGeometry cg;
+  cg.batch = geometry_.batch;
+  cg.channels = geometry_.outChannels;
+  cg.spatial = geometry_.outH * geometry_.outW;
+  cg.channelsLast = channelsLast_;
+  ElementType type = ElementType::F32;
+  toElementType(dtype_, &type);
+  cudaError_t e = launchBiasActivation(stream, type, y, bias, cg, toDeviceActivation(act_));
+  if (e != cudaSuccess) return Status::internal(std::string("convolution epilogue: ") + cudaGetErrorString(e));
+  return Status::ok();
+}
+
+}  // namespace osprey::cuda_math

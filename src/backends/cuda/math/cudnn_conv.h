@@ -1,0 +1,66 @@
+// A 2-D convolution through cuDNN: descriptors for one shape, the algorithm chosen once per
+// (shape, dtype, layout) and cached for the process, bias and any fused activation applied by
+// cudnnConvolutionBiasActivationForward where cuDNN fuses it (ReLU, identity) or by a small
+// epilogue kernel otherwise. 1-D convolutions run as 2-D ones of height 1.
+#pragma once
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include <cstdint>
+#include <string>
+
+#include "ops/activation.h"
+#include "osprey/status.h"
+#include "osprey/types.h"
+
+namespace osprey::cuda_math {
+
+struct ConvGeometry {
+  int64_t batch = 1, inChannels = 1, inH = 1, inW = 1;
+  int64_t outChannels = 1, kernelH = 1, kernelW = 1, group = 1;
+  int64_t padH = 0, padW = 0, strideH = 1, strideW = 1, dilationH = 1, dilationW = 1;
+  int64_t outH = 1, outW = 1;
+  std::string key() const;
+};
+
+class CudnnConvolution {
+ public:
+  CudnnConvolution() = default;
+  ~CudnnConvolution();
+  CudnnConvolution(const CudnnConvolution&) = delete;
+  CudnnConvolution& operator=(const CudnnConvolution&) = delete;
+
+  // Builds descriptors and picks the algorithm. x and y are NCHW in memory; with `channelsLast`
+  // the convolution itself runs in NHWC (the layout of the fastest tensor-core kernels) with
+  // KRSC filters, x and y being transposed through staging memory around it. dtype is Float32
+  // (FMA math, no TF32), Float16 or BFloat16 (tensor cores, float accumulation).
+  Status prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
+                 const FusedActivation& act, bool hasBias);
+  size_t workspaceBytes() const { return workspaceBytes_; }
+  size_t stagingBytes() const { return stagingBytes_; }  // NHWC copies of x and y
+  // y = act(conv(x, w) + bias); bias (outChannels values of dtype) may be null.
+  Status run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias, void* y,
+             void* workspace, void* staging);
+
+ private:
+  void destroy();
+  // The convolution on tensors in the layout of xDesc_ / yDesc_.
+  Status convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias, void* y,
+                  void* workspace);
+  ConvGeometry geometry_;
+  DataType dtype_ = DataType::Float32;
+  bool channelsLast_ = false;
+  FusedActivation act_;
+  bool hasBias_ = false;
+  bool fused_ = false;  // cudnnConvolutionBiasActivationForward applies bias and activation
+  cudnnTensorDescriptor_t xDesc_ = nullptr, yDesc_ = nullptr, biasDesc_ = nullptr;
+  cudnnTensorDescriptor_t xNchw_ = nullptr, yNchw_ = nullptr;  // the tensors in memory, when channelsLast
+  size_t stagingBytes_ = 0, stagedXBytes_ = 0;
+  cudnnFilterDescriptor_t wDesc_ = nullptr;
+  cudnnConvolutionDescriptor_t convDesc_ = nullptr;
+  cudnnActivationDescriptor_t actDesc_ = nullptr;
+  cudnnConvolutionFwdAlgo_t algo_ = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM;
+  size_t workspaceBytes_ = 0;
+};
+
+}  // namespace osprey::cuda_math

@@ -1,0 +1,37 @@
+// Registration of the OpenCL runtime under ForwardType::OpenCL, and the backend factory.
+#include "backends/opencl/cl_backend.h"
+
+namespace osprey {
+
+namespace opencl {
+
+std::unique_ptr<Backend> OpenCLRuntime::onCreate(const BackendConfig& config) {
+  return std::make_unique<OpenCLBackend>(this, config);
+}
+
+namespace {
+
+class OpenCLRuntimeCreator : public RuntimeCreator {
+ public:
+  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
+    (void)config;
+    std::unique_ptr<OpenCLRuntime> rt;
+    if (!OpenCLRuntime::create(RuntimeOptions::fromEnvironment(), &rt)) return nullptr;
+    return rt;
+  }
+  std::vector<DeviceInfo> devices() const override {
+    std::vector<DeviceInfo> out;
+    for (auto& f : listDevices()) out.push_back({f.name, f.summary()});
+    return out;
+  }
+};
+
+}  // namespace
+
+}  // namespace opencl
+
+void registerOpenCLRuntime() {
+  insertRuntimeCreator(ForwardType::OpenCL, std::make_unique<opencl::OpenCLRuntimeCreator>());
+}
+
+}  // namespace osprey

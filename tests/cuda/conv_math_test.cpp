@@ -1,0 +1,120 @@
+// Conv on the CUDA backend (cuDNN) against the reference kernel on odd shapes, in fp32 and in
+// fp16 storage: bias, fused activations, groups, depthwise, strides, dilations, 1-D.
+#include <cstdlib>
+
+#include "backends/cuda/math/math_util.h"
+#include "cuda_test_util.h"
+
+namespace osprey::test {
+namespace {
+
+Node convNode(std::vector<int64_t> kernel, std::vector<int64_t> pads, std::vector<int64_t> strides,
+              std::vector<int64_t> dilations, int64_t group) {
+  Node n = makeNode(OpType::Conv);
+  n.setInts("kernel_shape", kernel);
+  n.setInts("pads", pads);
+  n.setInts("strides", strides);
+  n.setInts("dilations", dilations);
+  n.setInt("group", group);
+  return n;
+}
+
+TEST(CudaConvMath, BiasReluOddShape) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1);
+  n.setString("activation", "Relu");
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 13, 17, 19}, 1)),
+                                 constant(randomTensor(DataType::Float32, {27, 13, 3, 3}, 2)),
+                                 constant(randomTensor(DataType::Float32, {27}, 3))});
+}
+
+TEST(CudaConvMath, PointwiseWithoutBias) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1);
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {3, 127, 7, 5}, 4)),
+                                 constant(randomTensor(DataType::Float32, {65, 127, 1, 1}, 5, -0.2, 0.2))});
+}
+
+TEST(CudaConvMath, DepthwiseStrideDilationClip) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {2, 2, 2, 2}, {2, 2}, {2, 2}, 13);
+  n.setString("activation", "Clip");
+  n.setFloats("activation_params", {0.f, 0.5f});
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 13, 23, 17}, 6)),
+                                 constant(randomTensor(DataType::Float32, {13, 1, 3, 3}, 7)),
+                                 constant(randomTensor(DataType::Float32, {13}, 8))});
+}
+
+TEST(CudaConvMath, GroupedRectangularKernelHardSwish) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({5, 3}, {2, 1, 2, 1}, {1, 2}, {1, 1}, 3);
+  n.setString("activation", "HardSwish");
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {1, 12, 15, 11}, 9)),
+                                 constant(randomTensor(DataType::Float32, {9, 4, 5, 3}, 10)),
+                                 constant(randomTensor(DataType::Float32, {9}, 11))});
+}
+
+TEST(CudaConvMath, OneDimensional) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({5}, {2, 2}, {2}, {1}, 1);
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 7, 31}, 12)),
+                                 constant(randomTensor(DataType::Float32, {5, 7, 5}, 13)),
+                                 constant(randomTensor(DataType::Float32, {5}, 14))});
+}
+
+TEST(CudaConvMath, StridedResNetLikeBlock) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 1);
+  n.setString("activation", "Relu");
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {4, 32, 28, 28}, 15)),
+                                 constant(randomTensor(DataType::Float32, {64, 32, 3, 3}, 16, -0.2, 0.2)),
+                                 constant(randomTensor(DataType::Float32, {64}, 17))});
+}
+
+// OSPREY_CUDA_CONV_NHWC=1: fp16 convolutions run in NHWC on KRSC weights, x and y transposed
+// around them (the fp32 half of the check runs the plain NCHW path).
+TEST(CudaConvMath, ChannelsLastInsideTheConvolution) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  setenv("OSPREY_CUDA_CONV_NHWC", "1", 1);
+  Node n = convNode({3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 2);
+  n.setString("activation", "LeakyRelu");
+  n.setFloats("activation_params", {0.1f});
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 16, 13, 11}, 20)),
+                                 constant(randomTensor(DataType::Float32, {24, 8, 3, 3}, 21, -0.3, 0.3)),
+                                 constant(randomTensor(DataType::Float32, {24}, 22))});
+  unsetenv("OSPREY_CUDA_CONV_NHWC");
+}
+
+TEST(CudaConvMath, AsymmetricPaddingRunsOnTheCpu) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {0, 0, 1, 1}, {2, 2}, {1, 1}, 1);
+  const std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, {1, 3, 9, 9}, 18)),
+                                    constant(randomTensor(DataType::Float32, {4, 3, 3, 3}, 19))};
+  std::vector<Tensor> expected;
+  ASSERT_TRUE(referenceOp(n, inputs, 1, &expected).isOk());
+  CudaRun run;
+  Status st = runOpOnCuda(n, inputs, 1, false, &run);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(run.onCpu, std::vector<std::string>{"cpu:Conv"});
+  expectNear(run.outputs[0], expected[0], 1e-5, 1e-5);
+}
+
+// Host-side weight packing for the NHWC convolution: needs no device.
+TEST(CudaConvMath, FilterPackingToKrscAndHalf) {
+  const int64_t k = 3, c = 5, spatial = 7;
+  std::vector<float> kcrs(static_cast<size_t>(k * c * spatial));
+  for (size_t i = 0; i < kcrs.size(); ++i) kcrs[i] = static_cast<float>(i) * 0.25f;
+  const std::vector<float> krsc = cuda_math::filterToChannelsLast(kcrs.data(), k, c, spatial);
+  for (int64_t o = 0; o < k; ++o)
+    for (int64_t i = 0; i < c; ++i)
+      for (int64_t t = 0; t < spatial; ++t)
+        EXPECT_EQ(krsc[(o * spatial + t) * c + i], kcrs[(o * c + i) * spatial + t]);
+  const std::vector<uint8_t> half = cuda_math::packFloats(krsc.data(), static_cast<int64_t>(krsc.size()),
+                                                          DataType::Float16);
+  ASSERT_EQ(half.size(), krsc.size() * 2);
+  for (size_t i = 0; i < krsc.size(); ++i)
+    EXPECT_EQ(loadAsDouble(DataType::Float16, half.data(), static_cast<int64_t>(i)), krsc[i]);  // exact in fp16
+}
+
+}  // namespace
+}  // namespace osprey::test

@@ -1,0 +1,95 @@
+// CUDA reductions, Softmax, LayerNormalization and pooling against the reference kernels.
+#include "cuda_test_util.h"
+
+namespace osprey::test {
+namespace {
+
+TEST(CudaReduce, AxisBlocksAndKeepdims) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  const std::vector<std::vector<int64_t>> axesList = {{-1}, {1}, {0}, {1, 2}, {0, 1, 2}};
+  for (OpType type : {OpType::ReduceMean, OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceMin, OpType::ReduceSumSquare,
+                      OpType::ReduceL2, OpType::ReduceLogSumExp}) {
+    for (const auto& axes : axesList) {
+      for (int64_t keep : {0, 1}) {
+        SCOPED_TRACE(std::string(opTypeName(type)) + " keepdims " + std::to_string(keep) + " axes " + shapeToString(axes));
+        Node n = makeNode(type);
+        n.setInt("keepdims", keep);
+        expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {3, 13, 67}, 20, -1, 1)),
+                                       constant(makeTensor<int64_t>({static_cast<int64_t>(axes.size())}, axes))});
+      }
+    }
+  }
+}
+
+TEST(CudaReduce, GlobalPools) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  for (OpType type : {OpType::GlobalAveragePool, OpType::GlobalMaxPool})
+    expectCudaMatchesReference(makeNode(type), {in(randomTensor(DataType::Float32, {2, 37, 7, 9}, 21))});
+}
+
+TEST(CudaSoftmax, InnerAndStridedAxes) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  for (int64_t axis : {-1, 1, 0}) {
+    for (OpType type : {OpType::Softmax, OpType::LogSoftmax}) {
+      SCOPED_TRACE(std::string(opTypeName(type)) + " axis " + std::to_string(axis));
+      Node n = makeNode(type);
+      n.setInt("axis", axis);
+      expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {3, 13, 129}, 22, -5, 5))});
+    }
+  }
+}
+
+TEST(CudaLayerNorm, WithAndWithoutBias) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = makeNode(OpType::LayerNormalization);
+  n.setFloat("epsilon", 1e-5f);
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 13, 97}, 23, -3, 3)),
+                                 constant(randomTensor(DataType::Float32, {97}, 24)), constant(randomTensor(DataType::Float32, {97}, 25))});
+  Node noBias = makeNode(OpType::LayerNormalization);
+  noBias.setInt("axis", 1);
+  expectCudaMatchesReference(noBias, {in(randomTensor(DataType::Float32, {5, 3, 31}, 26)),
+                                      constant(randomTensor(DataType::Float32, {3, 31}, 27))});
+}
+
+TEST(CudaPool, MaxAndAverageWithPadsAndCeilMode) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  for (OpType type : {OpType::MaxPool, OpType::AveragePool}) {
+    for (int64_t ceil : {0, 1}) {
+      for (int64_t includePad : {0, 1}) {
+        SCOPED_TRACE(std::string(opTypeName(type)) + " ceil " + std::to_string(ceil) + " pad " + std::to_string(includePad));
+        Node n = makeNode(type);
+        n.setInts("kernel_shape", {3, 3});
+        n.setInts("strides", {2, 2});
+        n.setInts("pads", {1, 1, 1, 1});
+        n.setInt("ceil_mode", ceil);
+        if (type == OpType::AveragePool) n.setInt("count_include_pad", includePad);
+        expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 5, 13, 14}, 28))});
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace osprey::test
+
+namespace osprey::test {
+namespace {
+
+TEST(CudaResize, NearestAndLinearWithScalesOrSizes) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  const Tensor x = randomTensor(DataType::Float32, {2, 3, 7, 9}, 29);
+  for (const char* mode : {"nearest", "linear"}) {
+    for (const char* coord : {"half_pixel", "asymmetric", "align_corners", "pytorch_half_pixel"}) {
+      SCOPED_TRACE(std::string(mode) + " " + coord);
+      Node n = makeNode(OpType::Resize);
+      n.setString("mode", mode);
+      n.setString("coordinate_transformation_mode", coord);
+      if (std::string(mode) == "nearest") n.setString("nearest_mode", "floor");
+      expectCudaMatchesReference(n, {in(x), absent(), constant(makeTensor<float>({4}, {1.f, 1.f, 2.f, 1.5f}))});
+      expectCudaMatchesReference(n, {in(x), absent(), absent(), constant(makeTensor<int64_t>({4}, {2, 3, 5, 20}))});
+    }
+  }
+}
+
+}  // namespace
+}  // namespace osprey::test

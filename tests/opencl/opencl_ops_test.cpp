@@ -1,0 +1,271 @@
+// Every OpenCL kernel against the op's reference kernel on random data with odd shapes, in
+// fp32 (1e-4) and fp16 storage (1e-2); each run must stay on OpenCL with nothing falling back.
+#include "opencl_test_util.h"
+
+namespace osprey::test {
+namespace {
+
+Tensor rnd(const Shape& s, uint32_t seed, double lo = -1.0, double hi = 1.0) {
+  return randomTensor(DataType::Float32, s, seed, lo, hi);
+}
+
+Node convNode(std::vector<int64_t> strides, std::vector<int64_t> pads, std::vector<int64_t> dilations, int64_t group,
+              const std::string& activation = "", std::vector<float> params = {}) {
+  Node n = makeNode(OpType::Conv);
+  n.setInts("strides", std::move(strides));
+  n.setInts("pads", std::move(pads));
+  n.setInts("dilations", std::move(dilations));
+  n.setInt("group", group);
+  if (!activation.empty()) {
+    n.setString("activation", activation);
+    n.setFloats("activation_params", std::move(params));
+  }
+  return n;
+}
+
+TEST(OpenCLConv, GeneralStridesPadsDilationsBiasRelu) {
+  OSPREY_REQUIRE_OPENCL();
+  Node n = convNode({2, 1}, {1, 0, 2, 1}, {1, 2}, 1, "Relu");
+  checkAgainstReference(n, {in(rnd({2, 13, 11, 9}, 1)), constant(rnd({7, 13, 3, 3}, 2)), constant(rnd({7}, 3))});
+}
+
+TEST(OpenCLConv, GroupsWithoutBias) {
+  OSPREY_REQUIRE_OPENCL();
+  Node n = convNode({1, 2}, {1, 1, 1, 1}, {1, 1}, 3);
+  checkAgainstReference(n, {in(rnd({1, 12, 10, 7}, 4)), constant(rnd({9, 4, 3, 2}, 5))});
+}
+
+TEST(OpenCLConv, DepthwiseClip) {
+  OSPREY_REQUIRE_OPENCL();
+  Node n = convNode({2, 2}, {1, 1, 1, 1}, {1, 1}, 13, "Clip", {0.f, 0.5f});
+  checkAgainstReference(n, {in(rnd({1, 13, 15, 12}, 6)), constant(rnd({13, 1, 3, 3}, 7)), constant(rnd({13}, 8))});
+}
+
+TEST(OpenCLConv, DepthwiseMultiplierDilated) {
+  OSPREY_REQUIRE_OPENCL();
+  Node n = convNode({1, 1}, {2, 2, 2, 2}, {2, 2}, 7, "HardSwish");
+  checkAgainstReference(n, {in(rnd({2, 7, 9, 8}, 9)), constant(rnd({14, 1, 3, 3}, 10)), constant(rnd({14}, 11))});
+}
+
+TEST(OpenCLConv, OneByOne127Channels) {
+  OSPREY_REQUIRE_OPENCL();
+  Node n = convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "Sigmoid");
+  checkAgainstReference(n, {in(rnd({2, 127, 5, 3}, 12)), constant(rnd({13, 127, 1, 1}, 13)), constant(rnd({13}, 14))});
+}
+
+// At least 64 output channels per group and 64 pixels: the 64x64-tile kernel, with partial tiles.
+TEST(OpenCLConv, LargeTilesGeneralGroupedPointwise) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(convNode({1, 1}, {1, 1, 1, 1}, {1, 1}, 1, "Relu"),
+                        {in(rnd({2, 13, 11, 9}, 17)), constant(rnd({70, 13, 3, 3}, 18)), constant(rnd({70}, 19))});
+  checkAgainstReference(convNode({2, 1}, {1, 0, 1, 0}, {1, 1}, 2),
+                        {in(rnd({1, 10, 21, 9}, 20)), constant(rnd({130, 5, 3, 3}, 21))});
+  checkAgainstReference(convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+                        {in(rnd({1, 127, 15, 9}, 22)), constant(rnd({67, 127, 1, 1}, 23)), constant(rnd({67}, 24))});
+}
+
+TEST(OpenCLConv, WeightsAsActivation) {
+  OSPREY_REQUIRE_OPENCL();
+  Node n = convNode({1, 1}, {0, 1, 0, 1}, {1, 1}, 1);
+  checkAgainstReference(n, {in(rnd({1, 5, 6, 7}, 15)), in(rnd({3, 5, 2, 3}, 16))});
+}
+
+Node poolNode(OpType type, std::vector<int64_t> kernel, std::vector<int64_t> strides, std::vector<int64_t> pads,
+              int ceil, int includePad) {
+  Node n = makeNode(type);
+  n.setInts("kernel_shape", std::move(kernel));
+  n.setInts("strides", std::move(strides));
+  n.setInts("pads", std::move(pads));
+  n.setInt("ceil_mode", ceil);
+  if (type == OpType::AveragePool) n.setInt("count_include_pad", includePad);
+  return n;
+}
+
+TEST(OpenCLPool, MaxCeilMode) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(poolNode(OpType::MaxPool, {3, 3}, {2, 2}, {1, 0, 1, 0}, 1, 0), {in(rnd({2, 13, 11, 10}, 20))});
+}
+
+TEST(OpenCLPool, AverageWithAndWithoutPadding) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(poolNode(OpType::AveragePool, {3, 2}, {2, 1}, {1, 1, 1, 0}, 0, 0), {in(rnd({1, 7, 9, 8}, 21))});
+  checkAgainstReference(poolNode(OpType::AveragePool, {3, 3}, {2, 2}, {1, 1, 1, 1}, 1, 1),
+                        {in(rnd({1, 7, 10, 9}, 22))});
+}
+
+TEST(OpenCLPool, Global) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(makeNode(OpType::GlobalAveragePool), {in(rnd({2, 13, 7, 9}, 23))});
+  checkAgainstReference(makeNode(OpType::GlobalMaxPool), {in(rnd({3, 5, 13, 11}, 24))});
+}
+
+TEST(OpenCLUnary, EveryOp) {
+  OSPREY_REQUIRE_OPENCL();
+  for (OpType t :
+       {OpType::Relu, OpType::Sigmoid, OpType::Tanh, OpType::HardSigmoid, OpType::HardSwish, OpType::Erf, OpType::Gelu,
+        OpType::Elu, OpType::Exp, OpType::Neg, OpType::Abs, OpType::LeakyRelu, OpType::Swish}) {
+    SCOPED_TRACE(opTypeName(t));
+    checkAgainstReference(makeNode(t), {in(rnd({3, 127}, 30, -3, 3))});
+  }
+  for (OpType t : {OpType::Log, OpType::Sqrt, OpType::Reciprocal}) {
+    SCOPED_TRACE(opTypeName(t));
+    checkAgainstReference(makeNode(t), {in(rnd({7, 13}, 31, 0.5, 4))});
+  }
+  Node gelu = makeNode(OpType::Gelu);
+  gelu.setString("approximate", "tanh");
+  checkAgainstReference(gelu, {in(rnd({13, 7}, 32, -3, 3))});
+}
+
+TEST(OpenCLUnary, ClipWithConstantBounds) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(makeNode(OpType::Clip), {in(rnd({5, 13}, 33, -8, 8)), constant(makeTensor<float>({}, {0.f})),
+                                                 constant(makeTensor<float>({}, {6.f}))});
+  checkAgainstReference(makeNode(OpType::Clip),
+                        {in(rnd({5, 13}, 34, -8, 8)), absent(), constant(makeTensor<float>({}, {1.f}))});
+}
+
+TEST(OpenCLBinary, BroadcastShapes) {
+  OSPREY_REQUIRE_OPENCL();
+  struct Case {
+    OpType type;
+    Shape a, b;
+  };
+  const Case cases[] = {
+      {OpType::Add, {2, 1, 13}, {7, 1}},
+      {OpType::Mul, {2, 13, 5, 5}, {1, 13, 1, 1}},
+      {OpType::Sub, {13}, {3, 7, 13}},
+      {OpType::Div, {3, 127}, {3, 127}},
+      {OpType::Max, {4, 1, 3, 1, 2, 5}, {3, 7, 1, 5}},
+      {OpType::Min, {9, 7}, {}},
+      {OpType::PRelu, {2, 13, 3, 3}, {13, 1, 1}},
+      {OpType::Mul, {2, 13, 5, 5}, {2, 13, 1, 1}},
+  };
+  uint32_t seed = 40;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(opTypeName(c.type)) + " " + shapeToString(c.a) + " " + shapeToString(c.b));
+    checkAgainstReference(makeNode(c.type), {in(rnd(c.a, seed++)), in(rnd(c.b, seed++, 0.5, 2))});
+  }
+  checkAgainstReference(makeNode(OpType::Pow), {in(rnd({3, 13}, 50, 0.5, 2)), in(rnd({13}, 51, -2, 2))});
+  checkAgainstReference(makeNode(OpType::Add), {in(rnd({3, 13}, 52)), constant(rnd({1, 13}, 53))});
+}
+
+TEST(OpenCLBatchNorm, Inference) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(makeNode(OpType::BatchNormalization),
+                        {in(rnd({2, 13, 5, 3}, 60)), constant(rnd({13}, 61)), constant(rnd({13}, 62)),
+                         constant(rnd({13}, 63)), constant(rnd({13}, 64, 0.5, 2))});
+}
+
+TEST(OpenCLMatMul, BatchedAndBroadcast) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(makeNode(OpType::MatMul), {in(rnd({3, 13, 7}, 70)), constant(rnd({7, 19}, 71))});
+  checkAgainstReference(makeNode(OpType::MatMul), {in(rnd({2, 5, 37}, 72)), in(rnd({2, 37, 4}, 73))});
+  checkAgainstReference(makeNode(OpType::MatMul), {in(rnd({13}, 74)), in(rnd({2, 13, 5}, 75))});
+  checkAgainstReference(makeNode(OpType::MatMul), {in(rnd({6, 13}, 76)), in(rnd({13}, 77))});
+}
+
+TEST(OpenCLMatMul, GemmTransposesAlphaBetaBias) {
+  OSPREY_REQUIRE_OPENCL();
+  Node g = makeNode(OpType::Gemm);
+  g.setInt("transA", 1);
+  g.setInt("transB", 1);
+  g.setFloat("alpha", 0.5f);
+  g.setFloat("beta", 2.f);
+  checkAgainstReference(g, {in(rnd({127, 5}, 80)), constant(rnd({13, 127}, 81)), constant(rnd({13}, 82))});
+  Node h = makeNode(OpType::Gemm);
+  h.setString("activation", "Relu");
+  h.setFloats("activation_params", {0.f, 0.f});
+  checkAgainstReference(h, {in(rnd({3, 17}, 83)), constant(rnd({17, 33}, 84)), constant(rnd({3, 1}, 85))});
+  checkAgainstReference(makeNode(OpType::Gemm), {in(rnd({1, 33}, 86)), constant(rnd({33, 10}, 87))});
+}
+
+TEST(OpenCLNormalize, SoftmaxLayerNormReduce) {
+  OSPREY_REQUIRE_OPENCL();
+  Node s = makeNode(OpType::Softmax);
+  s.setInt("axis", 1);
+  checkAgainstReference(s, {in(rnd({3, 7, 5}, 90, -5, 5))});
+  checkAgainstReference(makeNode(OpType::LogSoftmax), {in(rnd({4, 127}, 91, -5, 5))});
+  Node ln = makeNode(OpType::LayerNormalization);
+  ln.setFloat("epsilon", 1e-5f);
+  checkAgainstReference(ln, {in(rnd({2, 3, 127}, 92)), constant(rnd({127}, 93)), constant(rnd({127}, 94))});
+  Node ln2 = makeNode(OpType::LayerNormalization);
+  ln2.setInt("axis", 1);
+  checkAgainstReference(ln2, {in(rnd({5, 3, 13}, 95)), constant(rnd({3, 13}, 96))});
+  for (OpType t : {OpType::ReduceMean, OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceMin}) {
+    SCOPED_TRACE(opTypeName(t));
+    checkAgainstReference(makeNode(t), {in(rnd({2, 13, 7, 5}, 97)), constant(makeTensor<int64_t>({2}, {2, 3}))});
+    Node keep = makeNode(t);
+    keep.setInt("keepdims", 0);
+    checkAgainstReference(keep, {in(rnd({3, 13, 5}, 98)), constant(makeTensor<int64_t>({1}, {-2}))});
+  }
+}
+
+TEST(OpenCLRaster, DataMovementOps) {
+  OSPREY_REQUIRE_OPENCL();
+  Node t = makeNode(OpType::Transpose);
+  t.setInts("perm", {0, 2, 3, 1});
+  checkAgainstReference(t, {in(rnd({2, 13, 5, 7}, 100))});
+  Node c = makeNode(OpType::Concat);
+  c.setInt("axis", 1);
+  checkAgainstReference(c, {in(rnd({2, 3, 5}, 101)), in(rnd({2, 7, 5}, 102)), in(rnd({2, 1, 5}, 103))});
+  checkAgainstReference(makeNode(OpType::Slice),
+                        {in(rnd({5, 13, 7}, 104)), constant(makeTensor<int64_t>({2}, {1, 2})),
+                         constant(makeTensor<int64_t>({2}, {12, 7})), constant(makeTensor<int64_t>({2}, {1, 2})),
+                         constant(makeTensor<int64_t>({2}, {1, 2}))});
+  Node f = makeNode(OpType::Flatten);
+  f.setInt("axis", 1);
+  checkAgainstReference(f, {in(rnd({2, 13, 3, 3}, 105))});
+  Node p = makeNode(OpType::Pad);
+  checkAgainstReference(p, {in(rnd({2, 3, 5}, 106)), constant(makeTensor<int64_t>({6}, {0, 1, 2, 0, 0, 1}))});
+}
+
+TEST(OpenCLResize, NearestAndLinear) {
+  OSPREY_REQUIRE_OPENCL();
+  struct Case {
+    std::string mode, coord, rounding;
+    bool useScales;
+    Shape out;
+  };
+  const Case cases[] = {
+      {"nearest", "asymmetric", "floor", true, {2, 3, 14, 18}},
+      {"nearest", "half_pixel", "round_prefer_ceil", false, {2, 3, 13, 5}},
+      {"linear", "half_pixel", "", false, {2, 3, 5, 13}},
+      {"linear", "align_corners", "", false, {2, 3, 13, 17}},
+      {"linear", "pytorch_half_pixel", "", true, {2, 3, 14, 18}},
+      {"linear", "asymmetric", "", false, {2, 3, 1, 4}},
+  };
+  const Shape x{2, 3, 7, 9};
+  uint32_t seed = 120;
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.mode + " " + c.coord + " " + shapeToString(c.out));
+    Node n = makeNode(OpType::Resize);
+    n.setString("mode", c.mode);
+    n.setString("coordinate_transformation_mode", c.coord);
+    if (!c.rounding.empty()) n.setString("nearest_mode", c.rounding);
+    std::vector<OpInput> inputs = {in(rnd(x, seed++)), absent()};
+    if (c.useScales) {
+      inputs.push_back(constant(makeTensor<float>({4}, {1.f, 1.f, float(c.out[2]) / x[2], float(c.out[3]) / x[3]})));
+    } else {
+      inputs.push_back(absent());
+      inputs.push_back(constant(makeTensor<int64_t>({4}, {c.out[0], c.out[1], c.out[2], c.out[3]})));
+    }
+    checkAgainstReference(n, inputs);
+  }
+}
+
+TEST(OpenCLFallback, UnsupportedOpRunsOnTheCpu) {
+  OSPREY_REQUIRE_OPENCL();
+  // Sin has no OpenCL kernel here: it runs on the CPU between copies, with the right result.
+  Node n = makeNode(OpType::Sin);
+  std::vector<OpInput> inputs = {in(rnd({3, 13}, 110))};
+  std::vector<Tensor> expected;
+  ASSERT_TRUE(runReference(n, inputs, 1, &expected));
+  DeviceRun run;
+  Status st = runOnOpenCL(n, inputs, 1, BackendConfig::Precision::Normal, &run);
+  ASSERT_TRUE(st) << st.message();
+  EXPECT_EQ(run.stats.opsByBackend.count("cpu:Sin"), 1u) << describeBackends(run.stats);
+  expectNear(run.outputs[0], expected[0], 0, 0);
+}
+
+}  // namespace
+}  // namespace osprey::test

@@ -1,0 +1,63 @@
+// Runs one node on the OpenCL backend and, for comparison, through the op's reference kernel
+// (the oracle), on the same inputs. Tests skip when no OpenCL device is present.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../ops/op_test_util.h"
+#include "osprey/osprey.h"
+
+namespace osprey::test {
+
+// True when an OpenCL platform with a device is installed; otherwise `why` says what is missing.
+bool openclAvailable(std::string* why);
+
+#define OSPREY_REQUIRE_OPENCL()                                        \
+  do {                                                                 \
+    std::string why_;                                                  \
+    if (!::osprey::test::openclAvailable(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
+
+struct DeviceRun {
+  std::vector<Tensor> outputs;
+  SessionStats stats;
+};
+
+// Runs `node` on the OpenCL backend (CPU backup) with the given precision.
+Status runOnOpenCL(Node node, const std::vector<OpInput>& inputs, int numOutputs, BackendConfig::Precision precision,
+                   DeviceRun* out);
+// The op's reference kernel on the same inputs (shape computation first).
+Status runReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
+
+// How many commands ran on each backend, e.g. {"opencl:Conv": 1}.
+std::string describeBackends(const SessionStats& stats);
+// True when no op of the run fell back to the CPU.
+bool noFallback(const SessionStats& stats);
+
+// Runs on OpenCL in fp32 and, in fp16 storage, checks each output against the reference:
+// |a - e| <= tol * max(1, |e|), tol 1e-4 for fp32 and 1e-2 for fp16; and that the op (or its
+// Raster) ran on OpenCL with nothing falling back.
+// Both memory modes are checked: OSPREY_OPENCL_MEMORY=buffer, then =image (tensors in image2d
+// objects where the device supports them).
+void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1);
+// The same in the memory mode the environment selects.
+void checkInOneMemoryMode(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1);
+
+// Sets an environment variable for one scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value);
+  ~ScopedEnv();
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+  bool had_ = false;
+  std::string old_;
+};
+
+}  // namespace osprey::test
