@@ -17,10 +17,6 @@ int cudaDeviceCountOrZero();  // backends/cuda/cuda_runtime.h, without the CUDA 
 
 namespace osprey::test {
 
-// Runs the op's reference kernel (src/ops/) on the host; for ops that lower to Raster, the CPU
-// backend's run of the lowering.
-Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
-
 struct CudaRun {
   std::vector<Tensor> outputs;
   std::vector<std::string> onCpu;  // "cpu:Op" entries: commands that fell back to the CPU

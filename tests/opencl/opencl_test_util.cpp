@@ -21,46 +21,6 @@ bool openclAvailable(std::string* why) {
   return false;
 }
 
-namespace {
-std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& inputs, int numOutputs,
-                                    std::map<std::string, Tensor>* feeds) {
-  auto model = std::make_shared<Model>();
-  Graph& g = model->graph;
-  node.inputs.clear();
-  node.outputs.clear();
-  if (node.name.empty()) node.name = "op";
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (inputs[i].absent) {
-      node.inputs.push_back(-1);
-      continue;
-    }
-    TensorInfo t;
-    t.name = "x" + std::to_string(i);
-    t.dtype = inputs[i].value.dtype();
-    t.shape = inputs[i].value.shape();
-    if (inputs[i].constant) {
-      t.isConstant = true;
-      t.data = ConstantData::copyOf(inputs[i].value.data(), inputs[i].value.bytes());
-      node.inputs.push_back(g.addTensor(t));
-    } else {
-      int idx = g.addTensor(t);
-      g.inputs.push_back(idx);
-      node.inputs.push_back(idx);
-      (*feeds)[t.name] = inputs[i].value;
-    }
-  }
-  for (int i = 0; i < numOutputs; ++i) {
-    TensorInfo t;
-    t.name = "y" + std::to_string(i);
-    int idx = g.addTensor(t);
-    node.outputs.push_back(idx);
-    g.outputs.push_back(idx);
-  }
-  g.nodes.push_back(node);
-  return model;
-}
-}  // namespace
-
 Status runOnOpenCL(Node node, const std::vector<OpInput>& inputs, int numOutputs, BackendConfig::Precision precision,
                    DeviceRun* out) {
   std::map<std::string, Tensor> feeds;

@@ -9,22 +9,10 @@ namespace osprey::test {
 namespace {
 
 Tensor reference(const Node& node, const std::vector<OpInput>& inputs) {
-  const OpDef& def = opDef(node.type);
-  TensorViews in(inputs.size()), out(1);
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    in[i].present = !inputs[i].absent;
-    if (inputs[i].absent) continue;
-    in[i].dtype = inputs[i].value.dtype();
-    in[i].shape = inputs[i].value.shape();
-    in[i].data = const_cast<void*>(inputs[i].value.data());
-  }
-  Status st = def.shape(node, in, out);
+  std::vector<Tensor> outputs;
+  Status st = referenceOp(node, inputs, 1, &outputs);
   EXPECT_TRUE(st) << st.message();
-  Tensor y(out[0].dtype, out[0].shape);
-  out[0].data = y.data();
-  st = def.reference(node, in, out, nullptr);
-  EXPECT_TRUE(st) << st.message();
-  return y;
+  return st ? outputs[0] : Tensor();
 }
 
 void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, double tol = 1e-5) {

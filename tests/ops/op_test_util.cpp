@@ -3,13 +3,14 @@
 #include <cmath>
 
 #include "core/graph.h"
+#include "ops/op_def.h"
 
 namespace osprey::test {
 
-Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs) {
+std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& inputs, int numOutputs,
+                                    std::map<std::string, Tensor>* feeds) {
   auto model = std::make_shared<Model>();
   Graph& g = model->graph;
-  std::map<std::string, Tensor> feeds;
   node.inputs.clear();
   node.outputs.clear();
   if (node.name.empty()) node.name = "op";
@@ -34,7 +35,7 @@ Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std:
       int idx = g.addTensor(t);
       g.inputs.push_back(idx);
       node.inputs.push_back(idx);
-      feeds[t.name] = inputs[i].value;
+      (*feeds)[t.name] = inputs[i].value;
     }
   }
   for (int i = 0; i < numOutputs; ++i) {
@@ -45,11 +46,41 @@ Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std:
     g.outputs.push_back(idx);
   }
   g.nodes.push_back(node);
+  return model;
+}
+
+Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs) {
+  std::map<std::string, Tensor> feeds;
+  auto model = oneNodeModel(std::move(node), inputs, numOutputs, &feeds);
   std::shared_ptr<Interpreter> interp;
   OSPREY_RETURN_IF_ERROR(Interpreter::fromModel(model, &interp));
   std::unique_ptr<Session> session;
   OSPREY_RETURN_IF_ERROR(interp->createSession(ScheduleConfig(), BackendConfig(), &session));
   return session->run(feeds, outputs);
+}
+
+Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs) {
+  const OpDef& def = opDef(node.type);
+  // Ops that only move data have no kernel of their own: their reference is the lowering run by
+  // the CPU backend's Raster.
+  if (!def.reference) return runOp(std::move(node), inputs, numOutputs, outputs);
+  TensorViews in(inputs.size()), out(static_cast<size_t>(numOutputs));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].absent) {
+      in[i].present = false;
+      continue;
+    }
+    in[i].dtype = inputs[i].value.dtype();
+    in[i].shape = inputs[i].value.shape();
+    in[i].data = const_cast<void*>(inputs[i].value.data());
+  }
+  OSPREY_RETURN_IF_ERROR(def.shape(node, in, out));
+  outputs->clear();
+  for (auto& o : out) {
+    outputs->emplace_back(o.dtype, o.shape);
+    o.data = outputs->back().data();
+  }
+  return def.reference(node, in, out, nullptr);
 }
 
 Tensor randomTensor(DataType dtype, const Shape& shape, uint32_t seed, double lo, double hi) {

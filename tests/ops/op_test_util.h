@@ -2,6 +2,8 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -22,9 +24,17 @@ inline OpInput in(Tensor t) { return {std::move(t), false, false}; }
 inline OpInput constant(Tensor t) { return {std::move(t), true, false}; }
 inline OpInput absent() { return {Tensor(), false, true}; }
 
+// A one-node model of `node` (its inputs/outputs are filled here); graph inputs go to `feeds`.
+std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& inputs, int numOutputs,
+                                    std::map<std::string, Tensor>* feeds);
+
 // Builds a one-node model of `node` (its inputs/outputs are filled here), runs it on the CPU
 // backend and returns its Status, so tests can check both results and errors.
 Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
+
+// The op's reference kernel run directly (no backend); data-movement ops without one run their
+// lowering on the CPU backend.
+Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
 
 // Seeded uniform random tensor in [lo, hi).
 Tensor randomTensor(DataType dtype, const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0);

@@ -114,6 +114,16 @@ class CLExecution : public Execution {
   DeviceRef ref(const RuntimeTensor* t) const { return cl()->ref(t); }
 };
 
+// Packs four sizes into a kernel's int4 argument.
+inline cl_int4 int4Of(int64_t a, int64_t b, int64_t c, int64_t d) {
+  cl_int4 v;
+  v.s[0] = static_cast<cl_int>(a);
+  v.s[1] = static_cast<cl_int>(b);
+  v.s[2] = static_cast<cl_int>(c);
+  v.s[3] = static_cast<cl_int>(d);
+  return v;
+}
+
 // True when every present tensor of `ts` is float32 (what the float kernels handle).
 inline bool allFloat(const std::vector<RuntimeTensor*>& ts) {
   for (auto* t : ts)

@@ -9,15 +9,6 @@ namespace osprey::opencl {
 
 namespace {
 
-cl_int4 int4Of(int64_t a, int64_t b, int64_t c, int64_t d) {
-  cl_int4 v;
-  v.s[0] = static_cast<cl_int>(a);
-  v.s[1] = static_cast<cl_int>(b);
-  v.s[2] = static_cast<cl_int>(c);
-  v.s[3] = static_cast<cl_int>(d);
-  return v;
-}
-
 class ConvExecution : public CLExecution {
  public:
   ConvExecution(OpenCLBackend* b, const Window& w, int64_t group, FusedActivation act)
