@@ -7,7 +7,7 @@ the two are driven in lockstep, one timed run of each per iteration, so a change
 load hits both alike. Prints: model, medians, the ratio Osprey/ORT and each peak RSS.
 
   bench/compare_ort.py [--models-dir /tmp/models] [--threads 2] [--warmup 5] [--loops 30]
-                       [--gap-ms 30] [--osprey BIN] [--ort-python PY] [MODEL ...]
+                       [--gap-ms 200] [--osprey BIN] [--ort-python PY] [MODEL ...]
 """
 import argparse
 import json
@@ -78,7 +78,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--loops", type=int, default=30)
-    p.add_argument("--gap-ms", type=float, default=30.0, help="idle pause before each timed run")
+    p.add_argument("--gap-ms", type=float, default=200.0, help="idle pause before each timed run (ORT's workers spin for tens of ms after a run)")
     p.add_argument("--osprey", default=os.environ.get("OSPREY_BIN", os.path.join(here, "..", "build", "osprey")))
     p.add_argument("--ort-python", default=sys.executable, help="a python with onnxruntime and numpy")
     p.add_argument("--json", help="also write the rows to this file")

@@ -72,6 +72,8 @@ class Backend {
   virtual Status onResizeEnd() { return Status::ok(); }
   virtual void onExecuteBegin() {}
   virtual void onExecuteEnd() {}
+  // A run that failed after onExecuteBegin: release what the run held (no results to finish).
+  virtual void onExecuteAbort() {}
   // Planner report of the activation arena.
   virtual size_t arenaPeakBytes() const { return 0; }
   // Bytes held in STATIC storage (pre-packed weights, uploaded constants).

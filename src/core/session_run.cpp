@@ -179,8 +179,26 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     if (rt.dtype == DataType::String) return Status::unsupported("string input '" + name + "' must be constant-folded");
     OSPREY_RETURN_IF_ERROR(convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype)));
   }
-  main_->onExecuteBegin();
-  if (backup_) backup_->onExecuteBegin();
+  // A run that fails part-way ends with onExecuteAbort instead of onExecuteEnd.
+  struct ExecuteScope {
+    Backend* main;
+    Backend* backup;
+    bool ended = false;
+    ExecuteScope(Backend* m, Backend* b) : main(m), backup(b) {
+      main->onExecuteBegin();
+      if (backup) backup->onExecuteBegin();
+    }
+    void end() {
+      ended = true;
+      main->onExecuteEnd();
+      if (backup) backup->onExecuteEnd();
+    }
+    ~ExecuteScope() {
+      if (ended) return;
+      main->onExecuteAbort();
+      if (backup) backup->onExecuteAbort();
+    }
+  } scope(main_.get(), backup_.get());
   using Clock = std::chrono::steady_clock;
   const Clock::time_point runStart = profiling_ ? Clock::now() : Clock::time_point();
   if (profiling_) profile_.clear();
@@ -206,8 +224,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
       profile_.push_back(std::move(t));
     }
   }
-  main_->onExecuteEnd();
-  if (backup_) backup_->onExecuteEnd();
+  scope.end();
   return storeOutputs(outputs);
 }
 

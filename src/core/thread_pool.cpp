@@ -91,14 +91,28 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
   }
 }
 
+void ThreadPool::beginRun() {
+  activeRuns_.fetch_add(1, std::memory_order_release);
+  std::lock_guard<std::mutex> lock(mutex_);  // a worker checks activeRuns_ under it before sleeping
+  if (sleepers_ > 0) wake_.notify_all();
+}
+
+void ThreadPool::endRun() { activeRuns_.fetch_sub(1, std::memory_order_release); }
+
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;
   for (;;) {
-    if (!spinUntil([&] { return generation_.load(std::memory_order_acquire) != seen; })) {
+    auto newJob = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+    bool got = spinUntil(newJob);
+    while (!got && activeRuns_.load(std::memory_order_acquire) > 0) got = spinUntil(newJob);
+    if (!got) {
       std::unique_lock<std::mutex> lock(mutex_);
       ++sleepers_;
-      wake_.wait(lock, [&] { return generation_.load(std::memory_order_relaxed) != seen; });
+      wake_.wait(lock, [&] {
+        return generation_.load(std::memory_order_relaxed) != seen || activeRuns_.load(std::memory_order_relaxed) > 0;
+      });
       --sleepers_;
+      if (generation_.load(std::memory_order_acquire) == seen) continue;  // woken for a run: poll for its jobs
     }
     // Generation first: stop_ is set before the destructor's bump, so a worker that has seen
     // that bump also sees stop_ (the other order could take the bump for a job and sleep on).

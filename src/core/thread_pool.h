@@ -2,7 +2,8 @@
 // thread, the caller included, claims the ranges not yet taken: when a worker is descheduled
 // (a busy machine) the caller runs its range instead of waiting for it. Between the ops of a
 // run a worker spins briefly for the next job (a futex wake-up per op costs more than many
-// small ops); after that it sleeps on a condition variable, so an idle session burns no CPU.
+// small ops), and for the whole of a run bracketed by beginRun/endRun; otherwise it sleeps on a
+// condition variable, so an idle session burns no CPU.
 // parallelFor allocates nothing per call.
 #pragma once
 #include <atomic>
@@ -20,6 +21,10 @@ class ThreadPool {
   explicit ThreadPool(int threads);
   ~ThreadPool();
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  // Brackets a run: workers woken here keep polling for jobs until endRun, so a worker that
+  // slept between runs is awake by the first ops instead of waking late for each of them.
+  void beginRun();
+  void endRun();
   // Splits [0, n) into threads() contiguous ranges and runs each once, on any of the threads.
   void parallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
 
@@ -36,6 +41,7 @@ class ThreadPool {
   std::atomic<uint64_t> claim_{0};       // generation << 32 | next unclaimed range
   std::atomic<int> completed_{0};        // ranges of the current job finished
   int sleepers_ = 0;                     // workers blocked on wake_ (under mutex_)
+  std::atomic<int> activeRuns_{0};       // runs between beginRun and endRun
   std::atomic<bool> stop_{false};
 };
 

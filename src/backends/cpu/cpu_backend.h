@@ -30,6 +30,9 @@ class CPUBackend : public Backend {
   void onClearBuffer() override;
   Status onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) override;
   void onResizeBegin() override;
+  void onExecuteBegin() override { threadPool()->beginRun(); }
+  void onExecuteEnd() override { threadPool()->endRun(); }
+  void onExecuteAbort() override { threadPool()->endRun(); }
   Status onResizeEnd() override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
