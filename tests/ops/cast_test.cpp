@@ -26,13 +26,6 @@ Node castTo(DataType t) {
   return n;
 }
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
-  std::vector<Tensor> out;
-  Status st = runOp(node, inputs, 1, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return st.isOk() ? out[0] : Tensor();
-}
-
 // The value `v` (exactly representable in the source type) as the target type would hold it.
 double expectedValue(double v, DataType to) {
   if (to == DataType::Bool) return v != 0 ? 1 : 0;

@@ -66,8 +66,6 @@ std::vector<Tensor> runN(const Node& node, const std::vector<OpInput>& inputs, i
   return out;
 }
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) { return runN(node, inputs, 1)[0]; }
-
 Status runStatus(const Node& node, const std::vector<OpInput>& inputs, int outputs = 1) {
   std::vector<Tensor> out;
   return runOp(node, inputs, outputs, &out);

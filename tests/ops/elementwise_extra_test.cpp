@@ -10,13 +10,6 @@
 namespace osprey::test {
 namespace {
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
-  std::vector<Tensor> out;
-  Status st = runOp(node, inputs, 1, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return st.isOk() ? out[0] : Tensor();
-}
-
 TEST(CastLikeOp, TakesTheDtypeOfInputOne) {
   const DataType types[] = {DataType::Float32, DataType::Float64, DataType::Float16, DataType::Int8,
                             DataType::Int64,   DataType::UInt16,  DataType::Bool};

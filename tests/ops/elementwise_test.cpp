@@ -13,13 +13,6 @@
 namespace osprey::test {
 namespace {
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
-  std::vector<Tensor> out;
-  Status st = runOp(node, inputs, 1, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return st.isOk() ? out[0] : Tensor();
-}
-
 // Expected output of an elementwise op: out[i] = f(inputs at i) as a double, stored as dtype.
 template <class F>
 Tensor naiveElementwise(const std::vector<const Tensor*>& ins, DataType dtype, F f) {

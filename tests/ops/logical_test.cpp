@@ -22,13 +22,6 @@ Tensor naiveBinary(const Tensor& a, const Tensor& b, const std::function<O(T, T)
   return r;
 }
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
-  std::vector<Tensor> out;
-  Status st = runOp(node, inputs, 1, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return st.isOk() ? out[0] : Tensor();
-}
-
 template <class T>
 void expectEqualTensors(const Tensor& actual, const Tensor& expected) {
   ASSERT_EQ(actual.dtype(), expected.dtype());

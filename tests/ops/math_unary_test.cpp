@@ -12,26 +12,6 @@
 namespace osprey::test {
 namespace {
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
-  std::vector<Tensor> out;
-  Status st = runOp(node, inputs, 1, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return st.isOk() ? out[0] : Tensor();
-}
-
-Tensor naiveMap(const Tensor& x, DataType outType, const std::function<double(double)>& f) {
-  Tensor r(outType, x.shape());
-  for (int64_t i = 0; i < x.elements(); ++i) storeFromDouble(outType, r.data(), i, f(at(x, i)));
-  return r;
-}
-
-struct MathCase {
-  OpType type;
-  std::function<void(Node&)> attrs;
-  std::function<double(double)> f;
-  double lo = -4, hi = 4;
-};
-
 double halfToEven(double x) {
   const double r = std::floor(x), frac = x - r;
   if (frac > 0.5) return r + 1;
@@ -41,7 +21,7 @@ double halfToEven(double x) {
 
 double softplusNaive(double x) { return std::log(std::exp(x) + 1); }
 
-std::vector<MathCase> floatCases() {
+std::vector<UnaryFormula> floatCases() {
   auto none = [](Node&) {};
   const double seluAlpha = 1.67326319217681884765625, seluGamma = 1.05070102214813232421875;
   return {
@@ -81,23 +61,7 @@ std::vector<MathCase> floatCases() {
   };
 }
 
-TEST(MathUnaryOp, FloatOpsMatchFormulas) {
-  uint32_t seed = 1;
-  for (const MathCase& c : floatCases()) {
-    for (DataType dt : {DataType::Float32, DataType::Float64, DataType::Float16, DataType::BFloat16}) {
-      SCOPED_TRACE(std::string(opTypeName(c.type)) + " " + dataTypeName(dt));
-      Node node;
-      node.type = c.type;
-      c.attrs(node);
-      Tensor x = randomTensor(dt, {3, 13, 7}, seed++, c.lo, c.hi);
-      const double tol = dt == DataType::Float64   ? 1e-12
-                         : dt == DataType::Float32 ? 4e-6
-                         : dt == DataType::Float16 ? 2e-3
-                                                   : 1e-2;
-      expectNear(run1(node, {in(x)}), naiveMap(x, dt, c.f), tol, tol);
-    }
-  }
-}
+TEST(MathUnaryOp, FloatOpsMatchFormulas) { expectUnaryFormulas(floatCases(), 4e-6); }
 
 TEST(MathUnaryOp, RoundHalvesToEven) {
   std::vector<float> values;

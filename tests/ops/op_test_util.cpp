@@ -83,6 +83,37 @@ Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs
   return def.reference(node, in, out, nullptr);
 }
 
+Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
+  std::vector<Tensor> out;
+  Status st = runOp(node, inputs, 1, &out);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return st.isOk() && !out.empty() ? out[0] : Tensor();
+}
+
+Tensor naiveMap(const Tensor& x, DataType outType, const std::function<double(double)>& f) {
+  Tensor r(outType, x.shape());
+  for (int64_t i = 0; i < x.elements(); ++i) storeFromDouble(outType, r.data(), i, f(at(x, i)));
+  return r;
+}
+
+void expectUnaryFormulas(const std::vector<UnaryFormula>& cases, double float32Tolerance) {
+  uint32_t seed = 1;
+  for (const UnaryFormula& c : cases) {
+    for (DataType dt : {DataType::Float32, DataType::Float64, DataType::Float16, DataType::BFloat16}) {
+      SCOPED_TRACE(std::string(opTypeName(c.type)) + " " + dataTypeName(dt));
+      Node node;
+      node.type = c.type;
+      c.attrs(node);
+      Tensor x = randomTensor(dt, {3, 13, 7}, seed++, c.lo, c.hi);
+      const double tol = dt == DataType::Float64   ? 1e-12
+                         : dt == DataType::Float32 ? float32Tolerance
+                         : dt == DataType::Float16 ? 2e-3
+                                                   : 1e-2;
+      expectNear(run1(node, {in(x)}), naiveMap(x, dt, c.f), tol, tol);
+    }
+  }
+}
+
 Tensor randomTensor(DataType dtype, const Shape& shape, uint32_t seed, double lo, double hi) {
   Tensor t(dtype, shape);
   std::mt19937 gen(seed);

@@ -2,6 +2,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -35,6 +36,24 @@ Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std:
 // The op's reference kernel run directly (no backend); data-movement ops without one run their
 // lowering on the CPU backend.
 Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
+
+// runOp for a one-output op: the output, with a test failure (and an empty tensor) on error.
+Tensor run1(const Node& node, const std::vector<OpInput>& inputs);
+
+// f applied to every element of x, stored as `outType` (x's own dtype by default).
+Tensor naiveMap(const Tensor& x, DataType outType, const std::function<double(double)>& f);
+inline Tensor naiveMap(const Tensor& x, const std::function<double(double)>& f) { return naiveMap(x, x.dtype(), f); }
+
+// A one-input float op, its attributes and the formula it must compute on [lo, hi).
+struct UnaryFormula {
+  OpType type;
+  std::function<void(Node&)> attrs;
+  std::function<double(double)> f;
+  double lo = -4, hi = 4;
+};
+// Runs every case on seeded random float32/float64/float16/bfloat16 data of an odd shape and
+// compares with its formula: float32 within `float32Tolerance`, the others at fixed bounds.
+void expectUnaryFormulas(const std::vector<UnaryFormula>& cases, double float32Tolerance);
 
 // Seeded uniform random tensor in [lo, hi).
 Tensor randomTensor(DataType dtype, const Shape& shape, uint32_t seed, double lo = -1.0, double hi = 1.0);

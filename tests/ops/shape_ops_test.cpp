@@ -7,13 +7,6 @@
 namespace osprey::test {
 namespace {
 
-Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
-  std::vector<Tensor> out;
-  Status st = runOp(node, inputs, 1, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return out.empty() ? Tensor() : out[0];
-}
-
 Status runStatus(const Node& node, const std::vector<OpInput>& inputs) {
   std::vector<Tensor> out;
   return runOp(node, inputs, 1, &out);

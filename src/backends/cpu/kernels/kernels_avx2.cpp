@@ -255,15 +255,7 @@ void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r
       for (int kw = kh == 0 ? 1 : 0; kw < 3; ++kw) acc = _mm256_max_ps(evens(rows[kh] + 2 * ow + kw), acc);
     _mm256_storeu_ps(out + ow, acc);
   }
-  for (; ow < hi; ++ow) {
-    float acc = r0[2 * ow];
-    for (int kh = 0; kh < 3; ++kh)
-      for (int kw = 0; kw < 3; ++kw) {
-        const float v = rows[kh][2 * ow + kw];
-        acc = v > acc ? v : acc;
-      }
-    out[ow] = acc;
-  }
+  f32_maxpool3x3s2__scalar(r0, r1, r2, ow, hi, rowLength, out);
 }
 
 namespace {
