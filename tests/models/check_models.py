@@ -7,7 +7,9 @@ into OSPREY_WORK_DIR/models when absent), OSPREY_SHARED_DIR (default: ../shared 
 repository), OSPREY_BERT_LAYERS (default 2; 12 for the full model), OSPREY_THREADS (default 2),
 OSPREY_BACKEND (cpu, cuda, ...; or --backend B) and OSPREY_PRECISION (normal or low; or
 --precision P). Device backends are held to 1e-3 (fp32) and 2e-2 (precision low) of max(1, max|ref|),
-as fp32 device libraries reassociate sums and fp16 rounds every activation.
+as fp32 device libraries reassociate sums and fp16 rounds every activation. Known misses are
+listed with their reasons in expected_mismatches.txt (reported as "expected"; a listed model that
+passes fails the check, so the list stays true).
 Exits 77 (skipped) when neither models nor make_models.py with torch are available."""
 import os, re, subprocess, sys, time
 
@@ -27,6 +29,17 @@ def option(flag, default):
     return default
 
 
+def expected_mismatches(backend, precision):
+    """{model: reason} from expected_mismatches.txt for this backend and precision."""
+    known = {}
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "expected_mismatches.txt")) as f:
+        for line in f:
+            parts = line.split(None, 3)
+            if len(parts) == 4 and not line.startswith("#") and parts[:2] == [backend, precision]:
+                known[parts[2]] = parts[3].strip()
+    return known
+
+
 def main():
     try:
         import numpy as np
@@ -36,6 +49,7 @@ def main():
     backend = option("--backend", os.environ.get("OSPREY_BACKEND", "cpu"))
     precision = option("--precision", os.environ.get("OSPREY_PRECISION", "normal"))
     tolerance = 1e-4 if backend == "cpu" else (2e-2 if precision == "low" else 1e-3)
+    known = expected_mismatches(backend, precision)
     work = os.environ.get("OSPREY_WORK_DIR", "/tmp/osprey-model-check")
     layers = int(os.environ.get("OSPREY_BERT_LAYERS", "2"))
     threads = os.environ.get("OSPREY_THREADS", "2")
@@ -103,7 +117,14 @@ def main():
             continue
         diff = float(np.max(np.abs(out.astype(np.float64) - ref.astype(np.float64))))
         bound = tolerance * max(1.0, float(np.max(np.abs(ref))))
-        ok = diff <= bound
+        within = diff <= bound
+        reason = known.get(name)
+        if reason and not within:
+            print("%s: expected mismatch: %s" % (name, reason))
+        elif reason:
+            print("%s: passes but is listed in expected_mismatches.txt: remove it there" % name)
+        # A listed model that misses its bound is known; one that meets it makes the list stale.
+        ok = within != bool(reason)
         failed += 0 if ok else 1
         m = re.search(r"arena peak ([\d.]+) MB \(activations add up to ([\d.]+) MB\)", run.stdout)
         arena = "%s / %s MB" % (m.group(1), m.group(2)) if m else "?"
@@ -116,7 +137,13 @@ def main():
         elif no_fallback and backend != "cpu" and ok:
             ok = False  # the CLI did not report the fallback: cannot check it
             failed += 1
-        rows.append((name, "ok" if ok else "MISMATCH", "%.3g (bound %.3g)" % (diff, bound), "%.2f s" % convert_s,
+        if reason and within:
+            result = "UNEXPECTED PASS"
+        elif reason and ok:
+            result = "expected"
+        else:
+            result = "ok" if ok else "MISMATCH"
+        rows.append((name, result, "%.3g (bound %.3g)" % (diff, bound), "%.2f s" % convert_s,
                      arena, "%.2f s" % run_s))
     print("backend %s, precision %s" % (backend, precision))
     print("%-22s %-9s %-26s %-9s %-28s %s" % ("model", "result", "max|diff|", "convert", "arena peak / sum", "run"))
