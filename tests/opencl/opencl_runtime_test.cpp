@@ -43,6 +43,38 @@ TEST(OpenCLRuntime, DeviceFacts) {
   EXPECT_NE(f.summary().find("OpenCL"), std::string::npos) << f.summary();
 }
 
+// Images by default on GPUs, buffers on CPU devices and on NVIDIA and AMD GPUs (measured faster
+// there); the environment overrides either way.
+TEST(OpenCLRuntime, MemoryObjectDefaultPerDevice) {
+  opencl::DeviceFacts gpu;
+  gpu.type = CL_DEVICE_TYPE_GPU;
+  gpu.vendor = "QUALCOMM";
+  EXPECT_TRUE(opencl::imagesByDefault(gpu));
+  gpu.vendor = "ARM";
+  EXPECT_TRUE(opencl::imagesByDefault(gpu));
+  gpu.vendor = "NVIDIA Corporation";
+  EXPECT_FALSE(opencl::imagesByDefault(gpu));
+  gpu.vendor = "Advanced Micro Devices, Inc.";
+  EXPECT_FALSE(opencl::imagesByDefault(gpu));
+  opencl::DeviceFacts cpu;
+  cpu.type = CL_DEVICE_TYPE_CPU;
+  cpu.vendor = "GenuineIntel";
+  EXPECT_FALSE(opencl::imagesByDefault(cpu));
+
+  OSPREY_REQUIRE_OPENCL();
+  RuntimeOptions options;
+  std::unique_ptr<OpenCLRuntime> rt;
+  ASSERT_TRUE(OpenCLRuntime::create(options, &rt));
+  const bool canImage = rt->facts().imageSupport;
+  EXPECT_EQ(rt->useImages(), opencl::imagesByDefault(rt->facts()) && canImage) << rt->facts().summary();
+  options.memory = opencl::MemoryMode::Image;
+  ASSERT_TRUE(OpenCLRuntime::create(options, &rt));
+  EXPECT_EQ(rt->useImages(), canImage);
+  options.memory = opencl::MemoryMode::Buffer;
+  ASSERT_TRUE(OpenCLRuntime::create(options, &rt));
+  EXPECT_FALSE(rt->useImages());
+}
+
 TEST(OpenCLRuntime, DeviceSelectionByEnvironment) {
   OSPREY_REQUIRE_OPENCL();
   {

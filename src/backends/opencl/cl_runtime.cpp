@@ -177,6 +177,18 @@ bool keyIsCurrent(const std::string& key) {
 
 }  // namespace
 
+// The memory object a device gets unless OSPREY_OPENCL_MEMORY says otherwise. Images on GPUs,
+// whose texture caches serve the 2-D reuse of convolutions (the mobile GPUs MNN targets), except
+// where buffers measured faster: NVIDIA (H200, docs/opencl.md: buffers 0.83 vs images 1.09 ms
+// on mobilenet_v2, 37.6 vs 40.0 ms on resnet50 at batch 32) and AMD's discrete GPUs, which, like
+// NVIDIA's, cache global memory as well as textures. CPU devices (PoCL) read buffers directly.
+bool imagesByDefault(const DeviceFacts& f) {
+  if (!(f.type & CL_DEVICE_TYPE_GPU)) return false;
+  for (const char* vendor : {"NVIDIA", "Advanced Micro Devices", "AMD"})
+    if (f.vendor.find(vendor) != std::string::npos) return false;
+  return true;
+}
+
 RuntimeOptions RuntimeOptions::fromEnvironment() {
   RuntimeOptions o;
   if (const char* t = std::getenv("OSPREY_OPENCL_TUNE")) {
@@ -219,9 +231,8 @@ Status OpenCLRuntime::create(const RuntimeOptions& options, std::unique_ptr<Open
   const DeviceFacts& f = rt->facts_;
   const bool imagesWork = f.imageSupport && f.image2dMaxWidth >= 1024 && f.image2dMaxHeight >= 1024 &&
                           supportsFormat(rt->context_, CL_FLOAT);
-  // Buffers are the default on every device: image mode has been verified on PoCL only, and the
-  // GPU numbers in docs/opencl.md were measured with buffers. OSPREY_OPENCL_MEMORY=image opts in.
-  rt->useImages_ = imagesWork && options.memory == MemoryMode::Image;
+  const bool wantImages = options.memory == MemoryMode::Default ? imagesByDefault(f) : options.memory == MemoryMode::Image;
+  rt->useImages_ = imagesWork && wantImages;
   if (rt->useImages_) {
     // Probed once per device and process: every session makes its own runtime.
     static std::mutex probeMutex;

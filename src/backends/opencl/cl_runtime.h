@@ -65,8 +65,10 @@ class ImagePool {
 };
 
 // Where float tensors live on the device: OSPREY_OPENCL_MEMORY=buffer|image; Default picks per
-// device (images on GPUs that support CL_R float and half images, buffers elsewhere, e.g. PoCL).
+// device (imagesByDefault in cl_runtime.cpp).
 enum class MemoryMode { Default, Buffer, Image };
+// Whether MemoryMode::Default puts a device's float tensors in images.
+bool imagesByDefault(const DeviceFacts& f);
 
 // Settings a Runtime reads from the environment once (docs/opencl.md lists them).
 struct RuntimeOptions {
