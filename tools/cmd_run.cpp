@@ -99,9 +99,9 @@ int cmdRun(int argc, char** argv) {
                 }(),
                 loops - 1);
   std::printf("\narena peak %.2f MB (activations add up to %.2f MB), static %.2f MB, %d executions, %d ops folded, "
-              "%d lowered to raster\n",
+              "%d lowered to raster (%d of them views of their input)\n",
               stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.staticBytes / 1048576.0,
-              stats.executions, stats.foldedOps, stats.loweredOps);
+              stats.executions, stats.foldedOps, stats.loweredOps, stats.views);
   if (schedule.backend != ForwardType::CPU) {
     // Ops the device declined run on the CPU backup, with copies around them.
     std::string fallback, onDevice;

@@ -27,7 +27,8 @@ struct SessionStats {
   size_t arenaPeakBytes = 0;        // the planner's activation arena
   size_t activationBytesSum = 0;    // every activation's size added up (no reuse)
   size_t staticBytes = 0;           // weights and pre-packed data
-  int executions = 0;               // commands in the pipeline
+  int executions = 0;               // commands in the pipeline that run
+  int views = 0;                    // whole-tensor copies (Reshape, ...) run as views: no work
   int foldedOps = 0;                // ops computed once at resize (constant folding)
   int loweredOps = 0;               // ops lowered to Raster
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)

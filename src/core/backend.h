@@ -78,6 +78,13 @@ class Backend {
   virtual size_t arenaPeakBytes() const { return 0; }
   // Bytes held in STATIC storage (pre-packed weights, uploaded constants).
   virtual size_t staticBytes() const { return 0; }
+  // Whether two tensors of the same dtype, layout and element count may share one MemChunk: the
+  // pipeline then runs a whole-tensor copy (Reshape, Flatten, Squeeze, ...) as a view of its
+  // input instead of a Raster. False where memory depends on more than the element count.
+  virtual bool canShareMemory(const RuntimeTensor& t) const {
+    (void)t;
+    return true;
+  }
   // Layout this backend wants for an activation of the given rank (e.g. NC4HW4 for 4-D).
   virtual Layout preferredLayout(const RuntimeTensor& t) const {
     (void)t;

@@ -34,6 +34,9 @@ class SessionImpl {
     // Copies: the backend that owns the mirror (its consumer). A device-to-host copy runs on the
     // device backend (`backend`) but its output is host memory of the CPU backend.
     Backend* outputHome = nullptr;
+    // A whole-tensor copy within one backend: its output is a view of this input (same memory),
+    // so nothing runs (planMemory shares the chunk).
+    RuntimeTensor* viewOf = nullptr;
   };
 
   // Builds the command list for the current input shapes. With `inputValues`, graph inputs are
@@ -41,6 +44,8 @@ class SessionImpl {
   Status plan(const std::map<std::string, const Tensor*>* inputValues);
   Status computeNode(const Node& node);
   Status createExecutions();
+  // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf).
+  void findViews();
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
   Status storeOutputs(std::vector<Tensor>* outputs) const;

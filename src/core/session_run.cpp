@@ -64,17 +64,64 @@ Status SessionImpl::createExecutions() {
   }
   // Graph outputs produced off the CPU are read back through their backend's onCopyBuffer in run().
   commands_ = std::move(withCopies);
-  stats_.executions = static_cast<int>(commands_.size());
+  findViews();
+  stats_.executions = static_cast<int>(commands_.size()) - stats_.views;
   return Status::ok();
 }
 
+namespace {
+
+// A region that copies n elements from offset 0 to offset 0, row-major on both sides.
+bool wholeContiguousCopy(const RasterRegion& r) {
+  if (r.src.offset != 0 || r.dst.offset != 0) return false;
+  int64_t expected = 1;
+  for (int k = 2; k >= 0; --k) {
+    if (r.size[k] == 1) continue;
+    if (r.src.stride[k] != expected || r.dst.stride[k] != expected) return false;
+    expected *= r.size[k];
+  }
+  return true;
+}
+
+}  // namespace
+
+void SessionImpl::findViews() {
+  std::unordered_map<const RuntimeTensor*, bool> graphInput;
+  for (int i : model_->graph.inputs) graphInput[&tensors_[i]] = true;
+  for (auto& cmd : commands_) {
+    if (cmd.isCopy || cmd.op.type != OpType::Raster || !cmd.op.raster || cmd.outputs.size() != 1) continue;
+    const RasterPlan& plan = *cmd.op.raster;
+    if (plan.fill || plan.regions.size() != 1) continue;
+    const RasterRegion& r = plan.regions[0];
+    RuntimeTensor* out = cmd.outputs[0];
+    if (!out || r.input < 0 || static_cast<size_t>(r.input) >= cmd.inputs.size()) continue;
+    RuntimeTensor* in = cmd.inputs[r.input];
+    // Graph inputs are filled from the caller's tensor at every run: keep them apart.
+    if (!in || in->constData || graphInput.count(in)) continue;
+    if (in->dtype != out->dtype || in->layout != Layout::NCHW || out->layout != Layout::NCHW) continue;
+    if (in->elements() != out->elements() || r.count() != out->elements() || !wholeContiguousCopy(r)) continue;
+    if (!cmd.backend->canShareMemory(*in)) continue;
+    cmd.viewOf = in;
+    cmd.execution.reset();
+    ++stats_.views;
+  }
+}
+
 Status SessionImpl::planMemory() {
+  // A view shares its source's memory: liveness is tracked on the tensor that owns the memory.
+  std::unordered_map<const RuntimeTensor*, RuntimeTensor*> owner;
+  auto ownerOf = [&](RuntimeTensor* t) {
+    auto it = owner.find(t);
+    return it == owner.end() ? t : it->second;
+  };
+  for (auto& cmd : commands_)
+    if (cmd.viewOf) owner[cmd.outputs[0]] = ownerOf(cmd.viewOf);
   std::unordered_map<const RuntimeTensor*, size_t> lastUse;
   for (size_t i = 0; i < commands_.size(); ++i)
     for (auto* t : commands_[i].inputs)
-      if (t) lastUse[t] = i;
+      if (t) lastUse[ownerOf(t)] = i;
   std::unordered_map<const RuntimeTensor*, bool> isGraphOutput;
-  for (int o : model_->graph.outputs) isGraphOutput[&tensors_[o]] = true;
+  for (int o : model_->graph.outputs) isGraphOutput[ownerOf(&tensors_[o])] = true;
 
   main_->onResizeBegin();
   if (backup_) backup_->onResizeBegin();
@@ -95,6 +142,21 @@ Status SessionImpl::planMemory() {
   for (int i : model_->graph.inputs) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], inputHome(), StorageType::DYNAMIC));
   for (size_t i = 0; i < commands_.size(); ++i) {
     Command& cmd = commands_[i];
+    auto releaseIfDone = [&](RuntimeTensor* t, bool dead) {
+      if (!t) return;
+      t = ownerOf(t);
+      if (isGraphOutput.count(t)) return;
+      auto it = lastUse.find(t);
+      if ((it != lastUse.end() && it->second == i) || (dead && it == lastUse.end())) live.erase(t);
+    };
+    if (cmd.viewOf) {
+      RuntimeTensor* out = cmd.outputs[0];
+      out->chunk = cmd.viewOf->chunk;
+      out->backend = cmd.viewOf->backend;
+      releaseIfDone(cmd.viewOf, false);
+      releaseIfDone(out, true);
+      continue;
+    }
     for (auto* t : cmd.outputs) {
       if (!t) continue;
       bool constantMirror = cmd.isCopy && cmd.inputs[0]->constData;
@@ -102,11 +164,6 @@ Status SessionImpl::planMemory() {
       OSPREY_RETURN_IF_ERROR(acquire(t, owner, constantMirror ? StorageType::STATIC : StorageType::DYNAMIC));
     }
     if (cmd.execution) OSPREY_RETURN_IF_ERROR(cmd.execution->onResize(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
-    auto releaseIfDone = [&](RuntimeTensor* t, bool dead) {
-      if (!t || isGraphOutput.count(t)) return;
-      auto it = lastUse.find(t);
-      if ((it != lastUse.end() && it->second == i) || (dead && it == lastUse.end())) live.erase(t);
-    };
     for (auto* t : cmd.inputs) releaseIfDone(t, false);
     for (auto* t : cmd.outputs) releaseIfDone(t, true);
   }
@@ -204,6 +261,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   if (profiling_) profile_.clear();
   for (auto& cmd : commands_) {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
+    if (cmd.viewOf) continue;                              // shares its input's memory
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     if (cmd.isCopy) {
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));

@@ -1,5 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include <random>
 
 #include "core/graph.h"
@@ -183,6 +186,70 @@ TEST(Session, WrongInputsAreClearErrors) {
   EXPECT_NE(st.message().find("'nope'"), std::string::npos) << st.message();
   st = session->run({}, &out);
   EXPECT_NE(st.message().find("not given"), std::string::npos) << st.message();
+}
+
+// Whole-tensor copies (Reshape, Unsqueeze) become views of their input: no work runs for them,
+// and memory the views still need (a graph output among them) is not reused by later ops.
+TEST(Session, ReshapesAreViewsOfTheirInput) {
+  Model m;
+  m.producer = "test";
+  Graph& g = m.graph;
+  auto tensor = [&](const std::string& name) {
+    TensorInfo t;
+    t.name = name;
+    return g.addTensor(t);
+  };
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    TensorInfo t;
+    t.name = name;
+    t.dtype = DataType::Int64;
+    t.shape = {static_cast<int64_t>(v.size())};
+    t.isConstant = true;
+    t.data = ConstantData::copyOf(v.data(), v.size() * 8);
+    return g.addTensor(t);
+  };
+  TensorInfo x;
+  x.name = "x";
+  x.dtype = DataType::Float32;
+  x.shape = {2, 6};
+  const int xi = g.addTensor(x);
+  const int relu = tensor("relu"), view = tensor("view"), neg = tensor("neg"), flat = tensor("flat"),
+            kept = tensor("kept"), later = tensor("later");
+  auto node = [&](OpType type, std::vector<int> in, int out) {
+    Node n;
+    n.type = type;
+    n.name = opTypeName(type) + std::to_string(out);
+    n.inputs = std::move(in);
+    n.outputs = {out};
+    return n;
+  };
+  g.nodes = {node(OpType::Relu, {xi}, relu), node(OpType::Reshape, {relu, ints("s34", {3, 4})}, view),
+             node(OpType::Neg, {view}, neg), node(OpType::Reshape, {neg, ints("s12", {12})}, flat),
+             node(OpType::Unsqueeze, {view, ints("axes", {0})}, kept), node(OpType::Exp, {flat}, later)};
+  g.inputs = {xi};
+  g.outputs = {flat, kept, later};
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(m, &bytes).isOk());
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromBuffer(bytes.data(), bytes.size(), &interp).isOk());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession({}, {}, &session).isOk());
+  Tensor in(DataType::Float32, {2, 6});
+  for (int i = 0; i < 12; ++i) in.data<float>()[i] = static_cast<float>(i) - 5.5f;
+  std::vector<Tensor> out;
+  Status st = session->run({{"x", in}}, &out);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(session->stats().views, 3);
+  EXPECT_EQ(session->stats().executions, 3);  // Relu, Neg, Exp
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out[0].shape(), (Shape{12}));
+  EXPECT_EQ(out[1].shape(), (Shape{1, 3, 4}));
+  for (int i = 0; i < 12; ++i) {
+    const float r = std::max(0.f, in.data<float>()[i]);
+    EXPECT_EQ(out[0].data<float>()[i], -r);
+    EXPECT_EQ(out[1].data<float>()[i], r);
+    EXPECT_FLOAT_EQ(out[2].data<float>()[i], std::exp(-r));
+  }
 }
 
 TEST(Catalog, NamesRoundTrip) {

@@ -42,6 +42,8 @@ class OpenCLBackend : public Backend {
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
   Layout preferredLayout(const RuntimeTensor& t) const override;
+  // An image's geometry belongs to its tensor: only buffers are shared between views.
+  bool canShareMemory(const RuntimeTensor&) const override { return !runtime_->useImages(); }
 
   OpenCLRuntime* runtime() const { return runtime_; }
   // fp16 storage (precision Low): half in memory, float arithmetic.
