@@ -71,6 +71,36 @@ TEST(CudaConvMath, StridedResNetLikeBlock) {
                                  constant(randomTensor(DataType::Float32, {64}, 17))});
 }
 
+// The converter's Conv + Add fusion: input 3 is a residual of y's shape, added before the
+// activation. With bias and ReLU cuDNN takes it as z; without bias the epilogue kernel adds it.
+TEST(CudaConvMath, ResidualBiasRelu) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1);
+  n.setString("activation", "Relu");
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 24, 9, 11}, 30)),
+                                 constant(randomTensor(DataType::Float32, {40, 24, 1, 1}, 31, -0.3, 0.3)),
+                                 constant(randomTensor(DataType::Float32, {40}, 32)),
+                                 in(randomTensor(DataType::Float32, {2, 40, 9, 11}, 33))});
+}
+
+TEST(CudaConvMath, ResidualWithoutBiasOrActivation) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {1, 1, 1, 1}, {2, 2}, {1, 1}, 1);
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {1, 5, 13, 10}, 34)),
+                                 constant(randomTensor(DataType::Float32, {7, 5, 3, 3}, 35)), absent(),
+                                 in(randomTensor(DataType::Float32, {1, 7, 7, 5}, 36))});
+}
+
+TEST(CudaConvMath, DepthwiseResidualHardSwish) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 6);
+  n.setString("activation", "HardSwish");
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 6, 8, 9}, 37)),
+                                 constant(randomTensor(DataType::Float32, {6, 1, 3, 3}, 38)),
+                                 constant(randomTensor(DataType::Float32, {6}, 39)),
+                                 in(randomTensor(DataType::Float32, {2, 6, 8, 9}, 40))});
+}
+
 // OSPREY_CUDA_CONV_NHWC=1: fp16 convolutions run in NHWC on KRSC weights, x and y transposed
 // around them (the fp32 half of the check runs the plain NCHW path).
 TEST(CudaConvMath, ChannelsLastInsideTheConvolution) {

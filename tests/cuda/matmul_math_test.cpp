@@ -59,6 +59,24 @@ TEST(CudaMatmulMath, MatMulSharedLeftOperand) {
                                  in(randomTensor(DataType::Float32, {5, 31, 7}, 15))});
 }
 
+// The converter's MatMul + Add(bias) fusion: input 2 is a [N] bias, cuBLASLt's bias epilogue.
+TEST(CudaMatmulMath, MatMulWithBiasInput) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = makeNode(OpType::MatMul);
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {3, 13, 127}, 16)),
+                                 constant(randomTensor(DataType::Float32, {127, 19}, 17, -0.2, 0.2)),
+                                 constant(randomTensor(DataType::Float32, {19}, 18))});
+}
+
+TEST(CudaMatmulMath, BatchedMatMulWithBiasInput) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = makeNode(OpType::MatMul);
+  n.setString("activation", "Gelu");
+  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 3, 13, 31}, 19)),
+                                 in(randomTensor(DataType::Float32, {2, 3, 31, 17}, 20)),
+                                 constant(randomTensor(DataType::Float32, {17}, 21))});
+}
+
 TEST(CudaMatmulMath, UnsupportedBroadcastRunsOnTheCpu) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   Node n = makeNode(OpType::MatMul);

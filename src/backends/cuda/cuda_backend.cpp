@@ -1,7 +1,9 @@
 #include "backends/cuda/cuda_backend.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <utility>
 
 #include "backends/cuda/kernels/cuda_launch.h"
@@ -205,6 +207,26 @@ PinnedBuffer* CUDABackend::stagingFor(const RuntimeTensor* t, size_t bytes) {
   return &b;
 }
 
+void CUDABackend::hostCopy(void* dst, const void* src, size_t bytes) {
+  constexpr size_t kParallelFrom = size_t(1) << 20, kBlock = size_t(256) << 10;
+  if (bytes >= kParallelFrom && !copyPoolChecked_) {
+    copyPoolChecked_ = true;
+    // Half the cores, at most 8: a few threads saturate host memory bandwidth.
+    int threads = std::min(8, static_cast<int>(std::thread::hardware_concurrency() / 2));
+    if (const char* v = std::getenv("OSPREY_CUDA_COPY_THREADS")) threads = std::atoi(v);
+    if (threads > 1) copyPool_ = std::make_unique<ThreadPool>(threads);
+  }
+  if (bytes < kParallelFrom || !copyPool_) {
+    std::memcpy(dst, src, bytes);
+    return;
+  }
+  const int64_t blocks = static_cast<int64_t>((bytes + kBlock - 1) / kBlock);
+  copyPool_->parallelFor(blocks, [&](int64_t begin, int64_t end) {
+    const size_t from = static_cast<size_t>(begin) * kBlock, to = std::min(bytes, static_cast<size_t>(end) * kBlock);
+    std::memcpy(static_cast<uint8_t*>(dst) + from, static_cast<const uint8_t*>(src) + from, to - from);
+  });
+}
+
 Status CUDABackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
   if (src->dtype != dst->dtype || src->shape != dst->shape)
     return Status::internal("CUDA copy between tensors of different dtype or shape: " + src->name);
@@ -258,7 +280,7 @@ Status CUDABackend::copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* ds
     const uint8_t* host = src->host();
     if (!host) return Status::internal("host tensor has no memory");
     if (src->layout == Layout::NCHW || src->shape.size() < 2) {
-      std::memcpy(staging->get(), host, hostBytes);
+      hostCopy(staging->get(), host, hostBytes);
     } else {
       OSPREY_RETURN_IF_ERROR(convertLayout(host, src->layout, staging->get(), Layout::NCHW, src->shape, dataTypeSize(src->dtype)));
     }
@@ -299,7 +321,7 @@ Status CUDABackend::copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* ds
   uint8_t* host = dst->host();
   if (!host) return Status::internal("host tensor has no memory");
   if (dst->layout == Layout::NCHW || dst->shape.size() < 2) {
-    std::memcpy(host, staging->get(), hostBytes);
+    hostCopy(host, staging->get(), hostBytes);
     return Status::ok();
   }
   return convertLayout(staging->get(), Layout::NCHW, host, dst->layout, dst->shape, dataTypeSize(dst->dtype));

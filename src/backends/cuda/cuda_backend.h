@@ -29,6 +29,7 @@
 #include "backends/cuda/cuda_runtime.h"
 #include "core/backend.h"
 #include "core/memory_planner.h"
+#include "core/thread_pool.h"
 
 namespace osprey {
 
@@ -84,6 +85,9 @@ class CUDABackend : public Backend {
   Status copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* dst);
   Status copyDeviceToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
   PinnedBuffer* stagingFor(const RuntimeTensor* t, size_t bytes);
+  // memcpy between the user's host memory and pinned staging, split over copyPool_ when large:
+  // one thread copies pageable memory at a fraction of what the memory system delivers.
+  void hostCopy(void* dst, const void* src, size_t bytes);
 
   CUDARuntime* runtime_;
   BackendConfig config_;
@@ -96,6 +100,8 @@ class CUDABackend : public Backend {
   size_t staticBytes_ = 0;
   std::vector<std::shared_ptr<DeviceBuffer>> separate_;  // DYNAMIC_SEPARATE blocks
   std::map<const RuntimeTensor*, PinnedBuffer> staging_;
+  std::unique_ptr<ThreadPool> copyPool_;  // made at the first large copy (OSPREY_CUDA_COPY_THREADS)
+  bool copyPoolChecked_ = false;
   // fp32 image of a tensor on its way to/from fp16 storage; uploads may sit in a captured
   // graph, read-backs never do, so they have separate buffers.
   DeviceBuffer uploadScratch_, readbackScratch_;

@@ -1,4 +1,5 @@
-// Conv on CUDA through cuDNN (2-D, and 1-D as 2-D of height 1). Weights and bias arrive as the
+// Conv on CUDA through cuDNN (2-D, and 1-D as 2-D of height 1), with the converter's optional
+// residual input 3 added before the activation. Weights and bias arrive as the
 // device mirrors of the constants, already in the backend's storage dtype and in KCRS order,
 // which is what cuDNN's NCHW filter format reads. With OSPREY_CUDA_CONV_NHWC=1 and fp16/bf16
 // storage, the convolution runs in NHWC on KRSC weights packed here, transposing x and y
@@ -65,8 +66,10 @@ class ConvExecution : public Execution {
     g.outH = win.out[1];
     g.outW = win.out[2];
     const bool hasBias = inputs.size() > 2 && inputs[2];
+    const bool hasResidual = inputs.size() > 3 && inputs[3];
     const bool channelsLast = channelsLastWeights_.get() != nullptr;
-    OSPREY_RETURN_IF_ERROR(conv_.prepare(cuda_->cudnn(), g, cuda_->storageType(&y), channelsLast, act_, hasBias));
+    OSPREY_RETURN_IF_ERROR(
+        conv_.prepare(cuda_->cudnn(), g, cuda_->storageType(&y), channelsLast, act_, hasBias, hasResidual));
     workspace_.reset();
     staging_.reset();
     if (conv_.workspaceBytes() > 0) workspace_ = cuda_->acquireScratch(conv_.workspaceBytes());
@@ -78,10 +81,11 @@ class ConvExecution : public Execution {
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const void* bias = inputs.size() > 2 && inputs[2] ? cuda_->devicePtr(inputs[2]) : nullptr;
+    const void* residual = inputs.size() > 3 && inputs[3] ? cuda_->devicePtr(inputs[3]) : nullptr;
     void* workspace = workspace_ ? cuda_->scratchPtr(*workspace_) : nullptr;
     void* staging = staging_ ? cuda_->scratchPtr(*staging_) : nullptr;
     const void* weights = channelsLastWeights_.get() ? channelsLastWeights_.get() : cuda_->devicePtr(inputs[1]);
-    return conv_.run(cuda_->cudnn(), cuda_->stream(), cuda_->devicePtr(inputs[0]), weights, bias,
+    return conv_.run(cuda_->cudnn(), cuda_->stream(), cuda_->devicePtr(inputs[0]), weights, bias, residual,
                      cuda_->devicePtr(outputs[0]), workspace, staging);
   }
 
@@ -104,6 +108,11 @@ std::unique_ptr<Execution> createConvExecution(CUDABackend* backend, const OpRef
   if (x.shape.size() != 4 && x.shape.size() != 3) return nullptr;  // 3-D convolution stays on the CPU
   if (!isFloat(x.dtype) || w.dtype != x.dtype || (inputs.size() > 2 && inputs[2] && inputs[2]->dtype != x.dtype))
     return nullptr;
+  // The residual (input 3) is added in place of y: it must be y's exact shape, dtype and layout.
+  const bool hasResidual = inputs.size() > 3 && inputs[3];
+  if (hasResidual && (inputs[3]->dtype != x.dtype || inputs[3]->shape != outputs[0]->shape ||
+                      inputs[3]->layout != Layout::NCHW))
+    return nullptr;
   // Device activations are NCHW (cuda_backend.h); NHWC would also need KRSC weights, which the
   // constant mirrors are not.
   if (x.layout != Layout::NCHW || outputs[0]->layout != Layout::NCHW) return nullptr;
@@ -121,7 +130,7 @@ std::unique_ptr<Execution> createConvExecution(CUDABackend* backend, const OpRef
     if (win.padBegin[s] != win.padEnd[s]) return nullptr;
   auto exe = std::make_unique<ConvExecution>(backend, op.node, act);
   const char* nhwc = std::getenv("OSPREY_CUDA_CONV_NHWC");
-  if (nhwc && nhwc[0] == '1' && backend->lowPrecision() && w.constData && w.dtype == DataType::Float32 &&
+  if (nhwc && nhwc[0] == '1' && !hasResidual && backend->lowPrecision() && w.constData && w.dtype == DataType::Float32 &&
       x.shape.size() == 4 && !exe->packChannelsLast(w).isOk())
     return nullptr;
   return exe;

@@ -85,13 +85,15 @@ void CudnnConvolution::destroy() {
 }
 
 Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
-                                 const FusedActivation& act, bool hasBias) {
+                                 const FusedActivation& act, bool hasBias, bool hasResidual) {
   destroy();
+  if (hasResidual && channelsLast) return Status::unsupported("cuDNN convolution: a residual input in NHWC mode");
   geometry_ = g;
   dtype_ = dtype;
   channelsLast_ = channelsLast;
   act_ = act;
   hasBias_ = hasBias;
+  hasResidual_ = hasResidual;
   const cudnnDataType_t type = cudnnType(dtype);
   const cudnnTensorFormat_t format = channelsLast ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
   auto i32 = [](int64_t v) { return static_cast<int>(v); };
@@ -173,7 +175,8 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
   CUDNN_RETURN_IF_ERROR(
       cudnnGetConvolutionForwardWorkspaceSize(handle, xDesc_, wDesc_, convDesc_, yDesc_, algo_, &workspaceBytes_));
 
-  // cuDNN fuses bias + ReLU with any algorithm, and bias alone only with implicit precomputed GEMM.
+  // cuDNN fuses bias + ReLU with any algorithm, and bias alone only with implicit precomputed GEMM;
+  // the residual rides along as z (y = act(conv + z + bias)).
   using K = FusedActivation::Kind;
   fused_ = hasBias && envFlag("OSPREY_CUDNN_FUSED", true) &&
            (act.kind == K::Relu || (act.kind == K::None && algo_ == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
@@ -183,7 +186,7 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
 }
 
 Status CudnnConvolution::run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w,
-                             const void* bias, void* y, void* workspace, void* staging) {
+                             const void* bias, const void* residual, void* y, void* workspace, void* staging) {
   CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle, stream));
   const float one = 1.f, zero = 0.f;
   if (channelsLast_) {
@@ -191,26 +194,27 @@ Status CudnnConvolution::run(cudnnHandle_t handle, cudaStream_t stream, const vo
     uint8_t* stagedX = static_cast<uint8_t*>(staging);
     uint8_t* stagedY = stagedX + stagedXBytes_;
     CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(handle, &one, xNchw_, x, &zero, xDesc_, stagedX));
-    OSPREY_RETURN_IF_ERROR(convolve(handle, stream, stagedX, w, bias, stagedY, workspace));
+    OSPREY_RETURN_IF_ERROR(convolve(handle, stream, stagedX, w, bias, nullptr, stagedY, workspace));
     CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(handle, &one, yDesc_, stagedY, &zero, yNchw_, y));
     return Status::ok();
   }
-  return convolve(handle, stream, x, w, bias, y, workspace);
+  return convolve(handle, stream, x, w, bias, residual, y, workspace);
 }
 
 Status CudnnConvolution::convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w,
-                                  const void* bias, void* y, void* workspace) {
+                                  const void* bias, const void* residual, void* y, void* workspace) {
   const float one = 1.f, zero = 0.f;
   if (fused_ && bias) {
-    cudnnStatus_t s = cudnnConvolutionBiasActivationForward(handle, &one, xDesc_, x, wDesc_, w, convDesc_, algo_,
-                                                            workspace, workspaceBytes_, &zero, yDesc_, y, biasDesc_,
-                                                            bias, actDesc_, yDesc_, y);
+    // z is y itself (scaled by 0) without a residual.
+    cudnnStatus_t s = cudnnConvolutionBiasActivationForward(
+        handle, &one, xDesc_, x, wDesc_, w, convDesc_, algo_, workspace, workspaceBytes_, residual ? &one : &zero,
+        yDesc_, residual ? residual : y, biasDesc_, bias, actDesc_, yDesc_, y);
     if (s == CUDNN_STATUS_SUCCESS) return Status::ok();
     fused_ = false;  // this configuration is not fusable here: the unfused path serves from now on
   }
   CUDNN_RETURN_IF_ERROR(cudnnConvolutionForward(handle, &one, xDesc_, x, wDesc_, w, convDesc_, algo_, workspace,
                                                 workspaceBytes_, &zero, yDesc_, y));
-  if (!bias && act_.kind == FusedActivation::Kind::None) return Status::ok();
+  if (!bias && !residual && act_.kind == FusedActivation::Kind::None) return Status::ok();
   ChannelGeometry cg;
   cg.batch = geometry_.batch;
   cg.channels = geometry_.outChannels;
@@ -218,7 +222,7 @@ Status CudnnConvolution::convolve(cudnnHandle_t handle, cudaStream_t stream, con
   cg.channelsLast = channelsLast_;
   ElementType type = ElementType::F32;
   toElementType(dtype_, &type);
-  cudaError_t e = launchBiasActivation(stream, type, y, bias, cg, toDeviceActivation(act_));
+  cudaError_t e = launchBiasActivation(stream, type, y, bias, residual, cg, toDeviceActivation(act_));
   if (e != cudaSuccess) return Status::internal(std::string("convolution epilogue: ") + cudaGetErrorString(e));
   return Status::ok();
 }

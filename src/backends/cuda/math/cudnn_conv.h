@@ -1,7 +1,7 @@
 // A 2-D convolution through cuDNN: descriptors for one shape, the algorithm chosen once per
-// (shape, dtype, layout) and cached for the process, bias and any fused activation applied by
-// cudnnConvolutionBiasActivationForward where cuDNN fuses it (ReLU, identity) or by a small
-// epilogue kernel otherwise. 1-D convolutions run as 2-D ones of height 1.
+// (shape, dtype, layout) and cached for the process, bias, a residual tensor and any fused
+// activation applied by cudnnConvolutionBiasActivationForward where cuDNN fuses them (ReLU,
+// identity; the residual as its z input) or by a small epilogue kernel otherwise. 1-D convolutions run as 2-D ones of height 1.
 #pragma once
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
@@ -35,23 +35,25 @@ class CudnnConvolution {
   // KRSC filters, x and y being transposed through staging memory around it. dtype is Float32
   // (FMA math, no TF32), Float16 or BFloat16 (tensor cores, float accumulation).
   Status prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
-                 const FusedActivation& act, bool hasBias);
+                 const FusedActivation& act, bool hasBias, bool hasResidual = false);
   size_t workspaceBytes() const { return workspaceBytes_; }
   size_t stagingBytes() const { return stagingBytes_; }  // NHWC copies of x and y
-  // y = act(conv(x, w) + bias); bias (outChannels values of dtype) may be null.
-  Status run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias, void* y,
-             void* workspace, void* staging);
+  // y = act(conv(x, w) + bias + residual); bias (outChannels values of dtype) may be null, and
+  // so may residual (y's shape and dtype, NCHW; only when prepared with hasResidual and not
+  // channelsLast).
+  Status run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias,
+             const void* residual, void* y, void* workspace, void* staging);
 
  private:
   void destroy();
   // The convolution on tensors in the layout of xDesc_ / yDesc_.
-  Status convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias, void* y,
-                  void* workspace);
+  Status convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias,
+                  const void* residual, void* y, void* workspace);
   ConvGeometry geometry_;
   DataType dtype_ = DataType::Float32;
   bool channelsLast_ = false;
   FusedActivation act_;
-  bool hasBias_ = false;
+  bool hasBias_ = false, hasResidual_ = false;
   bool fused_ = false;  // cudnnConvolutionBiasActivationForward applies bias and activation
   cudnnTensorDescriptor_t xDesc_ = nullptr, yDesc_ = nullptr, biasDesc_ = nullptr;
   cudnnTensorDescriptor_t xNchw_ = nullptr, yNchw_ = nullptr;  // the tensors in memory, when channelsLast

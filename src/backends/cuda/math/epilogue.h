@@ -1,5 +1,6 @@
-// Element-wise epilogues that cuDNN and cuBLASLt cannot fuse themselves: a per-channel bias and
-// any fused activation, applied in place over an NCHW or NHWC tensor of float, half or bfloat16.
+// Element-wise epilogues that cuDNN and cuBLASLt cannot fuse themselves: a per-channel bias, a
+// residual tensor and any fused activation, applied in place over an NCHW or NHWC tensor of
+// float, half or bfloat16.
 #pragma once
 #include <cuda_runtime_api.h>
 
@@ -14,8 +15,9 @@ struct ChannelGeometry {
   bool channelsLast = false;                     // NHWC: the channel is the fastest dimension
 };
 
-// y = act(y + bias[c]) in place; bias (of the same element type) may be null.
+// y = act(y + bias[c] + residual) in place; bias and residual (of y's element type, residual in
+// y's layout and shape) may be null.
 cudaError_t launchBiasActivation(cudaStream_t stream, ElementType type, void* y, const void* bias,
-                                 const ChannelGeometry& g, const DeviceActivation& act);
+                                 const void* residual, const ChannelGeometry& g, const DeviceActivation& act);
 
 }  // namespace osprey::cuda_math

@@ -83,6 +83,9 @@ Status LtMatmul::prepare(cublasLtHandle_t handle, const MatmulShape& s, DataType
     const cudaDataType_t biasType = type;
     LT_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, &biasType, sizeof(biasType)));
+    const int64_t sharedBias = 0;  // one bias vector for every product of a batch
+    LT_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op_, CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE, &sharedBias,
+                                                      sizeof(sharedBias)));
   }
   OSPREY_RETURN_IF_ERROR(makeLayout(type, s.transB ? s.K : s.N, s.transB ? s.N : s.K, s.transB ? s.K : s.N, s.batch,
                                     s.strideB, &aLayout_));

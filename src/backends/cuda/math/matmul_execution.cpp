@@ -1,4 +1,5 @@
-// Gemm and MatMul on CUDA through cuBLASLt. Bias (Gemm's C of shape [N] or [1, N] with beta 1),
+// Gemm and MatMul on CUDA through cuBLASLt. Bias (Gemm's C of shape [N] or [1, N] with beta 1, and
+// MatMul's optional input 2 of shape [N] that the converter fuses from a following Add),
 // ReLU and GELU run as cuBLASLt epilogues; any other fused activation, and exact (erf) GELU in
 // float precision (cuBLASLt's GELU is the tanh form), runs in the small epilogue kernel after.
 #include <memory>
@@ -75,7 +76,7 @@ class LtExecution : public Execution {
     g.batch = 1;
     g.channels = 1;
     g.spatial = shape_.batch * shape_.M * shape_.N;
-    OSPREY_CUDA_RETURN_IF_ERROR(cuda_math::launchBiasActivation(cuda_->stream(), type, d, nullptr, g,
+    OSPREY_CUDA_RETURN_IF_ERROR(cuda_math::launchBiasActivation(cuda_->stream(), type, d, nullptr, nullptr, g,
                                                                 cuda_math::toDeviceActivation(rest_)),
                                 "matmul activation");
     return Status::ok();
@@ -161,7 +162,9 @@ class MatMulExecution : public LtExecution {
     if (!matmulShape(inputs[0]->shape, inputs[1]->shape, &s))
       return Status::unsupported("CUDA MatMul: batch dimensions of A " + shapeToString(inputs[0]->shape) + " and B " +
                                  shapeToString(inputs[1]->shape) + " need broadcasting the kernel does not do");
-    return prepareProduct(s, cuda_->storageType(outputs[0]), -1, -1, 1.f, 0.f);
+    // The converter's optional bias (input 2, [N]) is cuBLASLt's bias epilogue.
+    const int biasInput = inputs.size() > 2 && inputs[2] ? 2 : -1;
+    return prepareProduct(s, cuda_->storageType(outputs[0]), biasInput, -1, 1.f, 0.f);
   }
 };
 
@@ -198,11 +201,14 @@ std::unique_ptr<Execution> createGemmExecution(CUDABackend* backend, const OpRef
 std::unique_ptr<Execution> createMatMulExecution(CUDABackend* backend, const OpRef& op,
                                                  const std::vector<RuntimeTensor*>& inputs,
                                                  const std::vector<RuntimeTensor*>& outputs) {
-  if (!op.node || inputs.size() != 2 || !floatOperands(inputs, 2) || !backend->cublasLt()) return nullptr;
+  if (!op.node || inputs.size() < 2 || inputs.size() > 3 || !floatOperands(inputs, inputs.size()) ||
+      !backend->cublasLt())
+    return nullptr;
   FusedActivation act;
   if (!FusedActivation::fromNode(*op.node, &act).isOk()) return nullptr;
   MatmulShape s;
   if (!matmulShape(inputs[0]->shape, inputs[1]->shape, &s)) return nullptr;
+  if (inputs.size() == 3 && inputs[2] && inputs[2]->shape != Shape{s.N}) return nullptr;
   return std::make_unique<MatMulExecution>(backend, act);
 }
 
