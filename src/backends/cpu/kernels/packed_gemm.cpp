@@ -36,6 +36,10 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
         for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j * ep.biasColStride];
       }
     }
+    if (ep.residual) {
+      const float* z = ep.residual + (i0 + i) * ep.residualRowStride + j0;
+      for (int64_t j = 0; j < cols; ++j) row[j] += z[j];
+    }
     if (trivialActivation) continue;
     if (ep.act.kind == FusedActivation::Kind::Relu) {
       for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.f ? row[j] : 0.f;
@@ -56,10 +60,12 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
 void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c,
                int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
-  // Bias per row and Relu/Clip run inside the micro-kernel; anything else in applyEpilogue.
+  // Bias per row and Relu/Clip run inside the micro-kernel; anything else (a residual too) in
+  // applyEpilogue on the block just computed, still in L1.
   const bool simpleAct = ep.act.kind == FusedActivation::Kind::None || ep.act.kind == FusedActivation::Kind::Relu ||
                          ep.act.kind == FusedActivation::Kind::Clip;
-  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
+  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0) &&
+                     !ep.residual;
   GemmOutputStage stage;
   stage.lo = ep.act.kind == FusedActivation::Kind::Relu ? 0.f
              : ep.act.kind == FusedActivation::Kind::Clip ? ep.act.a

@@ -102,6 +102,7 @@ std::unique_ptr<Execution> createConv(OpenCLBackend* b, const OpRef& op, const s
   const Shape& x = in[0]->shape;
   const Shape& w = in[1]->shape;
   if (x.size() != 4 || w.size() != 4) return nullptr;  // 2-D convolution only
+  if (in.size() > 3 && in[3]) return nullptr;  // the residual Z: not yet here, the CPU has it
   const int64_t group = op.node->getInt("group", 1);
   Window win;
   FusedActivation act;

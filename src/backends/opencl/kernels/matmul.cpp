@@ -66,6 +66,7 @@ std::unique_ptr<Execution> createMatMul(OpenCLBackend* b, const OpRef& op, const
     return std::make_unique<MatMulExecution>(b, p);
   }
   if (op.type != OpType::MatMul || a.empty() || bs.empty()) return nullptr;
+  if (in.size() > 2 && in[2]) return nullptr;  // MatMul's bias: not yet here, the CPU has it
   // 1-D operands: A [K] is a row (1, K), B [K] a column (K, 1).
   p.M = a.size() == 1 ? 1 : a[a.size() - 2];
   p.K = a.back();
