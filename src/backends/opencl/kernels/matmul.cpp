@@ -1,5 +1,6 @@
-// MatMul (numpy: 1-D operands, broadcast batches) and Gemm (transposes, alpha/beta, C broadcast
-// to (M, N)), both with the converter's fused activation, through one strided tiled kernel.
+// MatMul (numpy: 1-D operands, broadcast batches, the converter's bias [N] as a C broadcast
+// over rows) and Gemm (transposes, alpha/beta, C broadcast to (M, N)), both with the
+// converter's fused activation, through one strided tiled kernel.
 #include "backends/opencl/cl_execution.h"
 #include "ops/activation.h"
 
@@ -66,7 +67,6 @@ std::unique_ptr<Execution> createMatMul(OpenCLBackend* b, const OpRef& op, const
     return std::make_unique<MatMulExecution>(b, p);
   }
   if (op.type != OpType::MatMul || a.empty() || bs.empty()) return nullptr;
-  if (in.size() > 2 && in[2]) return nullptr;  // MatMul's bias: not yet here, the CPU has it
   // 1-D operands: A [K] is a row (1, K), B [K] a column (K, 1).
   p.M = a.size() == 1 ? 1 : a[a.size() - 2];
   p.K = a.back();
@@ -81,6 +81,11 @@ std::unique_ptr<Execution> createMatMul(OpenCLBackend* b, const OpRef& op, const
   if (out[0]->elements() != p.batch * p.M * p.N) return nullptr;
   p.a = int4Of(batchA == 1 ? 0 : p.M * p.K, p.K, 1, 0);
   p.b = int4Of(batchB == 1 ? 0 : p.K * p.N, p.N, 1, 0);
+  if (in.size() > 2 && in[2]) {
+    if (in[2]->shape != Shape{p.N} || bs.size() < 2) return nullptr;  // the shape fn reports it
+    p.hasC = true;
+    p.c = int4Of(0, 0, 1, 0);  // bias [N]: the same value down every column
+  }
   return std::make_unique<MatMulExecution>(b, p);
 }
 
