@@ -1,7 +1,8 @@
 // Conv and ConvTranspose (1-D to 3-D, groups, dilations, strides, pads, auto_pad, optional
 // bias, fused activation). Conv takes an optional residual Z (input 3, the output's shape),
-// added before the activation: Y = act(conv(X, W) + B + Z). Conv runs as im2col + GEMM per image and group; a convolution with
-// one input channel per group (depthwise) runs a direct loop, where im2col would only copy.
+// added before the activation: Y = act(conv(X, W) + B + Z). Conv runs as im2col + GEMM per
+// image and group; a convolution with one input channel per group (depthwise) runs a direct
+// loop, where im2col would only copy.
 // ConvTranspose runs as GEMM + col2im (a scatter-add of every kernel tap).
 #include <string>
 #include <vector>

@@ -232,7 +232,8 @@ TEST(OpenCLMatMul, Bias) {
   relu.setString("activation", "Relu");
   relu.setFloats("activation_params", {0.f, 0.f});
   for (int64_t M : {1, 3, 17})
-    checkAgainstReference(relu, {in(rnd({M, 129}, 152)), constant(rnd({129, 33}, 153)), constant(rnd({33}, 154, -2, 2))});
+    checkAgainstReference(relu,
+                          {in(rnd({M, 129}, 152)), constant(rnd({129, 33}, 153)), constant(rnd({33}, 154, -2, 2))});
 }
 
 TEST(OpenCLNormalize, SoftmaxLayerNormReduce) {

@@ -478,14 +478,13 @@ TEST(ConvResidualTest, BiasActivationAndAbsentBias) {
 }
 
 TEST(ConvResidualTest, StridesPadsGroupsDepthwise) {
-  checkResidualCase(withActivation(ConvCase({1, 3, 7, 5}, 4, {3, 3}).withStrides({2, 2}).withPads({1, 0, 1, 2}), "Relu"),
-                    10);
+  ConvCase strided = ConvCase({1, 3, 7, 5}, 4, {3, 3}).withStrides({2, 2}).withPads({1, 0, 1, 2});
+  checkResidualCase(withActivation(strided, "Relu"), 10);
   checkResidualCase(withActivation(ConvCase({2, 6, 7, 5}, 4, {3, 2}).withGroup(2).withPads({1, 1, 0, 0}), "Relu"), 11);
   checkResidualCase(withActivation(ConvCase({1, 5, 7, 5}, 5, {3, 3}).withGroup(5).withPads({1, 1, 1, 1}), "Relu"),
                     12);  // depthwise
-  checkResidualCase(withActivation(ConvCase({1, 3, 9, 7}, 6, {5, 5}).withGroup(3).withStrides({2, 2}).withPads({2, 2, 2, 2}),
-                                   "Clip", false),
-                    13);  // channel multiplier 2
+  ConvCase multiplier = ConvCase({1, 3, 9, 7}, 6, {5, 5}).withGroup(3).withStrides({2, 2}).withPads({2, 2, 2, 2});
+  checkResidualCase(withActivation(multiplier, "Clip", false), 13);  // channel multiplier 2
   checkResidualCase(withActivation(ConvCase({2, 4, 3, 7, 5}, 4, {3, 3, 3}).withPads({1, 1, 1, 1, 1, 1}), "Relu"),
                     14);  // 3-D
   checkResidualCase(withActivation(ConvCase({1, 4, 3, 7, 5}, 4, {3, 3, 3}).withGroup(4).withPads({1, 1, 1, 1, 1, 1}),

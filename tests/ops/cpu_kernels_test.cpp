@@ -59,7 +59,9 @@ void checkConv(const ConvCase& k, uint32_t seed) {
   if (k.bias) inputs.push_back(constant(randomTensor(DataType::Float32, {k.m}, seed + 2)));
   if (k.residual) {
     if (!k.bias) inputs.push_back(absent());
-    auto out = [&](int64_t size, int64_t kernel) { return (size + 2 * k.pad - k.dilation * (kernel - 1) - 1) / k.stride + 1; };
+    auto out = [&](int64_t size, int64_t kernel) {
+      return (size + 2 * k.pad - k.dilation * (kernel - 1) - 1) / k.stride + 1;
+    };
     inputs.push_back(in(randomTensor(DataType::Float32, {k.n, k.m, out(k.h, k.kh), out(k.w, k.kw)}, seed + 3, -2, 2)));
   }
   SCOPED_TRACE(::testing::Message() << "conv x[" << k.n << "," << k.c << "," << k.h << "," << k.w << "] m=" << k.m
@@ -211,7 +213,8 @@ TEST(CpuKernels, DepthwiseResidualBothTables) {
           for (int64_t kh = 0; kh < k; ++kh)
             for (int64_t kw = 0; kw < k; ++kw) {
               const int64_t ih = oh * stride - p.padH + kh, iw = ow * stride - p.padW + kw;
-              if (ih >= 0 && ih < h && iw >= 0 && iw < w) s += double(x.data<float>()[ih * w + iw]) * wt.data<float>()[kh * k + kw];
+              if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                s += double(x.data<float>()[ih * w + iw]) * wt.data<float>()[kh * k + kw];
             }
           s += z.data<float>()[oh * p.outW + ow];
           expected[oh * p.outW + ow] = clamp ? std::min(0.5, std::max(0.0, s)) : s;
@@ -221,7 +224,8 @@ TEST(CpuKernels, DepthwiseResidualBothTables) {
         std::vector<float> y(p.outH * p.outW, -7.f);
         fn->depthwisePlane(p, x.data<float>(), wt.data<float>(), 0.25f, y.data());
         for (size_t i = 0; i < y.size(); ++i)
-          ASSERT_NEAR(y[i], expected[i], 1e-4) << fn->isa << " k=" << k << " stride=" << stride << " clamp=" << clamp << " i=" << i;
+          ASSERT_NEAR(y[i], expected[i], 1e-4)
+              << fn->isa << " k=" << k << " stride=" << stride << " clamp=" << clamp << " i=" << i;
       }
     }
   }
@@ -473,43 +477,49 @@ TEST(CpuKernels, PackedGemmResidualBothTables) {
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2], ldc = N + 3;
     Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
-    Tensor bias = randomTensor(DataType::Float32, {M}, seed++), z = randomTensor(DataType::Float32, {M, ldc}, seed++, -2, 2);
-    std::vector<double> expected(M * N);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double s = bias.data<float>()[i] + z.data<float>()[i * ldc + j];
-        for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
-        expected[i * N + j] = s > 0 ? s : 0;
-      }
-    GemmEpilogue ep;
-    ep.bias = bias.data<float>();
-    ep.biasRowStride = 1;
-    ep.residual = z.data<float>();
-    ep.residualRowStride = ldc;
-    ep.act.kind = Kind::Relu;
-    for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
-      std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
-      packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
-      packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
-      for (bool packA : {false, true})
-        for (bool packB : {false, true}) {
-          GemmA ga;
-          ga.data = packA ? packedA.data() : a.data<float>();
-          ga.packed = packA;
-          ga.rowStride = K;
-          GemmB gb;
-          gb.data = packB ? packedB.data() : b.data<float>();
-          gb.packed = packB;
-          gb.rowStride = N;
-          std::vector<float> c(M * ldc, -7.f);
-          packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), ldc, ep);
-          double worst = 0;
-          for (int64_t i = 0; i < M; ++i)
-            for (int64_t j = 0; j < N; ++j)
-              worst = std::max(worst, std::fabs(c[i * ldc + j] - expected[i * N + j]) / (1.0 + std::fabs(expected[i * N + j])));
-          EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " K=" << K << " packA=" << packA
-                                 << " packB=" << packB;
+    Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
+    Tensor z = randomTensor(DataType::Float32, {M, ldc}, seed++, -2, 2);
+    for (float alpha : {1.f, 0.5f}) {  // alpha 1: the residual preloaded into C; else in the epilogue
+      std::vector<double> expected(M * N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
+          s = alpha * s + bias.data<float>()[i] + z.data<float>()[i * ldc + j];
+          expected[i * N + j] = s > 0 ? s : 0;
         }
+      GemmEpilogue ep;
+      ep.alpha = alpha;
+      ep.bias = bias.data<float>();
+      ep.biasRowStride = 1;
+      ep.residual = z.data<float>();
+      ep.residualRowStride = ldc;
+      ep.act.kind = Kind::Relu;
+      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+        std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
+        packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
+        packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
+        for (bool packA : {false, true})
+          for (bool packB : {false, true}) {
+            GemmA ga;
+            ga.data = packA ? packedA.data() : a.data<float>();
+            ga.packed = packA;
+            ga.rowStride = K;
+            GemmB gb;
+            gb.data = packB ? packedB.data() : b.data<float>();
+            gb.packed = packB;
+            gb.rowStride = N;
+            std::vector<float> c(M * ldc, -7.f);
+            packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), ldc, ep);
+            double worst = 0;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j)
+                worst = std::max(worst, std::fabs(c[i * ldc + j] - expected[i * N + j]) /
+                                            (1.0 + std::fabs(expected[i * N + j])));
+            EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " K=" << K << " packA=" << packA
+                                   << " packB=" << packB << " alpha=" << alpha;
+          }
+      }
     }
   }
 }

@@ -232,7 +232,8 @@ TEST(OnnxImport, ConvAndMatMulKeepOnnxArity) {
     node.bytes(2, "y").bytes(3, "node0").bytes(4, op);
     Pb g;
     g.msg(1, node).bytes(2, "arity");
-    for (const char* name : inputs) g.msg(11, valueInfo(name, tensorType(1, {Pb().varint(1, 1), Pb().varint(1, 3), Pb().varint(1, 4), Pb().varint(1, 4)})));
+    const Pb type = tensorType(1, {Pb().varint(1, 1), Pb().varint(1, 3), Pb().varint(1, 4), Pb().varint(1, 4)});
+    for (const char* name : inputs) g.msg(11, valueInfo(name, type));
     g.msg(12, valueInfo("y", tensorType(1, {}, false)));
     return modelAround(g).vec();
   };

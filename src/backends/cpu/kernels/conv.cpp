@@ -1,8 +1,9 @@
 // CPU Conv (2-D, float32, constant weights): the weights are packed once at resize into GEMM
 // panels in STATIC memory; a 1x1 stride-1 unpadded convolution multiplies them straight with the
 // NCHW input, every other runs im2col into planned scratch first: per thread in stripes of output
-// positions that stay in L2 when there are enough of them, else whole. Bias, the residual Z (input 3)
-// and the fused activation run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp.
+// positions that stay in L2 when there are enough of them, else whole. Bias, the residual Z
+// (input 3) and the fused activation run in the GEMM's epilogue. Depthwise convolutions run the
+// direct kernel in depthwise_conv.cpp.
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"

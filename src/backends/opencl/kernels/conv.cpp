@@ -1,6 +1,6 @@
 // Conv (2-D: implicit GEMM for general and 1x1 convolutions, a direct kernel for depthwise;
-// groups, strides, dilations, pads, bias, the residual Z added before the fused activation) and the pools (max / average
-// windows, global max / average).
+// groups, strides, dilations, pads, bias, the residual Z added before the fused activation) and
+// the pools (max / average windows, global max / average).
 #include "backends/opencl/cl_execution.h"
 #include "ops/activation.h"
 #include "ops/window.h"
