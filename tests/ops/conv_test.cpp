@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model_io.h"
 #include "core/thread_pool.h"
 #include "op_test_util.h"
 #include "ops/op_def.h"
@@ -497,6 +498,34 @@ TEST(ConvResidualTest, OtherFloatTypes) {
   const ConvCase c = withActivation(ConvCase({1, 3, 7, 5}, 4, {3, 3}).withPads({1, 1, 1, 1}), "Relu");
   checkResidualCase(c, 20, DataType::Float64, 1e-9);
   checkResidualCase(c, 21, DataType::Float16, 2e-2);
+}
+
+TEST(ConvResidualTest, ModelFileRoundTrip) {
+  // {X, W, -1, Z}: the absent bias in the middle survives writing and reading the model file.
+  Node node = makeNode(OpType::Conv, withActivation(ConvCase({1, 3, 7, 5}, 4, {3, 3}).withPads({1, 1, 1, 1}), "Relu"));
+  Tensor x = randomTensor(DataType::Float32, {1, 3, 7, 5}, 30), w = randomTensor(DataType::Float32, {4, 3, 3, 3}, 31);
+  Tensor z = randomTensor(DataType::Float32, {1, 4, 7, 5}, 32);
+  std::map<std::string, Tensor> feeds;
+  auto model = oneNodeModel(node, {in(x), constant(w), absent(), in(z)}, 1, &feeds);
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(*model, &bytes).isOk());
+  auto back = std::make_shared<Model>();
+  Status st = readModel(bytes.data(), bytes.size(), back.get());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(back->graph.nodes.size(), 1u);
+  const std::vector<int>& ins = back->graph.nodes[0].inputs;
+  ASSERT_EQ(ins.size(), 4u);
+  EXPECT_EQ(ins[2], -1);
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromModel(back, &interp).isOk());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  std::vector<Tensor> outs;
+  st = session->run(feeds, &outs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::vector<Tensor> ref;
+  ASSERT_TRUE(referenceOp(node, {in(x), constant(w), absent(), in(z)}, 1, &ref).isOk());
+  expectNear(outs[0], ref[0], 1e-5, 1e-5);
 }
 
 TEST(ConvResidualTest, Errors) {
