@@ -4,11 +4,11 @@
 // with zeros for padding. Weights OIHW are already W[oc][k] row-major. 16x16 tiles in local
 // memory, launched with 16x16 work groups over (pixels, output channels per group, N * group).
 // `pointwise` (1x1, stride 1, no padding) reads X' = X directly. Every kernel adds the optional
-// residual Z (Y's shape; `hasZ`) before the activation: Y = act(conv(X, W) + B + Z).
+// residual Z (Y's shape; `hasRes`) before the activation: Y = act(conv(X, W) + B + Z).
 #define TILE 16
 
 __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int biasOff, int hasBias,
-                          IN(3) res, int resOff, int hasZ, OUT(4) y, int yOff, int4 inShape /* C, H, W, group */,
+                          IN(3) res, int resOff, int hasRes, OUT(4) y, int yOff, int4 inShape /* C, H, W, group */,
                           int4 outShape /* OC, OH, OW, N */, int4 kernelStride /* KH, KW, SH, SW */,
                           int4 dilationPad /* DH, DW, PH, PW */, int pointwise, int act, float actA, float actB) {
   const int C = inShape.s0, H = inShape.s1, W = inShape.s2, group = inShape.s3;
@@ -48,7 +48,7 @@ __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int 
   const int row = tileRow + ly, col = tileCol + lx;
   if (row >= M || col >= P || n >= outShape.s3) return;
   const int oc = g * M + row, yi = (n * OC + oc) * P + col;
-  const float v = acc + (hasBias ? LD(2, bias, biasOff, oc) : 0.f) + (hasZ ? LD(3, res, resOff, yi) : 0.f);
+  const float v = acc + (hasBias ? LD(2, bias, biasOff, oc) : 0.f) + (hasRes ? LD(3, res, resOff, yi) : 0.f);
   ST(4, y, yOff, yi, activate(v, act, actA, actB));
 }
 
@@ -57,7 +57,7 @@ __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int 
 // four multiply-adds. Chosen for layers with at least 64 output channels and 64 pixels.
 #define BIG 64
 __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int biasOff, int hasBias,
-                             IN(3) res, int resOff, int hasZ, OUT(4) y, int yOff, int4 inShape, int4 outShape,
+                             IN(3) res, int resOff, int hasRes, OUT(4) y, int yOff, int4 inShape, int4 outShape,
                              int4 kernelStride, int4 dilationPad, int pointwise, int act, float actA, float actB) {
   const int C = inShape.s0, H = inShape.s1, W = inShape.s2, group = inShape.s3;
   const int OC = outShape.s0, OH = outShape.s1, OW = outShape.s2;
@@ -111,7 +111,7 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, i
     for (int j = 0; j < 4; ++j) {
       const int col = p0 + tx + TILE * j, yi = (n * OC + oc) * P + col;
       if (col >= P) continue;
-      const float v = acc[i][j] + b0 + (hasZ ? LD(3, res, resOff, yi) : 0.f);
+      const float v = acc[i][j] + b0 + (hasRes ? LD(3, res, resOff, yi) : 0.f);
       ST(4, y, yOff, yi, activate(v, act, actA, actB));
     }
   }
@@ -119,7 +119,7 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, i
 
 // Depthwise (one input channel per group, OC = C * multiplier): one output element per item.
 __kernel void conv2d_depthwise(IN(0) x, int xOff, IN(1) w, int wOff,
-                               IN(2) bias, int biasOff, int hasBias, IN(3) res, int resOff, int hasZ,
+                               IN(2) bias, int biasOff, int hasBias, IN(3) res, int resOff, int hasRes,
                                OUT(4) y, int yOff,
                                int4 inShape /* C, H, W, multiplier */, int4 outShape /* OC, OH, OW, N */,
                                int4 kernelStride, int4 dilationPad, int act, float actA, float actB) {
@@ -142,6 +142,6 @@ __kernel void conv2d_depthwise(IN(0) x, int xOff, IN(1) w, int wOff,
     }
   }
   const int yi = ((n * OC + oc) * OH + oh) * OW + ow;
-  if (hasZ) acc += LD(3, res, resOff, yi);
+  if (hasRes) acc += LD(3, res, resOff, yi);
   ST(4, y, yOff, yi, activate(acc, act, actA, actB));
 }

@@ -84,7 +84,7 @@ std::unique_ptr<Execution> createMatMul(OpenCLBackend* b, const OpRef& op, const
   if (in.size() > 2 && in[2]) {
     if (in[2]->shape != Shape{p.N} || bs.size() < 2) return nullptr;  // the shape fn reports it
     p.hasC = true;
-    p.c = int4Of(0, 0, 1, 0);  // bias [N]: the same value down every column
+    p.c = int4Of(0, 0, 1, 0);  // bias [N]: one value per column, the same on every row
   }
   return std::make_unique<MatMulExecution>(b, p);
 }
