@@ -1,6 +1,8 @@
 // Conv and ConvTranspose (1-D to 3-D, groups, dilations, strides, pads, auto_pad, optional
-// bias, fused activation). Conv runs as im2col + GEMM per image and group; a convolution with
-// one input channel per group (depthwise) runs a direct loop, where im2col would only copy.
+// bias, fused activation). Conv takes an optional residual Z (input 3, the output's shape),
+// added before the activation: Y = act(conv(X, W) + B + Z). Conv runs as im2col + GEMM per
+// image and group; a convolution with one input channel per group (depthwise) runs a direct
+// loop, where im2col would only copy.
 // ConvTranspose runs as GEMM + col2im (a scatter-add of every kernel tap).
 #include <string>
 #include <vector>
@@ -123,10 +125,26 @@ Status setOutput(const ConvSetup& s, const TensorViews& inputs, TensorViews& out
   return Status::ok();
 }
 
+bool hasResidual(const TensorViews& inputs) { return inputs.size() > 3 && inputs[3].present; }
+
+// The residual Z must match the output exactly (no broadcasting).
+Status checkResidual(const TensorViews& inputs, const TensorView& out) {
+  if (!hasResidual(inputs)) return Status::ok();
+  const TensorView& z = inputs[3];
+  if (z.dtype != out.dtype)
+    return Status::invalidModel("residual Z has dtype " + std::string(dataTypeName(z.dtype)) + " but the output has " +
+                                dataTypeName(out.dtype));
+  if (z.shape != out.shape)
+    return Status::invalidModel("residual Z " + shapeToString(z.shape) + " must have the output's shape " +
+                                shapeToString(out.shape));
+  return Status::ok();
+}
+
 Status convShape(const Node& node, const TensorViews& inputs, TensorViews& outputs) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConv(node, inputs, &s));
-  return setOutput(s, inputs, outputs);
+  OSPREY_RETURN_IF_ERROR(setOutput(s, inputs, outputs));
+  return checkResidual(inputs, outputs[0]);
 }
 
 Status convTransposeShape(const Node& node, const TensorViews& inputs, TensorViews& outputs) {
@@ -182,7 +200,7 @@ void im2col(const Window& g, const T* x, int64_t channels, T* col, ThreadPool* p
 // One input channel per group: each output channel is a direct sum of kernel taps over one
 // input plane, accumulated tap by tap along contiguous output rows.
 template <class T>
-void convDirect(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y, ThreadPool* pool) {
+void convDirect(const ConvSetup& s, const T* x, const T* w, const T* bias, const T* z, T* y, ThreadPool* pool) {
   const Window& g = s.window;
   const int64_t M = s.outChannels, perGroup = M / s.group, kSize = g.kernelSize();
   const int64_t inSize = g.inSize(), outSize = g.outSize();
@@ -212,6 +230,8 @@ void convDirect(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y,
           }
         }
       }
+      if (z)
+        for (int64_t i = 0; i < outSize; ++i) yc[i] += z[nm * outSize + i];
       if (s.act.kind != FusedActivation::Kind::None)
         for (int64_t i = 0; i < outSize; ++i) yc[i] = applyActivation(s.act, yc[i]);
     }
@@ -219,10 +239,10 @@ void convDirect(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y,
 }
 
 template <class T>
-void convForward(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y, ThreadPool* pool) {
+void convForward(const ConvSetup& s, const T* x, const T* w, const T* bias, const T* z, T* y, ThreadPool* pool) {
   const Window& g = s.window;
   const int64_t groupIn = s.inChannels / s.group, groupOut = s.outChannels / s.group;
-  if (groupIn == 1) return convDirect(s, x, w, bias, y, pool);
+  if (groupIn == 1) return convDirect(s, x, w, bias, z, y, pool);
   const int64_t inSize = g.inSize(), outSize = g.outSize(), K = groupIn * g.kernelSize();
   bool pointwise = g.kernelSize() == 1;
   for (int sl = 0; sl < 3; ++sl) pointwise = pointwise && g.stride[sl] == 1 && g.padBegin[sl] == 0 && g.padEnd[sl] == 0;
@@ -233,10 +253,14 @@ void convForward(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y
       const T* xg = x + (n * s.inChannels + grp * groupIn) * inSize;
       if (!pointwise) im2col(g, xg, groupIn, col.data(), pool);
       const T* biasG = bias ? bias + grp * groupOut : nullptr;
+      const int64_t yOffset = (n * s.outChannels + grp * groupOut) * outSize;
+      const T* zG = z ? z + yOffset : nullptr;
       batchedGemm(pool, 1, groupOut, outSize, K, w + grp * groupOut * K, zero, pointwise ? xg : col.data(), zero,
-                  y + (n * s.outChannels + grp * groupOut) * outSize, [&](int64_t, int64_t r, T* row) {
+                  y + yOffset, [&](int64_t, int64_t r, T* row) {
                     const T b = biasG ? biasG[r] : T(0);
-                    for (int64_t i = 0; i < outSize; ++i) row[i] = applyActivation(s.act, row[i] + b);
+                    const T* zRow = zG ? zG + r * outSize : nullptr;
+                    for (int64_t i = 0; i < outSize; ++i)
+                      row[i] = applyActivation(s.act, row[i] + b + (zRow ? zRow[i] : T(0)));
                   });
     }
   }
@@ -292,15 +316,17 @@ void convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* b
   }
 }
 
-// Runs fn(x, w, bias, y) in float or double; float16/bfloat16 go through float copies.
+// Runs fn(x, w, bias, z, y) in float or double (bias and the residual z null when absent);
+// float16/bfloat16 go through float copies.
 template <class Fn>
 Status runInFloat(const TensorViews& inputs, TensorView& out, Fn&& fn) {
-  const bool hasBias = inputs.size() > 2 && inputs[2].present;
+  const bool hasBias = inputs.size() > 2 && inputs[2].present, hasZ = hasResidual(inputs);
   if (out.dtype == DataType::Float32 || out.dtype == DataType::Float64) {
     dispatchFloat(out.dtype, [&](auto tag) {
       using T = typename decltype(tag)::type;
       if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-        fn(inputs[0].as<const T>(), inputs[1].as<const T>(), hasBias ? inputs[2].as<const T>() : nullptr, out.as<T>());
+        fn(inputs[0].as<const T>(), inputs[1].as<const T>(), hasBias ? inputs[2].as<const T>() : nullptr,
+           hasZ ? inputs[3].as<const T>() : nullptr, out.as<T>());
     });
     return Status::ok();
   }
@@ -312,9 +338,10 @@ Status runInFloat(const TensorViews& inputs, TensorView& out, Fn&& fn) {
       return f;
     };
     std::vector<float> x = widen(inputs[0]), w = widen(inputs[1]),
-                       b = hasBias ? widen(inputs[2]) : std::vector<float>();
+                       b = hasBias ? widen(inputs[2]) : std::vector<float>(),
+                       z = hasZ ? widen(inputs[3]) : std::vector<float>();
     std::vector<float> y(static_cast<size_t>(out.elements()));
-    fn(x.data(), w.data(), hasBias ? b.data() : nullptr, y.data());
+    fn(x.data(), w.data(), hasBias ? b.data() : nullptr, hasZ ? z.data() : nullptr, y.data());
     for (size_t i = 0; i < y.size(); ++i) out.as<T>()[i] = T(y[i]);
   });
   return ok ? Status::ok() : Status::unsupported(dtypeError(out, "X"));
@@ -323,21 +350,23 @@ Status runInFloat(const TensorViews& inputs, TensorView& out, Fn&& fn) {
 Status convReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool* pool) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConv(node, inputs, &s));
-  return runInFloat(inputs, outputs[0],
-                    [&](const auto* x, const auto* w, const auto* b, auto* y) { convForward(s, x, w, b, y, pool); });
+  OSPREY_RETURN_IF_ERROR(checkResidual(inputs, outputs[0]));
+  return runInFloat(inputs, outputs[0], [&](const auto* x, const auto* w, const auto* b, const auto* z, auto* y) {
+    convForward(s, x, w, b, z, y, pool);
+  });
 }
 
 Status convTransposeReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool* pool) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConvTranspose(node, inputs, &s));
-  return runInFloat(inputs, outputs[0], [&](const auto* x, const auto* w, const auto* b, auto* y) {
+  return runInFloat(inputs, outputs[0], [&](const auto* x, const auto* w, const auto* b, const auto*, auto* y) {
     convTransposeForward(s, x, w, b, y, pool);
   });
 }
 
 }  // namespace
 
-const OpDef kOpDef_Conv = {OpType::Conv, "Conv", 2, 3, 1, 1, convShape, convReference, nullptr, 0, false};
+const OpDef kOpDef_Conv = {OpType::Conv, "Conv", 2, 4, 1, 1, convShape, convReference, nullptr, 0, false};
 const OpDef kOpDef_ConvTranspose = {OpType::ConvTranspose, "ConvTranspose",        2,       3, 1,    1,
                                     convTransposeShape,    convTransposeReference, nullptr, 0, false};
 

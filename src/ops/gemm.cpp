@@ -1,5 +1,6 @@
 // Gemm (Y = alpha * A' * B' + beta * C, C broadcast to (M, N)) and MatMul (numpy semantics:
-// 1-D operands, broadcast batch dimensions), both with the fused activation the converter may
+// 1-D operands, broadcast batch dimensions; an optional bias [N], input 2, that the converter
+// fuses: Y = A @ B + bias over every row), both with the fused activation the converter may
 // attach. float32/float64 and the integer types run natively; float16/bfloat16 through float.
 #include <string>
 #include <type_traits>
@@ -196,6 +197,18 @@ Status setupMatMul(const Node& node, const TensorViews& inputs, MatMulSetup* s) 
   s->outShape = s->batch;
   if (a.rank() > 1) s->outShape.push_back(s->M);
   if (b.rank() > 1) s->outShape.push_back(s->N);
+  if (inputs.size() > 2 && inputs[2].present) {
+    const TensorView& bias = inputs[2];
+    if (bias.dtype != a.dtype)
+      return Status::invalidModel("bias has dtype " + std::string(dataTypeName(bias.dtype)) + " but A has " +
+                                  dataTypeName(a.dtype));
+    if (b.rank() < 2)
+      return Status::invalidModel("bias " + shapeToString(bias.shape) + " needs B of rank 2 or more, not " +
+                                  shapeToString(b.shape));
+    if (bias.shape != Shape{s->N})
+      return Status::invalidModel("bias " + shapeToString(bias.shape) + " must have shape [" + std::to_string(s->N) +
+                                  "] (the last dimension of the output " + shapeToString(s->outShape) + ")");
+  }
   return FusedActivation::fromNode(node, &s->act);
 }
 
@@ -214,7 +227,10 @@ Status matMulReference(const Node& node, const TensorViews& inputs, TensorViews&
     using T = typename decltype(tag)::type;
     const T* a = in[0].as<const T>();
     const T* b = in[1].as<const T>();
+    const T* bias = in.size() > 2 && in[2].present ? in[2].as<const T>() : nullptr;
     auto epilogue = [&](int64_t, int64_t, T* row) {
+      if (bias)
+        for (int64_t j = 0; j < s.N; ++j) row[j] += bias[j];
       if (s.act.kind != FusedActivation::Kind::None)
         for (int64_t j = 0; j < s.N; ++j) row[j] = applyActivation(s.act, row[j]);
     };
@@ -240,6 +256,6 @@ Status matMulReference(const Node& node, const TensorViews& inputs, TensorViews&
 }  // namespace
 
 const OpDef kOpDef_Gemm = {OpType::Gemm, "Gemm", 2, 3, 1, 1, gemmShape, gemmReference, nullptr, 0, false};
-const OpDef kOpDef_MatMul = {OpType::MatMul, "MatMul", 2, 2, 1, 1, matMulShape, matMulReference, nullptr, 0, false};
+const OpDef kOpDef_MatMul = {OpType::MatMul, "MatMul", 2, 3, 1, 1, matMulShape, matMulReference, nullptr, 0, false};
 
 }  // namespace osprey

@@ -70,6 +70,44 @@ TEST(OpenCLConv, WeightsAsActivation) {
   checkAgainstReference(n, {in(rnd({1, 5, 6, 7}, 15)), in(rnd({3, 5, 2, 3}, 16))});
 }
 
+// The residual Z (input 3, Y's shape) in every conv kernel: general, 1x1, both tile sizes,
+// grouped, depthwise; with and without bias, added before the activation.
+TEST(OpenCLConvResidual, GeneralPointwiseGrouped) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(convNode({2, 2}, {1, 1, 1, 1}, {1, 1}, 1, "Relu"),
+                        {in(rnd({2, 5, 7, 5}, 100)), constant(rnd({6, 5, 3, 3}, 101)), constant(rnd({6}, 102)),
+                         in(rnd({2, 6, 4, 3}, 103, -2, 2))});
+  checkAgainstReference(convNode({1, 1}, {0, 1, 0, 1}, {1, 1}, 1, "Clip", {-0.5f, 0.5f}),
+                        {in(rnd({1, 3, 7, 5}, 104)), constant(rnd({4, 3, 3, 3}, 105)), absent(),
+                         in(rnd({1, 4, 5, 5}, 106, -2, 2))});
+  checkAgainstReference(convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, 1, "Relu"),
+                        {in(rnd({2, 127, 5, 3}, 107)), constant(rnd({13, 127, 1, 1}, 108)), constant(rnd({13}, 109)),
+                         in(rnd({2, 13, 5, 3}, 110, -2, 2))});
+  checkAgainstReference(convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, 3),
+                        {in(rnd({1, 12, 10, 7}, 111)), constant(rnd({9, 4, 3, 2}, 112)), absent(),
+                         in(rnd({1, 9, 8, 6}, 113, -2, 2))});
+}
+
+TEST(OpenCLConvResidual, LargeTiles) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(convNode({1, 1}, {1, 1, 1, 1}, {1, 1}, 1, "Relu"),
+                        {in(rnd({2, 13, 11, 9}, 120)), constant(rnd({70, 13, 3, 3}, 121)), constant(rnd({70}, 122)),
+                         in(rnd({2, 70, 11, 9}, 123, -2, 2))});
+  checkAgainstReference(convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+                        {in(rnd({1, 127, 15, 9}, 124)), constant(rnd({67, 127, 1, 1}, 125)), absent(),
+                         in(rnd({1, 67, 15, 9}, 126, -2, 2))});
+}
+
+TEST(OpenCLConvResidual, Depthwise) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(convNode({1, 1}, {1, 1, 1, 1}, {1, 1}, 13, "Clip", {0.f, 0.5f}),
+                        {in(rnd({1, 13, 15, 12}, 130)), constant(rnd({13, 1, 3, 3}, 131)), constant(rnd({13}, 132)),
+                         in(rnd({1, 13, 15, 12}, 133, -2, 2))});
+  checkAgainstReference(convNode({2, 2}, {2, 2, 2, 2}, {2, 2}, 7, "Relu"),
+                        {in(rnd({2, 7, 9, 8}, 134)), constant(rnd({14, 1, 3, 3}, 135)), absent(),
+                         in(rnd({2, 14, 5, 4}, 136, -2, 2))});
+}
+
 Node poolNode(OpType type, std::vector<int64_t> kernel, std::vector<int64_t> strides, std::vector<int64_t> pads,
               int ceil, int includePad) {
   Node n = makeNode(type);
@@ -177,6 +215,25 @@ TEST(OpenCLMatMul, GemmTransposesAlphaBetaBias) {
   h.setFloats("activation_params", {0.f, 0.f});
   checkAgainstReference(h, {in(rnd({3, 17}, 83)), constant(rnd({17, 33}, 84)), constant(rnd({3, 1}, 85))});
   checkAgainstReference(makeNode(OpType::Gemm), {in(rnd({1, 33}, 86)), constant(rnd({33, 10}, 87))});
+}
+
+// MatMul's bias [N] (input 2) over every row: constant and activation B, batches, 1-D A.
+TEST(OpenCLMatMul, Bias) {
+  OSPREY_REQUIRE_OPENCL();
+  checkAgainstReference(makeNode(OpType::MatMul),
+                        {in(rnd({3, 13, 7}, 140)), constant(rnd({7, 19}, 141)), constant(rnd({19}, 142, -2, 2))});
+  checkAgainstReference(makeNode(OpType::MatMul),
+                        {in(rnd({2, 5, 37}, 143)), in(rnd({2, 37, 4}, 144)), constant(rnd({4}, 145, -2, 2))});
+  checkAgainstReference(makeNode(OpType::MatMul),
+                        {in(rnd({1, 6, 5}, 146)), in(rnd({4, 5, 16}, 147)), constant(rnd({16}, 148, -2, 2))});
+  checkAgainstReference(makeNode(OpType::MatMul),
+                        {in(rnd({13}, 149)), constant(rnd({13, 5}, 150)), constant(rnd({5}, 151, -2, 2))});
+  Node relu = makeNode(OpType::MatMul);
+  relu.setString("activation", "Relu");
+  relu.setFloats("activation_params", {0.f, 0.f});
+  for (int64_t M : {1, 3, 17})
+    checkAgainstReference(relu,
+                          {in(rnd({M, 129}, 152)), constant(rnd({129, 33}, 153)), constant(rnd({33}, 154, -2, 2))});
 }
 
 TEST(OpenCLNormalize, SoftmaxLayerNormReduce) {

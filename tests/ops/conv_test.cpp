@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "core/model_io.h"
 #include "core/thread_pool.h"
 #include "op_test_util.h"
 #include "ops/op_def.h"
@@ -429,6 +430,127 @@ TEST(ConvTest, Errors) {
   act.setString("activation", "Swish");
   EXPECT_FALSE(runConv(OpType::Conv, act, {1, 3, 8, 8}, {4, 3, 3, 3}).isOk());
   EXPECT_FALSE(runConv(OpType::Conv, n, {1, 1, 3, 3, 3, 3}, {1, 1, 1, 1, 1, 1}).isOk());  // 4 spatial dims
+}
+
+// Conv with the residual Z (input 3): act(conv(X, W) + B + Z), checked against the naive
+// convolution without activation plus Z, activated here; through the CPU backend (runOp), the
+// reference kernel directly, and the reference on three threads.
+void checkResidualCase(const ConvCase& c, uint32_t seed, DataType dtype = DataType::Float32, double tol = 1e-4) {
+  SCOPED_TRACE("residual case with x " + shapeToString(c.x) + " kernel " + shapeToString(c.kernel) + " seed " +
+               std::to_string(seed));
+  Shape ws{c.outChannels, c.x[1] / c.group};
+  for (int64_t k : c.kernel) ws.push_back(k);
+  Tensor x = randomTensor(dtype, c.x, seed);
+  Tensor w = randomTensor(dtype, ws, seed + 1);
+  Tensor b = randomTensor(dtype, {c.outChannels}, seed + 2);
+  ConvCase plain = c;
+  plain.activation.clear();
+  Tensor expected = naiveConv(plain, x, w, c.bias ? &b : nullptr);
+  Tensor z = randomTensor(dtype, expected.shape(), seed + 3, -2.0, 2.0);
+  for (int64_t i = 0; i < expected.elements(); ++i)
+    storeFromDouble(dtype, expected.data(), i, activate(c.activation, at(expected, i) + at(z, i)));
+  Node node = makeNode(OpType::Conv, c);
+  const std::vector<OpInput> inputs{in(x), constant(w), c.bias ? constant(b) : absent(), in(z)};
+  std::vector<Tensor> outs;
+  Status st = runOp(node, inputs, 1, &outs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  expectNear(outs[0], expected, tol, tol);
+  std::vector<Tensor> ref;
+  st = referenceOp(node, inputs, 1, &ref);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  expectNear(ref[0], expected, tol, tol);
+  std::vector<Tensor> threaded = runThreaded(node, {x, w, c.bias ? b : Tensor(), z}, 3);
+  expectNear(threaded[0], expected, tol, tol);
+}
+
+ConvCase withActivation(ConvCase c, const std::string& act, bool bias = true) {
+  c.activation = act;
+  c.bias = bias;
+  return c;
+}
+
+TEST(ConvResidualTest, BiasActivationAndAbsentBias) {
+  const ConvCase c = ConvCase({2, 3, 7, 5}, 5, {3, 3}).withPads({1, 1, 1, 1});
+  checkResidualCase(c, 1);
+  checkResidualCase(withActivation(c, "Relu"), 2);
+  checkResidualCase(withActivation(c, "Relu", false), 3);  // inputs {X, W, -1, Z}
+  checkResidualCase(withActivation(c, "Clip", false), 4);
+  checkResidualCase(withActivation(ConvCase({1, 4, 3, 7}, 6, {1, 1}), "Relu"), 5);  // pointwise
+}
+
+TEST(ConvResidualTest, StridesPadsGroupsDepthwise) {
+  ConvCase strided = ConvCase({1, 3, 7, 5}, 4, {3, 3}).withStrides({2, 2}).withPads({1, 0, 1, 2});
+  checkResidualCase(withActivation(strided, "Relu"), 10);
+  checkResidualCase(withActivation(ConvCase({2, 6, 7, 5}, 4, {3, 2}).withGroup(2).withPads({1, 1, 0, 0}), "Relu"), 11);
+  checkResidualCase(withActivation(ConvCase({1, 5, 7, 5}, 5, {3, 3}).withGroup(5).withPads({1, 1, 1, 1}), "Relu"),
+                    12);  // depthwise
+  ConvCase multiplier = ConvCase({1, 3, 9, 7}, 6, {5, 5}).withGroup(3).withStrides({2, 2}).withPads({2, 2, 2, 2});
+  checkResidualCase(withActivation(multiplier, "Clip", false), 13);  // channel multiplier 2
+  checkResidualCase(withActivation(ConvCase({2, 4, 3, 7, 5}, 4, {3, 3, 3}).withPads({1, 1, 1, 1, 1, 1}), "Relu"),
+                    14);  // 3-D
+  checkResidualCase(withActivation(ConvCase({1, 4, 3, 7, 5}, 4, {3, 3, 3}).withGroup(4).withPads({1, 1, 1, 1, 1, 1}),
+                                   "Relu"),
+                    15);  // 3-D depthwise
+  checkResidualCase(withActivation(ConvCase({1, 4, 11}, 3, {3}).withStrides({2}), "Relu"), 16);  // 1-D
+}
+
+TEST(ConvResidualTest, OtherFloatTypes) {
+  const ConvCase c = withActivation(ConvCase({1, 3, 7, 5}, 4, {3, 3}).withPads({1, 1, 1, 1}), "Relu");
+  checkResidualCase(c, 20, DataType::Float64, 1e-9);
+  checkResidualCase(c, 21, DataType::Float16, 2e-2);
+}
+
+TEST(ConvResidualTest, ModelFileRoundTrip) {
+  // {X, W, -1, Z}: the absent bias in the middle survives writing and reading the model file.
+  Node node = makeNode(OpType::Conv, withActivation(ConvCase({1, 3, 7, 5}, 4, {3, 3}).withPads({1, 1, 1, 1}), "Relu"));
+  Tensor x = randomTensor(DataType::Float32, {1, 3, 7, 5}, 30), w = randomTensor(DataType::Float32, {4, 3, 3, 3}, 31);
+  Tensor z = randomTensor(DataType::Float32, {1, 4, 7, 5}, 32);
+  std::map<std::string, Tensor> feeds;
+  auto model = oneNodeModel(node, {in(x), constant(w), absent(), in(z)}, 1, &feeds);
+  std::vector<uint8_t> bytes;
+  ASSERT_TRUE(writeModel(*model, &bytes).isOk());
+  auto back = std::make_shared<Model>();
+  Status st = readModel(bytes.data(), bytes.size(), back.get());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(back->graph.nodes.size(), 1u);
+  const std::vector<int>& ins = back->graph.nodes[0].inputs;
+  ASSERT_EQ(ins.size(), 4u);
+  EXPECT_EQ(ins[2], -1);
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromModel(back, &interp).isOk());
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  std::vector<Tensor> outs;
+  st = session->run(feeds, &outs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::vector<Tensor> ref;
+  ASSERT_TRUE(referenceOp(node, {in(x), constant(w), absent(), in(z)}, 1, &ref).isOk());
+  expectNear(outs[0], ref[0], 1e-5, 1e-5);
+}
+
+TEST(ConvResidualTest, Errors) {
+  Node node;
+  node.type = OpType::Conv;
+  node.name = "conv_with_z";
+  auto run = [&](const Shape& zs, DataType zt) {
+    std::vector<Tensor> outs;
+    return runOp(node,
+                 {in(randomTensor(DataType::Float32, {1, 3, 8, 8}, 1)),
+                  constant(randomTensor(DataType::Float32, {4, 3, 3, 3}, 2)), absent(), in(randomTensor(zt, zs, 3))},
+                 1, &outs);
+  };
+  EXPECT_TRUE(run({1, 4, 6, 6}, DataType::Float32).isOk());
+  for (const Shape& bad : {Shape{1, 4, 6, 5}, Shape{1, 4, 1, 1}, Shape{4, 6, 6}, Shape{2, 4, 6, 6}}) {
+    Status st = run(bad, DataType::Float32);
+    ASSERT_FALSE(st.isOk()) << shapeToString(bad);
+    EXPECT_NE(st.message().find("residual"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find(shapeToString(bad)), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("[1, 4, 6, 6]"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("conv_with_z"), std::string::npos) << st.message();
+  }
+  Status st = run({1, 4, 6, 6}, DataType::Float64);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("residual"), std::string::npos) << st.message();
 }
 
 TEST(ConvTransposeTest, Errors) {

@@ -1,6 +1,7 @@
 // The CPU backend's optimised kernels (src/backends/cpu/kernels/) against the reference kernels
 // of src/ops on seeded random data, with shapes chosen to hit every tail of the 6x16 GEMM
 // micro-kernel, its K blocking (K > 256) and the im2col / pointwise / grouped / depthwise paths.
+#include <array>
 #include <cmath>
 #include <limits>
 
@@ -41,6 +42,7 @@ struct ConvCase {
   int64_t n, c, h, w, m, kh, kw, group, stride, pad, dilation;
   bool bias;
   FusedActivation::Kind act;
+  bool residual = false;  // Conv's Z (input 3), of the output's shape
 };
 
 void checkConv(const ConvCase& k, uint32_t seed) {
@@ -55,9 +57,16 @@ void checkConv(const ConvCase& k, uint32_t seed) {
   std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, {k.n, k.c, k.h, k.w}, seed)),
                               constant(randomTensor(DataType::Float32, {k.m, k.c / k.group, k.kh, k.kw}, seed + 1))};
   if (k.bias) inputs.push_back(constant(randomTensor(DataType::Float32, {k.m}, seed + 2)));
+  if (k.residual) {
+    if (!k.bias) inputs.push_back(absent());
+    auto out = [&](int64_t size, int64_t kernel) {
+      return (size + 2 * k.pad - k.dilation * (kernel - 1) - 1) / k.stride + 1;
+    };
+    inputs.push_back(in(randomTensor(DataType::Float32, {k.n, k.m, out(k.h, k.kh), out(k.w, k.kw)}, seed + 3, -2, 2)));
+  }
   SCOPED_TRACE(::testing::Message() << "conv x[" << k.n << "," << k.c << "," << k.h << "," << k.w << "] m=" << k.m
                                     << " k=" << k.kh << "x" << k.kw << " group=" << k.group << " stride=" << k.stride
-                                    << " pad=" << k.pad << " dilation=" << k.dilation);
+                                    << " pad=" << k.pad << " dilation=" << k.dilation << " residual=" << k.residual);
   checkAgainstReference(node, inputs);
 }
 
@@ -139,6 +148,89 @@ TEST(CpuKernels, ConvDepthwise) {
   checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);  // stride 3: not padded either
 }
 
+// Every CPU Conv path with the residual Z added before the activation.
+TEST(CpuKernels, ConvResidualPointwise) {
+  uint32_t seed = 200;
+  for (int64_t m : {1, 5, 7, 17})
+    for (int64_t hw : {4, 5, 13})
+      checkConv({1, 7, hw, hw, m, 1, 1, 1, 1, 0, 1, m % 2 == 1, Kind::Relu, true}, seed++);
+  checkConv({2, 300, 7, 9, 13, 1, 1, 1, 1, 0, 1, true, Kind::Clip, true}, seed++);    // K > 256, batch 2
+  checkConv({1, 48, 3, 5, 30, 1, 1, 1, 1, 0, 1, false, Kind::Sigmoid, true}, seed++);  // activation outside the kernel
+}
+
+TEST(CpuKernels, ConvResidualThinColumns) {
+  uint32_t seed = 220;
+  for (int64_t w : {1, 2, 3, 4}) {
+    checkConv({1, 300, 1, w, 37, 1, 1, 1, 1, 0, 1, true, Kind::Relu, true}, seed++);
+    checkConv({2, 48, 1, w, 13, 1, 1, 1, 1, 0, 1, false, Kind::None, true}, seed++);
+  }
+}
+
+TEST(CpuKernels, ConvResidualIm2colAndStripes) {
+  uint32_t seed = 240;
+  checkConv({1, 3, 7, 5, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);
+  checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, false, Kind::Clip, true}, seed++);  // strided, padded
+  checkConv({1, 8, 13, 13, 16, 1, 1, 1, 2, 0, 1, true, Kind::None, true}, seed++);   // strided 1x1
+  checkConv({1, 40, 9, 9, 23, 3, 3, 1, 1, 1, 1, true, Kind::HardSwish, true}, seed++);
+  checkConv({1, 600, 19, 23, 11, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);  // stripes
+  checkConv({2, 300, 41, 37, 9, 3, 3, 1, 2, 1, 1, false, Kind::Relu, true}, seed++);  // stripes, strided, batch 2
+  checkConv({1, 300, 33, 33, 6, 3, 3, 3, 1, 1, 2, true, Kind::None, true}, seed++);   // stripes, grouped, dilated
+  checkConv({1, 12, 13, 13, 18, 3, 3, 3, 1, 1, 1, true, Kind::Relu, true}, seed++);   // grouped
+  checkConv({2, 8, 7, 7, 8, 1, 1, 4, 1, 0, 1, false, Kind::None, true}, seed++);      // grouped pointwise
+}
+
+TEST(CpuKernels, ConvResidualDepthwise) {
+  uint32_t seed = 260;
+  checkConv({1, 13, 13, 13, 13, 3, 3, 13, 1, 1, 1, true, Kind::Clip, true}, seed++);  // padded AVX2 3x3 s1
+  checkConv({2, 7, 17, 15, 7, 3, 3, 7, 2, 1, 1, true, Kind::Relu, true}, seed++);     // padded AVX2 3x3 s2
+  checkConv({1, 5, 12, 12, 5, 5, 5, 5, 2, 2, 1, false, Kind::Sigmoid, true}, seed++);  // 5x5 s2, activation after
+  checkConv({1, 6, 7, 5, 6, 5, 5, 6, 1, 2, 1, true, Kind::Relu, true}, seed++);       // 5x5 s1, odd plane
+  checkConv({1, 4, 9, 9, 8, 3, 3, 4, 1, 2, 2, true, Kind::None, true}, seed++);       // multiplier 2, dilated
+  checkConv({1, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1, true, Kind::Relu, true}, seed++);       // all padding
+  checkConv({1, 4, 29, 41, 4, 3, 3, 4, 2, 1, 1, true, Kind::Relu, true}, seed++);
+  checkConv({1, 2, 6, 25, 2, 3, 17, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);     // wider than 16 taps
+  checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);   // too large to pad: border path
+  checkConv({1, 1, 115, 117, 1, 5, 5, 1, 2, 2, 1, false, Kind::Clip, true}, seed++);
+  checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::Relu, true}, seed++);     // stride 3
+}
+
+TEST(CpuKernels, DepthwiseResidualBothTables) {
+  // The plane kernels of both function tables directly, with and without the fused clamp.
+  for (const auto& [k, stride, h, w] : std::vector<std::array<int64_t, 4>>{{3, 1, 7, 13}, {3, 2, 13, 11}, {5, 1, 9, 7},
+                                                                          {5, 2, 15, 17}, {7, 1, 9, 9}}) {
+    DepthwiseArgs p;
+    p.inH = h, p.inW = w, p.kernelH = k, p.kernelW = k, p.strideH = stride, p.strideW = stride;
+    p.padH = p.padW = k / 2;
+    p.outH = (h + 2 * p.padH - k) / stride + 1, p.outW = (w + 2 * p.padW - k) / stride + 1;
+    Tensor x = randomTensor(DataType::Float32, {h, w}, 1), wt = randomTensor(DataType::Float32, {k, k}, 2);
+    Tensor z = randomTensor(DataType::Float32, {p.outH, p.outW}, 3, -2, 2);
+    for (bool clamp : {false, true}) {
+      p.reluMin = clamp, p.clipLo = 0.f, p.clipHi = 0.5f;
+      std::vector<double> expected(p.outH * p.outW);
+      for (int64_t oh = 0; oh < p.outH; ++oh)
+        for (int64_t ow = 0; ow < p.outW; ++ow) {
+          double s = 0.25;
+          for (int64_t kh = 0; kh < k; ++kh)
+            for (int64_t kw = 0; kw < k; ++kw) {
+              const int64_t ih = oh * stride - p.padH + kh, iw = ow * stride - p.padW + kw;
+              if (ih >= 0 && ih < h && iw >= 0 && iw < w)
+                s += double(x.data<float>()[ih * w + iw]) * wt.data<float>()[kh * k + kw];
+            }
+          s += z.data<float>()[oh * p.outW + ow];
+          expected[oh * p.outW + ow] = clamp ? std::min(0.5, std::max(0.0, s)) : s;
+        }
+      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+        p.residual = z.data<float>();
+        std::vector<float> y(p.outH * p.outW, -7.f);
+        fn->depthwisePlane(p, x.data<float>(), wt.data<float>(), 0.25f, y.data());
+        for (size_t i = 0; i < y.size(); ++i)
+          ASSERT_NEAR(y[i], expected[i], 1e-4)
+              << fn->isa << " k=" << k << " stride=" << stride << " clamp=" << clamp << " i=" << i;
+      }
+    }
+  }
+}
+
 void checkGemm(int64_t M, int64_t N, int64_t K, bool transA, bool transB, const Shape& cShape, float alpha, float beta,
                Kind act, uint32_t seed) {
   Node node;
@@ -210,6 +302,33 @@ TEST(CpuKernels, MatMulActivationB) {
     checkAgainstReference(node, {in(randomTensor(DataType::Float32, a, seed)), in(randomTensor(DataType::Float32, b, seed + 1))});
     seed += 2;
   }
+}
+
+void checkMatMulBias(const Shape& a, const Shape& b, bool constantB, Kind act, uint32_t seed) {
+  Node node;
+  node.type = OpType::MatMul;
+  if (act == Kind::Clip) setActivation(node, act, -0.5f, 0.5f);
+  else if (act != Kind::None) setActivation(node, act, 0.1f);
+  Tensor bt = randomTensor(DataType::Float32, b, seed + 1);
+  SCOPED_TRACE(::testing::Message() << "matmul+bias A=" << shapeToString(a) << " B=" << shapeToString(b)
+                                    << " constantB=" << constantB);
+  checkAgainstReference(node, {in(randomTensor(DataType::Float32, a, seed)), constantB ? constant(bt) : in(bt),
+                               constant(randomTensor(DataType::Float32, {b.back()}, seed + 2, -2, 2))});
+}
+
+TEST(CpuKernels, MatMulBias) {
+  // Packed constant B (thin GEMV rows for M <= 4, blocked otherwise) and activation B.
+  uint32_t seed = 300;
+  for (int64_t M : {1, 3, 17})
+    for (int64_t N : {5, 33})
+      for (int64_t K : {7, 129}) {
+        checkMatMulBias({M, K}, {K, N}, true, M == 3 ? Kind::Relu : Kind::None, seed++);
+        checkMatMulBias({M, K}, {K, N}, false, M == 17 ? Kind::Clip : Kind::None, seed++);
+      }
+  checkMatMulBias({2, 3, 7, 300}, {300, 33}, true, Kind::Gelu, seed++);   // batches folded into rows, K > 256
+  checkMatMulBias({3, 13, 64}, {3, 64, 13}, false, Kind::Relu, seed++);   // batched
+  checkMatMulBias({2, 1, 7, 19}, {3, 19, 5}, false, Kind::None, seed++);  // batch broadcast
+  checkMatMulBias({1, 6, 5}, {4, 5, 16}, false, Kind::None, seed++);
 }
 
 void checkPool(OpType type, const Shape& x, int64_t k, int64_t stride, int64_t pad, bool ceil, bool includePad,
@@ -345,6 +464,62 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
             worst = std::max(worst, std::fabs(c[i] - expected[i]) / (1.0 + std::fabs(expected[i])));
           EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " packA=" << packA << " packB=" << packB;
         }
+    }
+  }
+}
+
+TEST(CpuKernels, PackedGemmResidualBothTables) {
+  // The residual through every packedGemm path (blocked, thin rows, thin columns), both tables,
+  // into a C with a row stride wider than N.
+  ThreadPool pool(3);
+  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {7, 17, 0}};
+  uint32_t seed = 50;
+  for (const auto& shape : shapes) {
+    const int64_t M = shape[0], N = shape[1], K = shape[2], ldc = N + 3;
+    Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
+    Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
+    Tensor z = randomTensor(DataType::Float32, {M, ldc}, seed++, -2, 2);
+    for (float alpha : {1.f, 0.5f}) {  // alpha 1: the residual preloaded into C; else in the epilogue
+      std::vector<double> expected(M * N);
+      for (int64_t i = 0; i < M; ++i)
+        for (int64_t j = 0; j < N; ++j) {
+          double s = 0;
+          for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
+          s = alpha * s + bias.data<float>()[i] + z.data<float>()[i * ldc + j];
+          expected[i * N + j] = s > 0 ? s : 0;
+        }
+      GemmEpilogue ep;
+      ep.alpha = alpha;
+      ep.bias = bias.data<float>();
+      ep.biasRowStride = 1;
+      ep.residual = z.data<float>();
+      ep.residualRowStride = ldc;
+      ep.act.kind = Kind::Relu;
+      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+        std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
+        packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
+        packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
+        for (bool packA : {false, true})
+          for (bool packB : {false, true}) {
+            GemmA ga;
+            ga.data = packA ? packedA.data() : a.data<float>();
+            ga.packed = packA;
+            ga.rowStride = K;
+            GemmB gb;
+            gb.data = packB ? packedB.data() : b.data<float>();
+            gb.packed = packB;
+            gb.rowStride = N;
+            std::vector<float> c(M * ldc, -7.f);
+            packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), ldc, ep);
+            double worst = 0;
+            for (int64_t i = 0; i < M; ++i)
+              for (int64_t j = 0; j < N; ++j)
+                worst = std::max(worst, std::fabs(c[i * ldc + j] - expected[i * N + j]) /
+                                            (1.0 + std::fabs(expected[i * N + j])));
+            EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " K=" << K << " packA=" << packA
+                                   << " packB=" << packB << " alpha=" << alpha;
+          }
+      }
     }
   }
 }

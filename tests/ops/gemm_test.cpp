@@ -251,5 +251,79 @@ TEST(MatMulTest, Errors) {
   EXPECT_FALSE(run({3}, {4}).isOk());
 }
 
+// MatMul with a bias [N] (input 2): A @ B + bias over every row, then the activation; through
+// the CPU backend (constant B and activation B) and the reference kernel directly.
+void checkMatMulBias(const Shape& as, const Shape& bs, const Shape& expectedShape, DataType dtype = DataType::Float32,
+                     double tol = 1e-4, bool applyRelu = false, uint32_t seed = 1) {
+  SCOPED_TRACE(shapeToString(as) + " x " + shapeToString(bs) + " + bias");
+  Tensor a = randomTensor(dtype, as, seed, lowFor(dtype), 4);
+  Tensor b = randomTensor(dtype, bs, seed + 1, lowFor(dtype), 4);
+  Tensor bias = randomTensor(dtype, {expectedShape.back()}, seed + 2, lowFor(dtype), 4);
+  Tensor expected = naiveMatMul(a, b, expectedShape, false);
+  const int64_t N = expectedShape.back();
+  for (int64_t i = 0; i < expected.elements(); ++i) {
+    const double v = at(expected, i) + at(bias, i % N);
+    storeFromDouble(dtype, expected.data(), i, applyRelu ? relu(v) : v);
+  }
+  Node node;
+  node.type = OpType::MatMul;
+  if (applyRelu) node.setString("activation", "Relu");
+  for (bool constantB : {true, false}) {
+    std::vector<Tensor> outs;
+    Status st = runOp(node, {in(a), constantB ? constant(b) : in(b), constant(bias)}, 1, &outs);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    ASSERT_EQ(outs[0].shape(), expectedShape);
+    expectNear(outs[0], expected, tol, tol);
+  }
+  std::vector<Tensor> ref;
+  Status st = referenceOp(node, {in(a), in(b), in(bias)}, 1, &ref);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  expectNear(ref[0], expected, tol, tol);
+}
+
+TEST(MatMulBiasTest, ShapesAndBroadcast) {
+  checkMatMulBias({13, 7}, {7, 5}, {13, 5});
+  checkMatMulBias({1, 129}, {129, 33}, {1, 33}, DataType::Float32, 1e-4, true);
+  checkMatMulBias({3, 7}, {7, 33}, {3, 33});
+  checkMatMulBias({17, 129}, {129, 5}, {17, 5}, DataType::Float32, 1e-4, true);
+  checkMatMulBias({7}, {7, 5}, {5});                               // 1-D A
+  checkMatMulBias({2, 13, 7}, {2, 7, 5}, {2, 13, 5});              // batched 3-D
+  checkMatMulBias({2, 3, 13, 7}, {7, 33}, {2, 3, 13, 33});         // shared B
+  checkMatMulBias({2, 1, 3, 7}, {3, 7, 5}, {2, 3, 3, 5}, DataType::Float32, 1e-4, true);  // both broadcast
+  checkMatMulBias({13, 7}, {2, 7, 5}, {2, 13, 5});                 // shared A
+}
+
+TEST(MatMulBiasTest, OtherTypes) {
+  checkMatMulBias({2, 13, 7}, {7, 5}, {2, 13, 5}, DataType::Float64, 1e-10, true);
+  checkMatMulBias({2, 13, 7}, {7, 5}, {2, 13, 5}, DataType::Float16, 5e-2);
+  checkMatMulBias({13, 7}, {7, 5}, {13, 5}, DataType::Int32, 0, true);
+}
+
+TEST(MatMulBiasTest, Errors) {
+  auto run = [](const Shape& as, const Shape& bs, const Shape& biasShape, DataType biasType = DataType::Float32) {
+    Node node;
+    node.type = OpType::MatMul;
+    node.name = "mm_bias";
+    std::vector<Tensor> outs;
+    return runOp(node,
+                 {in(randomTensor(DataType::Float32, as, 1)), constant(randomTensor(DataType::Float32, bs, 2)),
+                  constant(randomTensor(biasType, biasShape, 3))},
+                 1, &outs);
+  };
+  EXPECT_TRUE(run({3, 4}, {4, 6}, {6}).isOk());
+  for (const Shape& bad : {Shape{5}, Shape{1, 6}, Shape{3, 6}, Shape{}, Shape{4}}) {
+    Status st = run({3, 4}, {4, 6}, bad);
+    ASSERT_FALSE(st.isOk()) << shapeToString(bad);
+    EXPECT_NE(st.message().find("bias"), std::string::npos) << st.message();
+    EXPECT_NE(st.message().find("mm_bias"), std::string::npos) << st.message();
+  }
+  Status st = run({3, 4}, {4, 6}, {6}, DataType::Float64);
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("bias"), std::string::npos) << st.message();
+  st = run({3, 4}, {4}, {1});  // B 1-D: the output has no N dimension
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("bias"), std::string::npos) << st.message();
+}
+
 }  // namespace
 }  // namespace osprey::test

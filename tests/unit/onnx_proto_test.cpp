@@ -2,6 +2,8 @@
 // that touches every field kind, and hostile input (truncation, corruption, deep nesting).
 #include "converter/onnx/onnx_proto.h"
 
+#include "converter/converter.h"
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -218,6 +220,38 @@ TEST(OnnxProto, HandModelDecodesEveryFieldKind) {
   EXPECT_EQ(g.valueInfo.at(0).elemType, 9);
   EXPECT_TRUE(g.valueInfo.at(1).hasShape);
   EXPECT_TRUE(g.valueInfo.at(1).dims.empty());
+}
+
+// Osprey's Conv takes a residual as input 3 and its MatMul a bias as input 2 (converter
+// fusions); an ONNX Conv with 4 inputs or an ONNX MatMul with 3 is still malformed.
+TEST(OnnxImport, ConvAndMatMulKeepOnnxArity) {
+  auto modelWith = [](const std::string& op, std::initializer_list<const char*> inputs, bool trailingEmpty) {
+    Pb node;
+    for (const char* name : inputs) node.bytes(1, name);
+    if (trailingEmpty) node.bytes(1, "");
+    node.bytes(2, "y").bytes(3, "node0").bytes(4, op);
+    Pb g;
+    g.msg(1, node).bytes(2, "arity");
+    const Pb type = tensorType(1, {Pb().varint(1, 1), Pb().varint(1, 3), Pb().varint(1, 4), Pb().varint(1, 4)});
+    for (const char* name : inputs) g.msg(11, valueInfo(name, type));
+    g.msg(12, valueInfo("y", tensorType(1, {}, false)));
+    return modelAround(g).vec();
+  };
+  auto convert = [](const std::vector<uint8_t>& bytes) {
+    Model model;
+    return convertOnnxBytes(bytes.data(), bytes.size(), &model);
+  };
+  Status st = convert(modelWith("Conv", {"x", "w", "b", "z"}, false));
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("ONNX Conv 'node0' has 4 inputs"), std::string::npos) << st.message();
+  st = convert(modelWith("MatMul", {"a", "b", "c"}, false));
+  ASSERT_FALSE(st.isOk());
+  EXPECT_NE(st.message().find("ONNX MatMul 'node0' has 3 inputs"), std::string::npos) << st.message();
+  // An omitted trailing optional input is no input.
+  st = convert(modelWith("MatMul", {"a", "b"}, true));
+  EXPECT_EQ(st.message().find("inputs; ONNX"), std::string::npos) << st.message();
+  st = convert(modelWith("Conv", {"x", "w", "b"}, true));
+  EXPECT_EQ(st.message().find("inputs; ONNX"), std::string::npos) << st.message();
 }
 
 TEST(OnnxProto, EveryTruncationIsAnError) {

@@ -296,9 +296,22 @@ Status importGroupNormalization(ImportContext& ctx, const NodeProto& node, int64
   return copyAttributes(node, n);
 }
 
+// Osprey's Conv takes a residual as input 3 and its MatMul a bias as input 2, both added by the
+// converter's fusions; an ONNX node with more inputs than ONNX allows is malformed, not fused.
+Status importOnnxArity(ImportContext& ctx, const NodeProto& node, OpType type, size_t maxInputs) {
+  size_t count = node.inputs.size();
+  while (count > 0 && node.inputs[count - 1].empty()) --count;
+  if (count > maxInputs)
+    return Status::invalidModel("ONNX " + node.opType + " '" + node.name + "' has " + std::to_string(count) +
+                                " inputs; ONNX " + node.opType + " takes at most " + std::to_string(maxInputs));
+  return importDirect(ctx, node, type);
+}
+
 const std::unordered_map<std::string, NodeImporter>& importers() {
   static const std::unordered_map<std::string, NodeImporter> table = {
       {"Constant", importConstant},
+      {"Conv", [](ImportContext& c, const NodeProto& n, int64_t) { return importOnnxArity(c, n, OpType::Conv, 3); }},
+      {"MatMul", [](ImportContext& c, const NodeProto& n, int64_t) { return importOnnxArity(c, n, OpType::MatMul, 2); }},
       {"If", importIf},
       {"PRelu", importPRelu},
       {"Loop", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Loop); }},

@@ -1,8 +1,9 @@
 // CPU Conv (2-D, float32, constant weights): the weights are packed once at resize into GEMM
 // panels in STATIC memory; a 1x1 stride-1 unpadded convolution multiplies them straight with the
 // NCHW input, every other runs im2col into planned scratch first: per thread in stripes of output
-// positions that stay in L2 when there are enough of them, else whole. Bias and the fused activation
-// run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp.
+// positions that stay in L2 when there are enough of them, else whole. Bias, the residual Z
+// (input 3) and the fused activation run in the GEMM's epilogue. Depthwise convolutions run the
+// direct kernel in depthwise_conv.cpp.
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
@@ -64,6 +65,7 @@ class ConvExecution : public Execution {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
     const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     float* col = pointwise_ ? nullptr : reinterpret_cast<float*>(col_.host());
     const float* packed = reinterpret_cast<const float*>(packed_.host());
@@ -72,9 +74,10 @@ class ConvExecution : public Execution {
     for (int64_t n = 0; n < batch_; ++n) {
       for (int64_t g = 0; g < group_; ++g) {
         const float* xg = x + (n * inChannels_ + g * groupIn_) * inSize;
+        const int64_t yOffset = (n * outChannels_ + g * groupOut_) * outSize;
+        const float* zg = z ? z + yOffset : nullptr;
         if (stripe_ > 0) {
-          runStriped(pool, xg, packed + g * perGroup, bias ? bias + g * groupOut_ : nullptr,
-                     y + (n * outChannels_ + g * groupOut_) * outSize, col);
+          runStriped(pool, xg, packed + g * perGroup, bias ? bias + g * groupOut_ : nullptr, zg, y + yOffset, col);
           continue;
         }
         if (!pointwise_) im2col(window_, xg, groupIn_, col, pool);
@@ -87,9 +90,10 @@ class ConvExecution : public Execution {
         GemmEpilogue ep;
         ep.bias = bias ? bias + g * groupOut_ : nullptr;
         ep.biasRowStride = 1;
+        ep.residual = zg;
+        ep.residualRowStride = outSize;
         ep.act = act_;
-        packedGemm(pool, cpuFunctions(), groupOut_, outSize, K_, a, b, y + (n * outChannels_ + g * groupOut_) * outSize,
-                   outSize, ep);
+        packedGemm(pool, cpuFunctions(), groupOut_, outSize, K_, a, b, y + yOffset, outSize, ep);
       }
     }
     return Status::ok();
@@ -107,12 +111,13 @@ class ConvExecution : public Execution {
   }
 
   // Each thread builds the columns of its stripes of output positions and multiplies them at once.
-  void runStriped(ThreadPool* pool, const float* x, const float* packedW, const float* bias, float* y,
+  void runStriped(ThreadPool* pool, const float* x, const float* packedW, const float* bias, const float* z, float* y,
                   float* col) const {
     const int64_t outSize = window_.outSize(), stripes = (outSize + stripe_ - 1) / stripe_;
     GemmEpilogue ep;
     ep.bias = bias;
     ep.biasRowStride = 1;
+    ep.residualRowStride = outSize;
     ep.act = act_;
     parallelFor(pool, threads_, [&](int64_t begin, int64_t end) {
       for (int64_t slot = begin; slot < end; ++slot) {
@@ -126,7 +131,9 @@ class ConvExecution : public Execution {
           GemmB b;
           b.data = stripeCol;
           b.rowStride = p1 - p0;
-          packedGemm(nullptr, cpuFunctions(), groupOut_, p1 - p0, K_, a, b, y + p0, outSize, ep);
+          GemmEpilogue stripeEp = ep;
+          stripeEp.residual = z ? z + p0 : nullptr;
+          packedGemm(nullptr, cpuFunctions(), groupOut_, p1 - p0, K_, a, b, y + p0, outSize, stripeEp);
         }
       }
     });
@@ -226,7 +233,9 @@ std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef&
   if (x.dtype != DataType::Float32 || w.dtype != DataType::Float32 || !w.constData) return nullptr;
   if (x.shape.size() < 3 || x.shape.size() > 5 || w.shape.size() != x.shape.size()) return nullptr;
   if (inputs.size() > 2 && inputs[2] && inputs[2]->dtype != DataType::Float32) return nullptr;
+  if (inputs.size() > 3 && inputs[3] && inputs[3]->dtype != DataType::Float32) return nullptr;
   if (x.layout != Layout::NCHW || outputs[0]->layout != Layout::NCHW) return nullptr;
+  if (inputs.size() > 3 && inputs[3] && inputs[3]->layout != Layout::NCHW) return nullptr;
   const int64_t group = op.node->getInt("group", 1);
   if (group < 1 || x.shape[1] % group != 0 || w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0)
     return nullptr;  // the reference kernel reports the model error

@@ -31,13 +31,15 @@ using GemmMicroKernel = void (*)(int64_t kc, const float* a, int64_t aRowStride,
 using GemvPanelKernel = void (*)(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr,
                                  float* out);
 
-// One channel plane of a 2-D depthwise convolution; reluMin clamps to [clipLo, clipHi] (Relu and
-// Clip fused), other activations are applied by the caller.
+// One channel plane of a 2-D depthwise convolution; residual (outH x outW, optional: Conv's Z)
+// is added before reluMin clamps to [clipLo, clipHi] (Relu and Clip fused); other activations
+// are applied by the caller.
 struct DepthwiseArgs {
   int64_t inH = 0, inW = 0, outH = 0, outW = 0, kernelH = 0, kernelW = 0;
   int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1;
   bool reluMin = false;
   float clipLo = 0.f, clipHi = 0.f;
+  const float* residual = nullptr;
 };
 using DepthwisePlaneKernel = void (*)(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 

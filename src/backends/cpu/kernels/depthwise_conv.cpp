@@ -1,5 +1,6 @@
 // CPU depthwise Conv (2-D, one input channel per group, float32): a direct kernel per channel
-// plane from the function table, bias and Relu/Clip fused, other activations in a second pass.
+// plane from the function table, bias, the residual Z and Relu/Clip fused, other activations in
+// a second pass.
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include <limits>
@@ -42,6 +43,7 @@ class DepthwiseConvExecution : public Execution {
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
     const float* w = reinterpret_cast<const float*>(inputs[1]->host());
     const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t M = outChannels_, perGroup = outChannels_ / inChannels_;
     const int64_t inSize = args_.inH * args_.inW, outSize = args_.outH * args_.outW, kSize = args_.kernelH * args_.kernelW;
@@ -51,7 +53,9 @@ class DepthwiseConvExecution : public Execution {
       for (int64_t nm = begin; nm < end; ++nm) {
         const int64_t n = nm / M, m = nm % M;
         float* yc = y + nm * outSize;
-        kernel(args_, x + (n * inChannels_ + m / perGroup) * inSize, w + m * kSize, bias ? bias[m] : 0.f, yc);
+        DepthwiseArgs args = args_;
+        args.residual = z ? z + nm * outSize : nullptr;
+        kernel(args, x + (n * inChannels_ + m / perGroup) * inSize, w + m * kSize, bias ? bias[m] : 0.f, yc);
         if (separateActivation)
           for (int64_t i = 0; i < outSize; ++i) yc[i] = act_.apply(yc[i]);
       }

@@ -160,6 +160,10 @@ void depthwisePlaneWith(const DepthwiseArgs& p, const float* __restrict x, const
     } else if (!(fast5x5 && dw5x5Row(p, x, w, bias, oh, row, interior5x5s1))) {
       depthwiseRowGeneral(p, x, w, bias, oh, p.kernelW <= kMaxKernelW ? columnsOfPlane : nullptr, row);
     }
+    if (p.residual) {
+      const float* __restrict z = p.residual + oh * p.outW;
+      for (int64_t ow = 0; ow < p.outW; ++ow) row[ow] += z[ow];
+    }
     if (p.reluMin) {
       const float lo = p.clipLo, hi = p.clipHi;
       for (int64_t ow = 0; ow < p.outW; ++ow) {

@@ -42,6 +42,16 @@ void paddedPlane(const DepthwiseArgs& p, const float* padded, int64_t paddedW, c
           acc = _mm256_fmadd_ps(wv[kh * K + kw], v, acc);
         }
       }
+      if (p.residual) {
+        const float* z = p.residual + oh * p.outW + ow;
+        if (ow + 8 <= p.outW) {
+          acc = _mm256_add_ps(acc, _mm256_loadu_ps(z));
+        } else {
+          std::fill(tail, tail + 8, 0.f);
+          std::memcpy(tail, z, sizeof(float) * (p.outW - ow));
+          acc = _mm256_add_ps(acc, _mm256_load_ps(tail));
+        }
+      }
       acc = _mm256_min_ps(hi, _mm256_max_ps(lo, acc));  // keeps NaN, as the scalar clamp does
       if (ow + 8 <= p.outW) {
         _mm256_storeu_ps(out + ow, acc);

@@ -1,7 +1,7 @@
 // CPU Gemm and MatMul (float32). A constant 2-D B is packed once at resize into GEMM panels in
 // STATIC memory; A is read in place (transA is only a stride); MatMul with an activation B reads
-// both in place. Gemm's alpha, beta * C and
-// the fused activation run in the GEMM's epilogue.
+// both in place. Gemm's alpha, beta * C, MatMul's bias [N] and the fused activation run in the
+// GEMM's epilogue.
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -34,6 +34,11 @@ class PackedB {
   RuntimeTensor tensor_;
   std::unique_ptr<MemObj> mem_;
 };
+
+// MatMul's optional bias [N] (input 2), or null.
+const float* matMulBias(const std::vector<RuntimeTensor*>& inputs) {
+  return inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+}
 
 class GemmExecution : public Execution {
  public:
@@ -92,6 +97,7 @@ class MatMulExecution : public Execution {
     N_ = b.shape[1];
     M_ = K_ > 0 ? a.elements() / K_ : 0;
     epilogue_ = GemmEpilogue();
+    epilogue_.biasColStride = 1;  // bias [N] along every row
     OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &epilogue_.act));
     return packed_.pack(backend(), reinterpret_cast<const float*>(b.host()), N_, 1, K_, N_);
   }
@@ -100,8 +106,10 @@ class MatMulExecution : public Execution {
     GemmA a;
     a.data = reinterpret_cast<const float*>(inputs[0]->host());
     a.rowStride = K_;
+    GemmEpilogue ep = epilogue_;
+    ep.bias = matMulBias(inputs);
     packedGemm(static_cast<CPUBackend*>(backend())->threadPool(), cpuFunctions(), M_, N_, K_, a, packed_.operand(),
-               reinterpret_cast<float*>(outputs[0]->host()), N_, epilogue_);
+               reinterpret_cast<float*>(outputs[0]->host()), N_, ep);
     return Status::ok();
   }
 
@@ -133,6 +141,7 @@ class BatchedMatMulExecution : public Execution {
                        bOffsets_[i] = ob * K_ * N_;
                      });
     epilogue_ = GemmEpilogue();
+    epilogue_.biasColStride = 1;
     return FusedActivation::fromNode(node_, &epilogue_.act);
   }
 
@@ -142,6 +151,8 @@ class BatchedMatMulExecution : public Execution {
     float* c = reinterpret_cast<float*>(outputs[0]->host());
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const int64_t batches = static_cast<int64_t>(aOffsets_.size());
+    GemmEpilogue ep = epilogue_;
+    ep.bias = matMulBias(inputs);
     auto one = [&](int64_t i, ThreadPool* inner) {
       GemmA ga;
       ga.data = a + aOffsets_[i];
@@ -149,7 +160,7 @@ class BatchedMatMulExecution : public Execution {
       GemmB gb;
       gb.data = b + bOffsets_[i];
       gb.rowStride = N_;
-      packedGemm(inner, cpuFunctions(), M_, N_, K_, ga, gb, c + i * M_ * N_, N_, epilogue_);
+      packedGemm(inner, cpuFunctions(), M_, N_, K_, ga, gb, c + i * M_ * N_, N_, ep);
     };
     if (pool && batches >= pool->threads()) {
       parallelFor(pool, batches, [&](int64_t begin, int64_t end) {
@@ -185,7 +196,9 @@ std::unique_ptr<Execution> createGemmExecution(CPUBackend* backend, const OpRef&
 std::unique_ptr<Execution> createMatMulExecution(CPUBackend* backend, const OpRef& op,
                                                  const std::vector<RuntimeTensor*>& inputs,
                                                  const std::vector<RuntimeTensor*>& outputs) {
-  if (!op.node || inputs.size() != 2 || !isFloat32(inputs[0]) || !isFloat32(inputs[1])) return nullptr;
+  if (!op.node || inputs.size() < 2 || !isFloat32(inputs[0]) || !isFloat32(inputs[1])) return nullptr;
+  if (inputs.size() > 3) return nullptr;
+  if (inputs.size() > 2 && inputs[2] && (!isFloat32(inputs[2]) || inputs[2]->shape.size() != 1)) return nullptr;
   if (inputs[0]->shape.size() < 2 || inputs[1]->shape.size() < 2) return nullptr;  // 1-D: the reference
   if (inputs[1]->constData && inputs[1]->shape.size() == 2) return std::make_unique<MatMulExecution>(backend, op);
   return std::make_unique<BatchedMatMulExecution>(backend, op);

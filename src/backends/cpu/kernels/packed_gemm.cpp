@@ -36,6 +36,10 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
         for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j * ep.biasColStride];
       }
     }
+    if (ep.residual) {
+      const float* z = ep.residual + (i0 + i) * ep.residualRowStride + j0;
+      for (int64_t j = 0; j < cols; ++j) row[j] += z[j];
+    }
     if (trivialActivation) continue;
     if (ep.act.kind == FusedActivation::Kind::Relu) {
       for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.f ? row[j] : 0.f;
@@ -56,10 +60,16 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
 void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c,
                int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
-  // Bias per row and Relu/Clip run inside the micro-kernel; anything else in applyEpilogue.
+  // A residual (with alpha 1) starts the sum: the block of C, or its staged copy, is loaded with
+  // it before the first K block, so it costs no pass of its own. Bias per row and Relu/Clip run
+  // inside the micro-kernel; anything else in applyEpilogue (`rest`: the epilogue less the preload).
+  const bool preload = ep.residual && ep.alpha == 1.f;
+  GemmEpilogue rest = ep;
+  if (preload) rest.residual = nullptr;
   const bool simpleAct = ep.act.kind == FusedActivation::Kind::None || ep.act.kind == FusedActivation::Kind::Relu ||
                          ep.act.kind == FusedActivation::Kind::Clip;
-  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
+  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0) &&
+                     !rest.residual;
   GemmOutputStage stage;
   stage.lo = ep.act.kind == FusedActivation::Kind::Relu ? 0.f
              : ep.act.kind == FusedActivation::Kind::Clip ? ep.act.a
@@ -71,7 +81,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
-    const bool accumulate = k0 > 0, last = k0 + kc == K;
+    const bool accumulate = k0 > 0 || preload, last = k0 + kc == K;
     for (int64_t j = j0; j < j1; j += blockNr) {
       const int64_t nr = std::min(blockNr, N - j);
       const float* bp;
@@ -118,15 +128,22 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
           }
           st = &stage;
         }
+        const float* z = preload && k0 == 0 ? ep.residual + i * ep.residualRowStride + j : nullptr;
         if (mr == blockMr && nr == blockNr) {
+          if (z)
+            for (int64_t r = 0; r < mr; ++r)
+              std::memcpy(cp + r * ldc, z + r * ep.residualRowStride, sizeof(float) * nr);
           fn.gemm(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
-          if (last && !fused) applyEpilogue(fn, ep, i, mr, j, nr, cp, ldc);
+          if (last && !fused) applyEpilogue(fn, rest, i, mr, j, nr, cp, ldc);
           continue;
         }
-        if (accumulate)
+        if (z)
+          for (int64_t r = 0; r < mr; ++r)
+            std::memcpy(cStage + r * blockNr, z + r * ep.residualRowStride, sizeof(float) * nr);
+        else if (accumulate)
           for (int64_t r = 0; r < mr; ++r) std::memcpy(cStage + r * blockNr, cp + r * ldc, sizeof(float) * nr);
         fn.gemm(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
-        if (last && !fused) applyEpilogue(fn, ep, i, mr, j, nr, cStage, blockNr);
+        if (last && !fused) applyEpilogue(fn, rest, i, mr, j, nr, cStage, blockNr);
         for (int64_t r = 0; r < mr; ++r) std::memcpy(cp + r * ldc, cStage + r * blockNr, sizeof(float) * nr);
       }
     }

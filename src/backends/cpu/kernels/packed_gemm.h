@@ -31,10 +31,13 @@ struct GemmB {
 };
 
 // Applied to every element of C once its sum is complete:
-// C[i][j] = act(alpha * sum + beta * bias[i * biasRowStride + j * biasColStride]).
+// C[i][j] = act(alpha * sum + beta * bias[i * biasRowStride + j * biasColStride]
+//               + residual[i * residualRowStride + j]), the residual (Conv's Z) optional.
 struct GemmEpilogue {
   const float* bias = nullptr;
   int64_t biasRowStride = 0, biasColStride = 0;
+  const float* residual = nullptr;
+  int64_t residualRowStride = 0;
   float alpha = 1.f, beta = 1.f;
   FusedActivation act;
 };

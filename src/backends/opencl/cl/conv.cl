@@ -3,11 +3,12 @@
 // where X' (im2col of the input) is never stored: tiles of it are gathered straight from X,
 // with zeros for padding. Weights OIHW are already W[oc][k] row-major. 16x16 tiles in local
 // memory, launched with 16x16 work groups over (pixels, output channels per group, N * group).
-// `pointwise` (1x1, stride 1, no padding) reads X' = X directly.
+// `pointwise` (1x1, stride 1, no padding) reads X' = X directly. Every kernel adds the optional
+// residual Z (Y's shape; `hasRes`) before the activation: Y = act(conv(X, W) + B + Z).
 #define TILE 16
 
-__kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias,
-                          int biasOff, int hasBias, OUT(3) y, int yOff, int4 inShape /* C, H, W, group */,
+__kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int biasOff, int hasBias,
+                          IN(3) res, int resOff, int hasRes, OUT(4) y, int yOff, int4 inShape /* C, H, W, group */,
                           int4 outShape /* OC, OH, OW, N */, int4 kernelStride /* KH, KW, SH, SW */,
                           int4 dilationPad /* DH, DW, PH, PW */, int pointwise, int act, float actA, float actB) {
   const int C = inShape.s0, H = inShape.s1, W = inShape.s2, group = inShape.s3;
@@ -46,17 +47,17 @@ __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias,
   }
   const int row = tileRow + ly, col = tileCol + lx;
   if (row >= M || col >= P || n >= outShape.s3) return;
-  const int oc = g * M + row;
-  const float v = acc + (hasBias ? LD(2, bias, biasOff, oc) : 0.f);
-  ST(3, y, yOff, (n * OC + oc) * P + col, activate(v, act, actA, actB));
+  const int oc = g * M + row, yi = (n * OC + oc) * P + col;
+  const float v = acc + (hasBias ? LD(2, bias, biasOff, oc) : 0.f) + (hasRes ? LD(3, res, resOff, yi) : 0.f);
+  ST(4, y, yOff, yi, activate(v, act, actA, actB));
 }
 
 // The same implicit GEMM with 64x64 output tiles: each of the 16x16 work items accumulates a
 // 4x4 block (rows ty + 16 i, columns tx + 16 j), so every value loaded into local memory feeds
 // four multiply-adds. Chosen for layers with at least 64 output channels and 64 pixels.
 #define BIG 64
-__kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias,
-                             int biasOff, int hasBias, OUT(3) y, int yOff, int4 inShape, int4 outShape,
+__kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int biasOff, int hasBias,
+                             IN(3) res, int resOff, int hasRes, OUT(4) y, int yOff, int4 inShape, int4 outShape,
                              int4 kernelStride, int4 dilationPad, int pointwise, int act, float actA, float actB) {
   const int C = inShape.s0, H = inShape.s1, W = inShape.s2, group = inShape.s3;
   const int OC = outShape.s0, OH = outShape.s1, OW = outShape.s2;
@@ -108,15 +109,18 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias,
     const int oc = g * M + row;
     const float b0 = hasBias ? LD(2, bias, biasOff, oc) : 0.f;
     for (int j = 0; j < 4; ++j) {
-      const int col = p0 + tx + TILE * j;
-      if (col < P) ST(3, y, yOff, (n * OC + oc) * P + col, activate(acc[i][j] + b0, act, actA, actB));
+      const int col = p0 + tx + TILE * j, yi = (n * OC + oc) * P + col;
+      if (col >= P) continue;
+      const float v = acc[i][j] + b0 + (hasRes ? LD(3, res, resOff, yi) : 0.f);
+      ST(4, y, yOff, yi, activate(v, act, actA, actB));
     }
   }
 }
 
 // Depthwise (one input channel per group, OC = C * multiplier): one output element per item.
 __kernel void conv2d_depthwise(IN(0) x, int xOff, IN(1) w, int wOff,
-                               IN(2) bias, int biasOff, int hasBias, OUT(3) y, int yOff,
+                               IN(2) bias, int biasOff, int hasBias, IN(3) res, int resOff, int hasRes,
+                               OUT(4) y, int yOff,
                                int4 inShape /* C, H, W, multiplier */, int4 outShape /* OC, OH, OW, N */,
                                int4 kernelStride, int4 dilationPad, int act, float actA, float actB) {
   const int ow = get_global_id(0), oh = get_global_id(1), z = get_global_id(2);
@@ -137,5 +141,7 @@ __kernel void conv2d_depthwise(IN(0) x, int xOff, IN(1) w, int wOff,
       acc += LD(0, x, xOff, xb + ih * W + iw) * LD(1, w, wOff, wb + kh * KW + kw);
     }
   }
-  ST(3, y, yOff, ((n * OC + oc) * OH + oh) * OW + ow, activate(acc, act, actA, actB));
+  const int yi = ((n * OC + oc) * OH + oh) * OW + ow;
+  if (hasRes) acc += LD(3, res, resOff, yi);
+  ST(4, y, yOff, yi, activate(acc, act, actA, actB));
 }

@@ -1,6 +1,6 @@
 // Conv (2-D: implicit GEMM for general and 1x1 convolutions, a direct kernel for depthwise;
-// groups, strides, dilations, pads, bias, fused activation) and the pools (max / average
-// windows, global max / average).
+// groups, strides, dilations, pads, bias, the residual Z added before the fused activation) and
+// the pools (max / average windows, global max / average).
 #include "backends/opencl/cl_execution.h"
 #include "ops/activation.h"
 #include "ops/window.h"
@@ -25,9 +25,11 @@ class ConvExecution : public CLExecution {
     const int64_t bigGroups = (P + 63) / 64 * ((M + 63) / 64) * in[0]->shape[0] * group_;
     bigTiles_ = !depthwise_ && M >= 64 && P >= 64 &&
                 bigGroups >= 2 * static_cast<int64_t>(cl()->runtime()->facts().computeUnits);
+    // An absent bias or residual binds a tensor the kernel never reads (X), so it has a storage.
     const RuntimeTensor* bias = in.size() > 2 && in[2] ? in[2] : in[1];
+    const RuntimeTensor* residual = in.size() > 3 && in[3] ? in[3] : in[0];
     return kernel_.create(cl(), "conv", depthwise_ ? "conv2d_depthwise" : bigTiles_ ? "conv2d_gemm_64" : "conv2d_gemm",
-                          {in[0], in[1], bias, out[0]});
+                          {in[0], in[1], bias, residual, out[0]});
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
@@ -35,8 +37,11 @@ class ConvExecution : public CLExecution {
     const Shape& y = out[0]->shape;
     const int64_t N = x[0], C = x[1], H = x[2], W = x[3], OC = y[1], OH = y[2], OW = y[3];
     const bool hasBias = in.size() > 2 && in[2];
+    const bool hasZ = in.size() > 3 && in[3];
     DeviceRef bias = hasBias ? ref(in[2]) : ref(in[1]);
-    kernel_.begin().mem(ref(in[0])).mem(ref(in[1])).mem(bias).arg(cl_int(hasBias)).mem(ref(out[0]));
+    DeviceRef residual = hasZ ? ref(in[3]) : ref(in[0]);
+    kernel_.begin().mem(ref(in[0])).mem(ref(in[1])).mem(bias).arg(cl_int(hasBias));
+    kernel_.mem(residual).arg(cl_int(hasZ)).mem(ref(out[0]));
     kernel_.arg(int4Of(C, H, W, depthwise_ ? OC / C : group_)).arg(int4Of(OC, OH, OW, N));
     kernel_.arg(int4Of(w_.kernel[1], w_.kernel[2], w_.stride[1], w_.stride[2]));
     kernel_.arg(int4Of(w_.dilation[1], w_.dilation[2], w_.padBegin[1], w_.padBegin[2]));
@@ -102,6 +107,7 @@ std::unique_ptr<Execution> createConv(OpenCLBackend* b, const OpRef& op, const s
   const Shape& x = in[0]->shape;
   const Shape& w = in[1]->shape;
   if (x.size() != 4 || w.size() != 4) return nullptr;  // 2-D convolution only
+  if (in.size() > 3 && in[3] && in[3]->shape != out[0]->shape) return nullptr;  // the shape fn reports it
   const int64_t group = op.node->getInt("group", 1);
   Window win;
   FusedActivation act;

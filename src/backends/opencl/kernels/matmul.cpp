@@ -1,5 +1,6 @@
-// MatMul (numpy: 1-D operands, broadcast batches) and Gemm (transposes, alpha/beta, C broadcast
-// to (M, N)), both with the converter's fused activation, through one strided tiled kernel.
+// MatMul (numpy: 1-D operands, broadcast batches, the converter's bias [N] as a C broadcast
+// over rows) and Gemm (transposes, alpha/beta, C broadcast to (M, N)), both with the
+// converter's fused activation, through one strided tiled kernel.
 #include "backends/opencl/cl_execution.h"
 #include "ops/activation.h"
 
@@ -80,6 +81,11 @@ std::unique_ptr<Execution> createMatMul(OpenCLBackend* b, const OpRef& op, const
   if (out[0]->elements() != p.batch * p.M * p.N) return nullptr;
   p.a = int4Of(batchA == 1 ? 0 : p.M * p.K, p.K, 1, 0);
   p.b = int4Of(batchB == 1 ? 0 : p.K * p.N, p.N, 1, 0);
+  if (in.size() > 2 && in[2]) {
+    if (in[2]->shape != Shape{p.N} || bs.size() < 2) return nullptr;  // the shape fn reports it
+    p.hasC = true;
+    p.c = int4Of(0, 0, 1, 0);  // bias [N]: one value per column, the same on every row
+  }
   return std::make_unique<MatMulExecution>(b, p);
 }
 
