@@ -23,7 +23,13 @@ Status convertParsed(const uint8_t* data, size_t size, const std::string* modelD
   OSPREY_RETURN_IF_ERROR(onnx::importModel(proto, out, &r.onnxNodes));
   Graph& g = out->graph;
   r.removedOps += passes::removeIdentities(g);
-  if (options.foldConstants) OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));
+  if (options.foldConstants) {
+    OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));
+    int folded = 0;
+    r.foldedOps += passes::foldShapes(g);
+    OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &folded));
+    r.foldedOps += folded;
+  }
   if (options.fuse) {
     r.fusedOps += passes::foldBatchNormIntoConv(g);
     r.fusedOps += passes::fuseLayerNorm(g);
