@@ -35,6 +35,8 @@ Status convertParsed(const uint8_t* data, size_t size, const std::string* modelD
     r.fusedOps += passes::fuseLayerNorm(g);
     r.fusedOps += passes::fuseGelu(g);
     r.fusedOps += passes::fuseAttention(g);
+    if (options.fuseMatMulBias) r.fusedOps += passes::fuseMatMulBias(g);
+    if (options.fuseConvResidual) r.fusedOps += passes::fuseConvResidual(g);
     r.fusedOps += passes::fuseSwish(g);
     r.fusedOps += passes::fuseActivations(g);
   }

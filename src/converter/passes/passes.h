@@ -29,6 +29,11 @@ int fuseGelu(Graph& g);
 // PyTorch MultiheadAttention's exported head split, scaled QK^T, Softmax, PV and head merge
 // into the ONNX Attention op on 3-D (1, S, heads * D) views.
 int fuseAttention(Graph& g);
+// MatMul(A, W[K, N]) + bias ([N] or [1, ..., 1, N], float32 constants) into MatMul(A, W, bias).
+int fuseMatMulBias(Graph& g);
+// Add(Conv(x), Z) with Z computed before the Conv and of the Conv output's static shape into
+// Conv(x, W, B, Z); run before fuseActivations so that an activation after the Add still fuses.
+int fuseConvResidual(Graph& g);
 int removeDeadCode(Graph& g);
 void compactTensors(Graph& g);
 
