@@ -23,12 +23,20 @@ Status convertParsed(const uint8_t* data, size_t size, const std::string* modelD
   OSPREY_RETURN_IF_ERROR(onnx::importModel(proto, out, &r.onnxNodes));
   Graph& g = out->graph;
   r.removedOps += passes::removeIdentities(g);
-  if (options.foldConstants) OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));
+  if (options.foldConstants) {
+    OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));
+    int folded = 0;
+    r.foldedOps += passes::foldShapes(g);
+    OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &folded));
+    r.foldedOps += folded;
+  }
   if (options.fuse) {
     r.fusedOps += passes::foldBatchNormIntoConv(g);
     r.fusedOps += passes::fuseLayerNorm(g);
     r.fusedOps += passes::fuseGelu(g);
     r.fusedOps += passes::fuseAttention(g);
+    if (options.fuseMatMulBias) r.fusedOps += passes::fuseMatMulBias(g);
+    if (options.fuseConvResidual) r.fusedOps += passes::fuseConvResidual(g);
     r.fusedOps += passes::fuseSwish(g);
     r.fusedOps += passes::fuseActivations(g);
   }

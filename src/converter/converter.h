@@ -9,6 +9,10 @@ namespace osprey {
 struct ConvertOptions {
   bool foldConstants = true;
   bool fuse = true;  // Conv+BatchNorm folding, Conv/Gemm+activation fusion
+  // MatMul + bias Add into a 3-input MatMul, and Conv + residual Add into a 4-input Conv (with
+  // `fuse`). Off until the ops and kernels take those inputs.
+  bool fuseMatMulBias = false;
+  bool fuseConvResidual = false;
 };
 
 struct ConvertReport {

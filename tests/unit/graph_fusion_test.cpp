@@ -1,5 +1,6 @@
-// The converter's pattern fusions (LayerNorm, GELU, attention, SiLU): small exported-style graphs
-// are built here, fused, checked for the fused op, and run against the unfused graph on the CPU.
+// The converter's pattern fusions (LayerNorm, GELU, attention, SiLU, bias and residual Adds) and
+// static shape folding: small exported-style graphs are built here, rewritten, checked for the
+// fused op, and (where the fused op runs in this build) run against the original on the CPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -246,6 +247,222 @@ TEST(TransformerFusion, AttentionLeftAloneWhenStructureDiffers) {
   GraphBuilder inferred = attentionGraph(7, 7, 1, 3, 4, false);
   inferred.g.nodes[0].inputs[1] = inferred.ints({7, -1, 4});  // q's head count left to inference
   EXPECT_EQ(passes::fuseAttention(inferred.g), 0);
+}
+
+// foldShapes: Reshape(x, Concat(Shape(x)[:1], [-1])) as exporters write a flatten.
+GraphBuilder flattenGraph(const Shape& xShape) {
+  GraphBuilder b;
+  const int x = b.input("x", xShape);
+  const int shape = b.op(OpType::Shape, {x});
+  const int first = b.op(OpType::Slice, {shape, b.ints({0}), b.ints({1})});
+  const int target = b.op(OpType::Concat, {first, b.ints({-1})});
+  b.g.nodes.back().setInt("axis", 0);
+  b.output(b.op(OpType::Relu, {b.op(OpType::Reshape, {x, target})}));
+  return b;
+}
+
+TEST(FoldShapes, ShapeOfStaticInputBecomesConstant) {
+  GraphBuilder b = flattenGraph({2, 3, 4});
+  Graph folded = b.g;
+  EXPECT_EQ(passes::foldShapes(folded), 3);  // Shape, then the Slice and Concat after it
+  EXPECT_EQ(count(folded, OpType::Shape), 0);
+  ASSERT_EQ(folded.nodes.size(), 2u);
+  EXPECT_TRUE(folded.tensors[folded.nodes[0].inputs[1]].isConstant);  // the Reshape's target
+  for (const Node& n : folded.nodes) {  // every shape recorded
+    const TensorInfo& t = folded.tensors[n.outputs[0]];
+    EXPECT_TRUE(t.hasShape);
+    EXPECT_EQ(t.shape, (Shape{2, 12}));
+    EXPECT_EQ(t.dtype, DataType::Float32);
+  }
+  expectSameOutputs(b.g, folded, {2, 3, 4}, 0.0);
+}
+
+TEST(FoldShapes, SymbolicInputLeavesGraphAsItIs) {
+  GraphBuilder b = flattenGraph({-1, 3, 4});
+  EXPECT_EQ(passes::foldShapes(b.g), 0);
+  EXPECT_EQ(count(b.g, OpType::Shape), 1);
+  for (const Node& n : b.g.nodes) EXPECT_FALSE(b.g.tensors[n.outputs[0]].hasShape);
+}
+
+TEST(FoldShapes, RuntimeValuesStopTheInference) {
+  GraphBuilder b;
+  const int x = b.input("x", {2, 3});
+  const int nz = b.op(OpType::NonZero, {x});                        // data-dependent shape
+  const int nzShape = b.op(OpType::Shape, {nz});                    // not foldable
+  const int cast = b.op(OpType::Cast, {x});                         // static shape, runtime value
+  b.g.nodes.back().setInt("to", static_cast<int64_t>(DataType::Int64));
+  const int reshaped = b.op(OpType::Reshape, {x, b.op(OpType::Abs, {b.ints({3, 2})})});  // folds
+  const int byValue = b.op(OpType::Reshape, {x, b.op(OpType::Slice, {cast, b.ints({0}), b.ints({1})})});
+  for (int t : {nzShape, reshaped, byValue}) b.output(t);
+  EXPECT_EQ(passes::foldShapes(b.g), 1);  // the Abs
+  EXPECT_EQ(count(b.g, OpType::Shape), 1);
+  EXPECT_FALSE(b.g.tensors[nz].hasShape);
+  EXPECT_FALSE(b.g.tensors[nzShape].hasShape);
+  EXPECT_EQ(b.g.tensors[cast].shape, (Shape{2, 3}));
+  EXPECT_EQ(b.g.tensors[cast].dtype, DataType::Int64);
+  EXPECT_EQ(b.g.tensors[reshaped].shape, (Shape{3, 2}));
+  EXPECT_FALSE(b.g.tensors[byValue].hasShape);  // its shape is a run-time value
+}
+
+// PyTorch 2.x's scaled_dot_product_attention export after foldShapes: q, k, v [S, B, E] split
+// into [B, H, S, D] views, K^T by Transpose [0, 1, 3, 2], sqrt(scale) on each side (`scaleMode`
+// 0), or 1/sqrt(D) as a Div of q only (1) or of the scores (2); heads merged by [2, 0, 1, 3].
+GraphBuilder sdpaGraph(int64_t sq, int64_t skv, int64_t batch, int64_t heads, int64_t dim, int scaleMode,
+                       int64_t softmaxAxis = -1) {
+  GraphBuilder b;
+  const int64_t n = batch * heads, e = heads * dim;
+  const int q = b.input("q", {sq, batch, e}), k = b.input("k", {skv, batch, e}), v = b.input("v", {skv, batch, e});
+  auto split = [&](int src, int64_t s) {
+    const int nsd = b.transpose(b.op(OpType::Reshape, {src, b.ints({s, n, dim})}), {1, 0, 2});
+    return b.op(OpType::Reshape, {nsd, b.ints({batch, heads, s, dim})});
+  };
+  int q4 = split(q, sq);
+  int kt = b.transpose(split(k, skv), {0, 1, 3, 2});
+  const int v4 = split(v, skv);
+  const float root = std::sqrt(1.f / std::sqrt(static_cast<float>(dim)));
+  if (scaleMode == 0) {
+    q4 = b.op(OpType::Mul, {q4, b.floats({root}, {1})});
+    kt = b.op(OpType::Mul, {b.floats({root}, {1}), kt});
+  } else if (scaleMode == 1) {
+    q4 = b.op(OpType::Div, {q4, b.scalar(std::sqrt(static_cast<float>(dim)))});
+  }
+  int scores = b.op(OpType::MatMul, {q4, kt});
+  if (scaleMode == 2) scores = b.op(OpType::Div, {scores, b.scalar(std::sqrt(static_cast<float>(dim)))});
+  const int probs = b.op(OpType::Softmax, {scores});
+  b.g.nodes.back().setInt("axis", softmaxAxis);
+  const int merged = b.transpose(b.op(OpType::MatMul, {probs, v4}), {2, 0, 1, 3});
+  b.output(b.op(OpType::Reshape, {merged, b.ints({sq * batch, e})}));
+  return b;
+}
+
+TEST(TransformerFusion, AttentionFromScaledDotProductExport) {
+  expectSameAttention(sdpaGraph(5, 5, 2, 2, 8, 0), 5, 5, 2, 16);
+  expectSameAttention(sdpaGraph(7, 9, 3, 4, 3, 0, 3), 7, 9, 3, 12);  // cross lengths, axis 3
+  expectSameAttention(sdpaGraph(6, 6, 1, 3, 4, 1), 6, 6, 1, 12);
+  expectSameAttention(sdpaGraph(4, 8, 2, 1, 5, 2), 4, 8, 2, 5);
+}
+
+TEST(TransformerFusion, ScaledDotProductLeftAloneWhenStructureDiffers) {
+  GraphBuilder axis2 = sdpaGraph(5, 5, 2, 2, 8, 0, 2);  // Softmax over the query axis
+  EXPECT_EQ(passes::fuseAttention(axis2.g), 0);
+  GraphBuilder merge = sdpaGraph(5, 5, 2, 2, 8, 0);
+  for (auto& nd : merge.g.nodes)
+    if (nd.type == OpType::Transpose && nd.getInts("perm") == std::vector<int64_t>{2, 0, 1, 3}) nd.setInts("perm", {2, 1, 0, 3});
+  EXPECT_EQ(passes::fuseAttention(merge.g), 0);
+  GraphBuilder split = sdpaGraph(5, 5, 2, 2, 8, 0);  // k viewed as [4, 1, S, D]: heads disagree
+  ASSERT_EQ(split.g.nodes[5].type, OpType::Reshape);
+  split.g.nodes[5].inputs[1] = split.ints({4, 1, 5, 8});
+  EXPECT_EQ(passes::fuseAttention(split.g), 0);
+  GraphBuilder scale = sdpaGraph(5, 5, 2, 2, 8, 0);  // a per-column factor is not a scale
+  for (auto& nd : scale.g.nodes)
+    if (nd.type == OpType::Mul) {
+      nd.inputs[1] = scale.floats(std::vector<float>(8, 0.5f), {8});
+      break;
+    }
+  EXPECT_EQ(passes::fuseAttention(scale.g), 0);
+}
+
+// MatMul(x, W) + bias: the rewrite only (the 3-input MatMul runs on another branch).
+TEST(BiasFusion, MatMulBiasAddBecomesThirdInput) {
+  for (bool biasFirst : {false, true}) {
+    for (const Shape& biasShape : {Shape{5}, Shape{1, 1, 5}}) {
+      GraphBuilder b;
+      const int x = b.input("x", {2, 3, 4});
+      std::vector<float> w(20, 0.25f), bias(5, 1.f);
+      const int mm = b.op(OpType::MatMul, {x, b.floats(w, {4, 5})});
+      const int c = b.floats(bias, biasShape);
+      const int y = b.op(OpType::Add, biasFirst ? std::vector<int>{c, mm} : std::vector<int>{mm, c});
+      b.output(y);
+      ASSERT_EQ(passes::fuseMatMulBias(b.g), 1);
+      ASSERT_EQ(b.g.nodes.size(), 1u);
+      const Node& n = b.g.nodes[0];
+      EXPECT_EQ(n.type, OpType::MatMul);
+      ASSERT_EQ(n.inputs.size(), 3u);
+      EXPECT_EQ(n.inputs[0], x);
+      EXPECT_EQ(b.g.tensors[n.inputs[2]].shape, (Shape{5}));
+      EXPECT_TRUE(b.g.tensors[n.inputs[2]].isConstant);
+      if (biasShape.size() == 1) EXPECT_EQ(n.inputs[2], c);
+      EXPECT_EQ(n.outputs, std::vector<int>{y});
+    }
+  }
+}
+
+TEST(BiasFusion, MatMulBiasLeftAloneWhenItWouldChangeTheResult) {
+  auto graph = [](const Shape& biasShape, bool shareProduct, bool constantW) {
+    GraphBuilder b;
+    const int x = b.input("x", {3, 4});
+    const int w = constantW ? b.floats(std::vector<float>(20, 0.5f), {4, 5}) : b.input("w", {4, 5});
+    const int mm = b.op(OpType::MatMul, {x, w});
+    b.output(b.op(OpType::Add, {mm, b.floats(std::vector<float>(shapeElements(biasShape), 1.f), biasShape)}));
+    if (shareProduct) b.output(mm);
+    return b;
+  };
+  for (auto b : {graph({3, 5}, false, true), graph({1, 1, 5}, false, true), graph({5}, true, true),
+                 graph({5}, false, false), graph({1}, false, true)})
+    EXPECT_EQ(passes::fuseMatMulBias(b.g), 0);
+}
+
+// Conv(x) + z: the rewrite only (the 4-input Conv runs on another branch).
+GraphBuilder residualGraph(bool zFirst, bool relu, bool inferShapes = true) {
+  GraphBuilder b;
+  const int x = b.input("x", {1, 2, 5, 5});
+  int z = zFirst ? b.op(OpType::Sigmoid, {x}) : -1;
+  const int conv = b.op(OpType::Conv, {x, b.floats(std::vector<float>(2 * 2 * 3 * 3, 0.1f), {2, 2, 3, 3}),
+                                       b.floats({0.5f, -0.5f}, {2})});
+  b.g.nodes.back().setInts("pads", {1, 1, 1, 1});
+  if (!zFirst) z = b.op(OpType::Sigmoid, {x});
+  int y = b.op(OpType::Add, {z, conv});
+  if (relu) y = b.op(OpType::Relu, {y});
+  b.output(y);
+  if (inferShapes) passes::foldShapes(b.g);
+  return b;
+}
+
+TEST(ResidualFusion, ConvAddBecomesFourthInputThenActivationFuses) {
+  GraphBuilder b = residualGraph(true, true);
+  const int z = b.g.nodes[0].outputs[0];
+  ASSERT_EQ(passes::fuseConvResidual(b.g), 1);
+  EXPECT_EQ(count(b.g, OpType::Add), 0);
+  EXPECT_EQ(passes::fuseActivations(b.g), 1);
+  ASSERT_EQ(b.g.nodes.size(), 2u);
+  const Node& conv = b.g.nodes[1];
+  EXPECT_EQ(conv.type, OpType::Conv);
+  ASSERT_EQ(conv.inputs.size(), 4u);
+  EXPECT_EQ(conv.inputs[3], z);
+  EXPECT_TRUE(conv.hasAttr("activation"));
+  EXPECT_EQ(conv.outputs[0], b.g.outputs[0]);
+}
+
+TEST(ResidualFusion, LaterConvTakesTheEarlierAsResidual) {
+  GraphBuilder b;
+  const int x = b.input("x", {1, 2, 4, 4});
+  const int w = b.floats(std::vector<float>(4, 0.5f), {2, 2, 1, 1});
+  const int c1 = b.op(OpType::Conv, {x, w});
+  const int c2 = b.op(OpType::Conv, {x, w});
+  b.output(b.op(OpType::Add, {c2, c1}));
+  passes::foldShapes(b.g);
+  ASSERT_EQ(passes::fuseConvResidual(b.g), 1);
+  ASSERT_EQ(b.g.nodes.size(), 2u);
+  EXPECT_EQ(b.g.nodes[0].inputs.size(), 2u);
+  ASSERT_EQ(b.g.nodes[1].inputs.size(), 4u);
+  EXPECT_EQ(b.g.nodes[1].inputs[2], -1);  // no bias
+  EXPECT_EQ(b.g.nodes[1].inputs[3], c1);
+}
+
+TEST(ResidualFusion, ConvAddLeftAloneWhenTheResidualDoesNotFit) {
+  GraphBuilder late = residualGraph(false, false);  // z computed after the Conv
+  EXPECT_EQ(passes::fuseConvResidual(late.g), 0);
+  GraphBuilder broadcast;  // z broadcasts over the output
+  const int x = broadcast.input("x", {1, 2, 5, 5}), z = broadcast.input("z", {1, 2, 1, 1});
+  const int conv = broadcast.op(OpType::Conv, {x, broadcast.floats(std::vector<float>(4, 1.f), {2, 2, 1, 1})});
+  broadcast.output(broadcast.op(OpType::Add, {conv, z}));
+  passes::foldShapes(broadcast.g);
+  EXPECT_EQ(passes::fuseConvResidual(broadcast.g), 0);
+  GraphBuilder unknown = residualGraph(true, false, false);  // shapes not known (foldShapes not run)
+  EXPECT_EQ(passes::fuseConvResidual(unknown.g), 0);
+  GraphBuilder fusedAlready = residualGraph(true, false);
+  fusedAlready.g.nodes[1].setString("activation", "Relu");
+  EXPECT_EQ(passes::fuseConvResidual(fusedAlready.g), 0);
 }
 
 TEST(ActivationFusion, SiluBecomesSwish) {

@@ -10,68 +10,69 @@ namespace {
 constexpr size_t kMaxGrowthBytes = 1 << 20;
 }  // namespace
 
+bool foldNode(Graph& g, const Node& node, bool shapesOnly) {
+  size_t inputBytes = 0;
+  TensorViews in(node.inputs.size()), out(node.outputs.size());
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    int idx = node.inputs[i];
+    if (idx < 0) {
+      in[i].present = false;
+      continue;
+    }
+    const TensorInfo& t = g.tensors[idx];
+    in[i].dtype = t.dtype;
+    in[i].shape = t.shape;
+    if (shapesOnly && !t.isConstant) {  // readsShapesOnly ops: the shape is all they read
+      if (!t.hasShape || t.dtype == DataType::Undefined) return false;
+      for (int64_t d : t.shape)
+        if (d < 0) return false;
+      continue;
+    }
+    if (!t.isConstant || t.dtype == DataType::String) return false;
+    in[i].data = const_cast<uint8_t*>(t.data.bytes.get());
+    inputBytes += t.data.size;
+  }
+  for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
+  std::vector<RasterPlan> rasters;
+  Status st = computeShapesAndLowering(node, in, out, &rasters);
+  size_t outputBytes = 0;
+  bool stringOut = false;
+  for (auto& o : out) {
+    outputBytes += o.bytes();
+    stringOut |= o.dtype == DataType::String;
+  }
+  // A failing op is left for the runtime, which reports it with the shapes it sees.
+  if (!st.isOk() || stringOut || (outputBytes > inputBytes + kMaxGrowthBytes) ||
+      (rasters.empty() && !opDef(node.type).reference))
+    return false;
+  std::vector<std::shared_ptr<uint8_t>> blocks;
+  for (auto& o : out) {
+    if (!o.present) continue;
+    blocks.push_back(allocateHost(o.bytes()));
+    o.data = blocks.back().get();
+  }
+  if (!executeOnHost(node, in, out, rasters, nullptr).isOk()) return false;
+  for (size_t i = 0; i < node.outputs.size(); ++i) {
+    if (node.outputs[i] < 0) continue;
+    TensorInfo& t = g.tensors[node.outputs[i]];
+    t.dtype = out[i].dtype;
+    t.shape = out[i].shape;
+    t.hasShape = true;
+    t.isConstant = true;
+    t.data = ConstantData::copyOf(out[i].data, out[i].bytes());
+  }
+  return true;
+}
+
 Status foldConstants(Graph& g, int* folded) {
   *folded = 0;
   std::vector<Node> kept;
   for (auto& node : g.nodes) {
-    bool allConstant = true;
-    size_t inputBytes = 0;
-    TensorViews in(node.inputs.size()), out(node.outputs.size());
-    for (size_t i = 0; i < node.inputs.size(); ++i) {
-      int idx = node.inputs[i];
-      if (idx < 0) {
-        in[i].present = false;
-        continue;
-      }
-      const TensorInfo& t = g.tensors[idx];
-      if (!t.isConstant || t.dtype == DataType::String) {
-        allConstant = false;
-        break;
-      }
-      in[i].dtype = t.dtype;
-      in[i].shape = t.shape;
-      in[i].data = const_cast<uint8_t*>(t.data.bytes.get());
-      inputBytes += t.data.size;
-    }
-    if (!allConstant) {
-      kept.push_back(std::move(node));
+    if (foldNode(g, node, false)) {
+      ++*folded;
       continue;
     }
-    for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
-    std::vector<RasterPlan> rasters;
-    Status st = computeShapesAndLowering(node, in, out, &rasters);
-    size_t outputBytes = 0;
-    bool stringOut = false;
-    for (auto& o : out) {
-      outputBytes += o.bytes();
-      stringOut |= o.dtype == DataType::String;
-    }
-    // A failing op is left for the runtime, which reports it with the shapes it sees.
-    if (!st.isOk() || stringOut || (outputBytes > inputBytes + kMaxGrowthBytes) ||
-        (rasters.empty() && !opDef(node.type).reference)) {
-      kept.push_back(std::move(node));
-      continue;
-    }
-    std::vector<std::shared_ptr<uint8_t>> blocks;
-    for (auto& o : out) {
-      if (!o.present) continue;
-      blocks.push_back(allocateHost(o.bytes()));
-      o.data = blocks.back().get();
-    }
-    if (!executeOnHost(node, in, out, rasters, nullptr).isOk()) {
-      kept.push_back(std::move(node));
-      continue;
-    }
-    for (size_t i = 0; i < node.outputs.size(); ++i) {
-      if (node.outputs[i] < 0) continue;
-      TensorInfo& t = g.tensors[node.outputs[i]];
-      t.dtype = out[i].dtype;
-      t.shape = out[i].shape;
-      t.hasShape = true;
-      t.isConstant = true;
-      t.data = ConstantData::copyOf(out[i].data, out[i].bytes());
-    }
-    ++*folded;
+    kept.push_back(std::move(node));
   }
   g.nodes = std::move(kept);
   return Status::ok();

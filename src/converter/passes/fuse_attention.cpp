@@ -5,6 +5,10 @@
 // (1, S, N * D) with N heads: the q/k/v Reshapes retarget to (1, S, N * D), and the Reshapes
 // that read the old [S, N, D] output read the Attention output, which holds the same elements
 // in the same order.
+// Newer exports (through scaled_dot_product_attention, PyTorch 2.x) view each [N, S, D] as
+// [B, H, S, D] (B * H = N, the same memory), take K^T as Transpose [0, 1, 3, 2], scale q and
+// K^T each by sqrt(scale) (constants once foldShapes has run), and merge the heads with
+// Transpose [2, 0, 1, 3] to [S, B, H, D]: again [S, N * D] in memory, head n = b * H + h.
 #include <cstring>
 
 #include "converter/passes/pattern_util.h"
@@ -53,6 +57,37 @@ bool headSplit(const Graph& g, const GraphUses& uses, int t, const std::vector<i
   return true;
 }
 
+// The [B, H, S, D] view of a head split: Reshape(Transpose(Reshape(src, [S, N, D]), [1, 0, 2])).
+bool headSplit4(const Graph& g, const GraphUses& uses, int t, HeadSplit* out, int* view) {
+  const Node* rs = uses.soleUseProducer(g, t, OpType::Reshape);
+  std::vector<int64_t> shape;
+  if (!rs || rs->inputs.size() != 2 || !int64Constant(g, rs->inputs[1], &shape) || shape.size() != 4) return false;
+  if (!headSplit(g, uses, rs->inputs[0], {1, 0, 2}, out)) return false;
+  if (shape[0] <= 0 || shape[1] <= 0 || shape[0] * shape[1] != out->heads || shape[2] != out->seq || shape[3] != out->dim)
+    return false;
+  *view = uses.producer[t];
+  return true;
+}
+
+// Follows `*t` back through a scaling by a scalar constant (x * c, c * x, x / c), if any,
+// multiplying it into `*scale` and listing the op in `chain`.
+void skipScale(const Graph& g, const GraphUses& uses, int* t, float* scale, std::vector<int>* chain) {
+  if (*t < 0 || uses.producer[*t] < 0) return;
+  const Node& n = g.nodes[uses.producer[*t]];
+  if ((n.type != OpType::Div && n.type != OpType::Mul) || n.inputs.size() != 2 || !uses.soleUseProducer(g, *t, n.type))
+    return;
+  for (int side : {1, 0}) {
+    float c = 0.f;
+    if (side == 0 && n.type == OpType::Div) break;
+    const int ci = n.inputs[side];
+    if (!scalarConstant(g, ci, &c) || c == 0.f || g.tensors[ci].shape.size() > 1) continue;
+    *scale *= n.type == OpType::Div ? 1.f / c : c;
+    chain->push_back(uses.producer[*t]);
+    *t = n.inputs[1 - side];
+    return;
+  }
+}
+
 }  // namespace
 
 int fuseAttention(Graph& g) {
@@ -63,42 +98,49 @@ int fuseAttention(Graph& g) {
     const Node& softmax = g.nodes[k];
     if (drop[k] || softmax.type != OpType::Softmax || softmax.inputs.size() != 1 || softmax.outputs.size() != 1) continue;
     const int64_t axis = softmax.getInt("axis", -1);
-    if (axis != -1 && axis != 2) continue;
     std::vector<int> chain{static_cast<int>(k)};
-    // Scores, optionally scaled after the product: Softmax(MatMul(q, kT) / c).
-    float scale = 1.f, c = 0.f;
+    // Scores, optionally scaled after the product (Softmax(MatMul(q, kT) / c)) or on either
+    // operand (MatMul(q / c, kT), MatMul(q * a, kT * b)).
+    float scale = 1.f;
     int scores = softmax.inputs[0];
-    if (scores < 0 || uses.producer[scores] < 0) continue;
-    const Node& scoreOp = g.nodes[uses.producer[scores]];
-    if ((scoreOp.type == OpType::Div || scoreOp.type == OpType::Mul) && uses.soleUseProducer(g, scores, scoreOp.type) &&
-        scoreOp.inputs.size() == 2 && scalarConstant(g, scoreOp.inputs[1], &c) && c != 0.f) {
-      scale = scoreOp.type == OpType::Div ? 1.f / c : c;
-      chain.push_back(uses.producer[scores]);
-      scores = scoreOp.inputs[0];
-    }
+    skipScale(g, uses, &scores, &scale, &chain);
     const Node* qk = uses.soleUseProducer(g, scores, OpType::MatMul);
     if (!qk || qk->inputs.size() != 2) continue;
     chain.push_back(uses.producer[scores]);
-    // Q, optionally scaled before the product: MatMul(q / c, kT).
-    int q = qk->inputs[0];
-    if (q >= 0 && uses.producer[q] >= 0) {
-      const Node& qScale = g.nodes[uses.producer[q]];
-      if ((qScale.type == OpType::Div || qScale.type == OpType::Mul) && uses.soleUseProducer(g, q, qScale.type) &&
-          qScale.inputs.size() == 2 && scalarConstant(g, qScale.inputs[1], &c) && c != 0.f) {
-        scale *= qScale.type == OpType::Div ? 1.f / c : c;
-        chain.push_back(uses.producer[q]);
-        q = qScale.inputs[0];
-      }
-    }
-    HeadSplit qs, ks, vs;
-    if (!headSplit(g, uses, q, {1, 0, 2}, &qs) || !headSplit(g, uses, qk->inputs[1], {1, 2, 0}, &ks)) continue;
+    int q = qk->inputs[0], kt = qk->inputs[1];
+    skipScale(g, uses, &q, &scale, &chain);
+    skipScale(g, uses, &kt, &scale, &chain);
     const int pvK = uses.soleReader(g, softmax.outputs[0], OpType::MatMul);
     if (pvK < 0 || g.nodes[pvK].inputs.size() != 2 || g.nodes[pvK].inputs[0] != softmax.outputs[0]) continue;
-    if (!headSplit(g, uses, g.nodes[pvK].inputs[1], {1, 0, 2}, &vs)) continue;
+    const int v = g.nodes[pvK].inputs[1];
+    HeadSplit qs, ks, vs;
+    std::vector<int64_t> mergePerm;
+    int qView = -1, kView = -1, vView = -1;
+    const Node* kTranspose = uses.soleUseProducer(g, kt, OpType::Transpose);
+    if (headSplit(g, uses, q, {1, 0, 2}, &qs) && headSplit(g, uses, kt, {1, 2, 0}, &ks) &&
+        headSplit(g, uses, v, {1, 0, 2}, &vs)) {
+      mergePerm = {1, 0, 2};
+    } else if (kTranspose && kTranspose->getInts("perm") == std::vector<int64_t>{0, 1, 3, 2} &&
+               headSplit4(g, uses, q, &qs, &qView) && headSplit4(g, uses, kTranspose->inputs[0], &ks, &kView) &&
+               headSplit4(g, uses, v, &vs, &vView)) {
+      std::vector<int64_t> qShape, kShape, vShape;  // the same split into batch and heads
+      int64Constant(g, g.nodes[qView].inputs[1], &qShape);
+      int64Constant(g, g.nodes[kView].inputs[1], &kShape);
+      int64Constant(g, g.nodes[vView].inputs[1], &vShape);
+      if (qShape[1] != kShape[1] || vShape[1] != kShape[1]) continue;
+      mergePerm = {2, 0, 1, 3};
+      chain.push_back(uses.producer[kt]);
+      chain.push_back(qView);
+      chain.push_back(kView);
+      chain.push_back(vView);
+    } else {
+      continue;
+    }
+    if (axis != -1 && axis != static_cast<int64_t>(mergePerm.size()) - 1) continue;  // the key axis
     if (qs.heads != ks.heads || vs.heads != ks.heads || qs.dim != ks.dim || vs.seq != ks.seq) continue;
-    // The merge of heads: Transpose [1, 0, 2] read only by Reshapes that pin every dimension.
+    // The merge of heads: that Transpose, read only by Reshapes that pin every dimension.
     const int outK = uses.soleReader(g, g.nodes[pvK].outputs[0], OpType::Transpose);
-    if (outK < 0 || g.nodes[outK].getInts("perm") != std::vector<int64_t>{1, 0, 2}) continue;
+    if (outK < 0 || g.nodes[outK].getInts("perm") != mergePerm) continue;
     const int merged = g.nodes[outK].outputs[0];
     bool mergeOk = !uses.isOutput[merged] && !uses.readers[merged].empty();
     for (int r : uses.readers[merged]) {

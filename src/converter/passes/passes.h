@@ -10,6 +10,14 @@ namespace osprey::passes {
 // Each pass returns how many ops it removed or rewrote.
 int removeIdentities(Graph& g);
 Status foldConstants(Graph& g, int* folded);
+// Computes `node`'s outputs on the host and makes them constants when every input is a constant
+// (or, with `shapesOnly`, for Shape/Size, when every input's shape is static); false leaves the
+// graph as it was. The caller removes the node.
+bool foldNode(Graph& g, const Node& node, bool shapesOnly);
+// When every graph input has a static shape: records the static shape and dtype of every tensor
+// that has one in its TensorInfo (runtime values and subgraphs stop the inference) and replaces
+// Shape/Size of static shapes by constants. Run foldConstants after it.
+int foldShapes(Graph& g);
 int foldBatchNormIntoConv(Graph& g);
 int fuseActivations(Graph& g);
 // x * Sigmoid(x) (SiLU) into Swish with alpha 1, one pass over the data instead of two.
@@ -21,6 +29,11 @@ int fuseGelu(Graph& g);
 // PyTorch MultiheadAttention's exported head split, scaled QK^T, Softmax, PV and head merge
 // into the ONNX Attention op on 3-D (1, S, heads * D) views.
 int fuseAttention(Graph& g);
+// MatMul(A, W[K, N]) + bias ([N] or [1, ..., 1, N], float32 constants) into MatMul(A, W, bias).
+int fuseMatMulBias(Graph& g);
+// Add(Conv(x), Z) with Z computed before the Conv and of the Conv output's static shape into
+// Conv(x, W, B, Z); run before fuseActivations so that an activation after the Add still fuses.
+int fuseConvResidual(Graph& g);
 int removeDeadCode(Graph& g);
 void compactTensors(Graph& g);
 
