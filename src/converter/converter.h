@@ -10,9 +10,9 @@ struct ConvertOptions {
   bool foldConstants = true;
   bool fuse = true;  // Conv+BatchNorm folding, Conv/Gemm+activation fusion
   // MatMul + bias Add into a 3-input MatMul, and Conv + residual Add into a 4-input Conv (with
-  // `fuse`). Off until the ops and kernels take those inputs.
-  bool fuseMatMulBias = false;
-  bool fuseConvResidual = false;
+  // `fuse`): the bias and the residual are added in the kernels' epilogues.
+  bool fuseMatMulBias = true;
+  bool fuseConvResidual = true;
 };
 
 struct ConvertReport {
