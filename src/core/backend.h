@@ -74,6 +74,9 @@ class Backend {
   virtual void onExecuteEnd() {}
   // A run that failed after onExecuteBegin: release what the run held (no results to finish).
   virtual void onExecuteAbort() {}
+  // Per-op timing is wanted (Session::setProfiling): a device backend then finishes each op
+  // before its onExecute returns and runs op by op (no replayed graphs), so host clocks time ops.
+  virtual void onProfiling(bool on) { (void)on; }
   // Planner report of the activation arena.
   virtual size_t arenaPeakBytes() const { return 0; }
   // Bytes held in STATIC storage (pre-packed weights, uploaded constants).

@@ -21,7 +21,11 @@ class SessionImpl {
   std::vector<TensorInfoPublic> inputInfo() const;
   std::vector<TensorInfoPublic> outputInfo() const;
   const SessionStats& stats() const { return stats_; }
-  void setProfiling(bool on) { profiling_ = on; }
+  void setProfiling(bool on) {
+    profiling_ = on;
+    if (main_) main_->onProfiling(on);
+    if (backup_) backup_->onProfiling(on);
+  }
   const std::vector<OpTiming>& lastRunProfile() const { return profile_; }
 
  private:

@@ -66,7 +66,9 @@ class GraphAwareExecution : public Execution {
   }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     if (cuda_->replaying()) return Status::ok();
-    return inner_->onExecute(inputs, outputs);
+    Status st = inner_->onExecute(inputs, outputs);
+    if (st.isOk() && cuda_->profiling()) OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cuda_->stream()), "profiled op");
+    return st;
   }
 
  private:
@@ -339,11 +341,22 @@ void CUDABackend::abandonCapture() {
   graphAllowed_ = false;
 }
 
+void CUDABackend::onProfiling(bool on) {
+  profiling_ = on;
+  if (!on) return;
+  abandonCapture();
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (graphExec_) cudaGraphExecDestroy(graphExec_);
+  graphExec_ = nullptr;
+  graphMode_ = GraphMode::Eager;
+}
+
 void CUDABackend::onExecuteBegin() {
   abandonCapture();
   inRun_ = true;
   sawHostReadInRun_ = false;
-  if (graphMode_ == GraphMode::Eager && graphAllowed_ && eagerRunsSinceResize_ > 0 && lastEagerRunClean_) {
+  if (graphMode_ == GraphMode::Eager && graphAllowed_ && !profiling_ && eagerRunsSinceResize_ > 0 &&
+      lastEagerRunClean_) {
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
       graphMode_ = GraphMode::Capture;
     } else {

@@ -47,6 +47,7 @@ class CUDABackend : public Backend {
   Status onResizeEnd() override;
   void onExecuteBegin() override;
   void onExecuteEnd() override;
+  void onProfiling(bool on) override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
 
@@ -80,6 +81,7 @@ class CUDABackend : public Backend {
   enum class GraphMode { Eager, Capture, Replay };
   friend class GraphAwareExecution;
   bool replaying() const { return graphMode_ == GraphMode::Replay; }
+  bool profiling() const { return profiling_; }
   void abandonCapture();
   Status copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
   Status copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* dst);
@@ -111,6 +113,7 @@ class CUDABackend : public Backend {
   // captured and every later run replays it. OSPREY_CUDA_GRAPH=0 disables capture.
   GraphMode graphMode_ = GraphMode::Eager;
   bool graphAllowed_ = true;
+  bool profiling_ = false;  // per-op timing: no graphs, each op finished before it returns
   bool inRun_ = false;
   bool sawHostReadInRun_ = false;
   bool lastEagerRunClean_ = false;
