@@ -421,6 +421,51 @@ TEST(CpuKernels, UnaryTablesAgree) {
   }
 }
 
+// Runs packedGemm with both function tables and every operand form (A and B packed or not)
+// into C (row stride ldc) and checks C against `expected` (M x N) within 1e-4 relative.
+void expectPackedGemmAllForms(ThreadPool* pool, const Tensor& a, const Tensor& b, int64_t M, int64_t N, int64_t K,
+                              int64_t ldc, const GemmEpilogue& ep, const std::vector<double>& expected,
+                              const std::string& what) {
+  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+    std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
+    packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
+    packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
+    for (bool packA : {false, true})
+      for (bool packB : {false, true}) {
+        GemmA ga;
+        ga.data = packA ? packedA.data() : a.data<float>();
+        ga.packed = packA;
+        ga.rowStride = K;
+        GemmB gb;
+        gb.data = packB ? packedB.data() : b.data<float>();
+        gb.packed = packB;
+        gb.rowStride = N;
+        std::vector<float> c(M * ldc, -7.f);
+        packedGemm(pool, *fn, M, N, K, ga, gb, c.data(), ldc, ep);
+        double worst = 0;
+        for (int64_t i = 0; i < M; ++i)
+          for (int64_t j = 0; j < N; ++j)
+            worst = std::max(worst, std::fabs(c[i * ldc + j] - expected[i * N + j]) / (1.0 + std::fabs(expected[i * N + j])));
+        EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " K=" << K << " packA=" << packA
+                               << " packB=" << packB << what;
+      }
+  }
+}
+
+// Relu(alpha * A B + bias[row] + residual) in double.
+std::vector<double> gemmExpectation(const Tensor& a, const Tensor& b, const Tensor& bias, const float* residual,
+                                    int64_t ldr, int64_t M, int64_t N, int64_t K, float alpha) {
+  std::vector<double> expected(M * N);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
+      s = alpha * s + bias.data<float>()[i] + (residual ? residual[i * ldr + j] : 0.f);
+      expected[i * N + j] = s > 0 ? s : 0;
+    }
+  return expected;
+}
+
 TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
   // The driver directly: both function tables, a pool of 3 threads, every operand form, and
   // thin products (few rows of A or few columns of B) that take the GEMV paths.
@@ -431,40 +476,11 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];
     Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
     Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
-    std::vector<double> expected(M * N);
-    for (int64_t i = 0; i < M; ++i)
-      for (int64_t j = 0; j < N; ++j) {
-        double s = 0;
-        for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
-        s += bias.data<float>()[i];
-        expected[i * N + j] = s > 0 ? s : 0;
-      }
     GemmEpilogue ep;
     ep.bias = bias.data<float>();
     ep.biasRowStride = 1;
     ep.act.kind = Kind::Relu;
-    for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
-      std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
-      packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
-      packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
-      for (bool packA : {false, true})
-        for (bool packB : {false, true}) {
-          GemmA ga;
-          ga.data = packA ? packedA.data() : a.data<float>();
-          ga.packed = packA;
-          ga.rowStride = K;
-          GemmB gb;
-          gb.data = packB ? packedB.data() : b.data<float>();
-          gb.packed = packB;
-          gb.rowStride = N;
-          std::vector<float> c(M * N, -7.f);
-          packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), N, ep);
-          double worst = 0;
-          for (int64_t i = 0; i < M * N; ++i)
-            worst = std::max(worst, std::fabs(c[i] - expected[i]) / (1.0 + std::fabs(expected[i])));
-          EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " packA=" << packA << " packB=" << packB;
-        }
-    }
+    expectPackedGemmAllForms(&pool, a, b, M, N, K, N, ep, gemmExpectation(a, b, bias, nullptr, 0, M, N, K, 1.f), "");
   }
 }
 
@@ -480,14 +496,6 @@ TEST(CpuKernels, PackedGemmResidualBothTables) {
     Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
     Tensor z = randomTensor(DataType::Float32, {M, ldc}, seed++, -2, 2);
     for (float alpha : {1.f, 0.5f}) {  // alpha 1: the residual preloaded into C; else in the epilogue
-      std::vector<double> expected(M * N);
-      for (int64_t i = 0; i < M; ++i)
-        for (int64_t j = 0; j < N; ++j) {
-          double s = 0;
-          for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
-          s = alpha * s + bias.data<float>()[i] + z.data<float>()[i * ldc + j];
-          expected[i * N + j] = s > 0 ? s : 0;
-        }
       GemmEpilogue ep;
       ep.alpha = alpha;
       ep.bias = bias.data<float>();
@@ -495,31 +503,9 @@ TEST(CpuKernels, PackedGemmResidualBothTables) {
       ep.residual = z.data<float>();
       ep.residualRowStride = ldc;
       ep.act.kind = Kind::Relu;
-      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
-        std::vector<float> packedA(packedASize(*fn, M, K)), packedB(packedBSize(*fn, K, N));
-        packGemmA(*fn, a.data<float>(), K, 1, M, K, packedA.data());
-        packGemmB(*fn, b.data<float>(), N, 1, K, N, packedB.data());
-        for (bool packA : {false, true})
-          for (bool packB : {false, true}) {
-            GemmA ga;
-            ga.data = packA ? packedA.data() : a.data<float>();
-            ga.packed = packA;
-            ga.rowStride = K;
-            GemmB gb;
-            gb.data = packB ? packedB.data() : b.data<float>();
-            gb.packed = packB;
-            gb.rowStride = N;
-            std::vector<float> c(M * ldc, -7.f);
-            packedGemm(&pool, *fn, M, N, K, ga, gb, c.data(), ldc, ep);
-            double worst = 0;
-            for (int64_t i = 0; i < M; ++i)
-              for (int64_t j = 0; j < N; ++j)
-                worst = std::max(worst, std::fabs(c[i * ldc + j] - expected[i * N + j]) /
-                                            (1.0 + std::fabs(expected[i * N + j])));
-            EXPECT_LT(worst, 1e-4) << fn->isa << " M=" << M << " N=" << N << " K=" << K << " packA=" << packA
-                                   << " packB=" << packB << " alpha=" << alpha;
-          }
-      }
+      expectPackedGemmAllForms(&pool, a, b, M, N, K, ldc, ep,
+                               gemmExpectation(a, b, bias, z.data<float>(), ldc, M, N, K, alpha),
+                               " alpha=" + std::to_string(alpha));
     }
   }
 }
