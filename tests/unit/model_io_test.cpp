@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-
 #include <random>
 
 #include "core/graph.h"
