@@ -102,6 +102,8 @@ int cmdRun(int argc, char** argv) {
               "%d lowered to raster (%d of them views of their input)\n",
               stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.staticBytes / 1048576.0,
               stats.executions, stats.foldedOps, stats.loweredOps, stats.views);
+  if (stats.relaidTensors > 0)
+    std::printf("%d activations kept in the backend's own layout (converted at its edges)\n", stats.relaidTensors);
   if (schedule.backend != ForwardType::CPU) {
     // Ops the device declined run on the CPU backup, with copies around them.
     std::string fallback, onDevice;

@@ -29,6 +29,7 @@ struct SessionStats {
   size_t staticBytes = 0;           // weights and pre-packed data
   int executions = 0;               // commands in the pipeline that run
   int views = 0;                    // whole-tensor copies (Reshape, ...) run as views: no work
+  int relaidTensors = 0;            // activations kept in their backend's layout (not NCHW)
   int foldedOps = 0;                // ops computed once at resize (constant folding)
   int loweredOps = 0;               // ops lowered to Raster
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)

@@ -48,6 +48,15 @@ class Execution {
     return Status::ok();
   }
   virtual Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) = 0;
+  // Whether this execution runs when every one of its tensors whose layout matters (see
+  // layoutMatters in core/layout.h) is stored in `layout`. Asked after onCreate, before
+  // onResize, which then sees the chosen layouts (SessionImpl::chooseLayouts).
+  virtual bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                              const std::vector<RuntimeTensor*>& outputs) const {
+    (void)inputs;
+    (void)outputs;
+    return layout == Layout::NCHW;
+  }
   Backend* backend() const { return backend_; }
 
  private:
@@ -90,6 +99,13 @@ class Backend {
   }
   // Layout this backend wants for an activation of the given rank (e.g. NC4HW4 for 4-D).
   virtual Layout preferredLayout(const RuntimeTensor& t) const {
+    (void)t;
+    return Layout::NCHW;
+  }
+  // The layout this backend would keep activation `t` in between its own executions (NHWC for
+  // tensor-core convolution, packed channels for SIMD). The pipeline uses it for every group of
+  // tensors whose executions all support it, and keeps NCHW elsewhere; onCopyBuffer converts.
+  virtual Layout activationLayout(const RuntimeTensor& t) const {
     (void)t;
     return Layout::NCHW;
   }

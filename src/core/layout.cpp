@@ -37,6 +37,12 @@ Shape storedShape(const Shape& logical, Layout layout) {
   return s;
 }
 
+bool layoutMatters(const Shape& shape, Layout layout) {
+  if (layout == Layout::NCHW || shape.size() != 4) return false;
+  if (layout != Layout::NHWC) return true;
+  return shape[1] > 1 && shape[2] * shape[3] > 1;
+}
+
 Status convertLayout(const void* src, Layout srcLayout, void* dst, Layout dstLayout, const Shape& shape,
                      size_t elementSize) {
   if (srcLayout == dstLayout || shape.size() < 2) {

@@ -48,6 +48,8 @@ class SessionImpl {
   Status plan(const std::map<std::string, const Tensor*>* inputValues);
   Status computeNode(const Node& node);
   Status createExecutions();
+  // Gives each group of activations its backend's layout where every execution supports it.
+  void chooseLayouts();
   // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf).
   void findViews();
   Status planMemory();

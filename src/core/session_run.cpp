@@ -64,6 +64,7 @@ Status SessionImpl::createExecutions() {
   }
   // Graph outputs produced off the CPU are read back through their backend's onCopyBuffer in run().
   commands_ = std::move(withCopies);
+  chooseLayouts();
   findViews();
   stats_.executions = static_cast<int>(commands_.size()) - stats_.views;
   return Status::ok();

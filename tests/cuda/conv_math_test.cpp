@@ -1,7 +1,5 @@
 // Conv on the CUDA backend (cuDNN) against the reference kernel on odd shapes, in fp32 and in
 // fp16 storage: bias, fused activations, groups, depthwise, strides, dilations, 1-D.
-#include <cstdlib>
-
 #include "backends/cuda/math/math_util.h"
 #include "cuda_test_util.h"
 
@@ -101,18 +99,20 @@ TEST(CudaConvMath, DepthwiseResidualHardSwish) {
                                  in(randomTensor(DataType::Float32, {2, 6, 8, 9}, 40))});
 }
 
-// OSPREY_CUDA_CONV_NHWC=1: fp16 convolutions run in NHWC on KRSC weights, x and y transposed
-// around them (the fp32 half of the check runs the plain NCHW path).
-TEST(CudaConvMath, ChannelsLastInsideTheConvolution) {
+// At fp16 the pipeline keeps x and y in NHWC: the convolution runs on KRSC weights.
+TEST(CudaConvMath, ChannelsLastAtLowPrecision) {
   OSPREY_REQUIRE_CUDA_DEVICE();
-  setenv("OSPREY_CUDA_CONV_NHWC", "1", 1);
   Node n = convNode({3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 2);
   n.setString("activation", "LeakyRelu");
   n.setFloats("activation_params", {0.1f});
-  expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 16, 13, 11}, 20)),
-                                 constant(randomTensor(DataType::Float32, {24, 8, 3, 3}, 21, -0.3, 0.3)),
-                                 constant(randomTensor(DataType::Float32, {24}, 22))});
-  unsetenv("OSPREY_CUDA_CONV_NHWC");
+  const std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, {2, 16, 13, 11}, 20)),
+                                    constant(randomTensor(DataType::Float32, {24, 8, 3, 3}, 21, -0.3, 0.3)),
+                                    constant(randomTensor(DataType::Float32, {24}, 22))};
+  expectCudaMatchesReference(n, inputs);
+  CudaRun run;
+  Status st = runOpOnCuda(n, inputs, 1, true, &run);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_EQ(run.relaidTensors, 2);  // the input's device mirror and the output
 }
 
 TEST(CudaConvMath, AsymmetricPaddingRunsOnTheCpu) {

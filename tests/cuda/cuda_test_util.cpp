@@ -1,6 +1,7 @@
 #include "cuda_test_util.h"
 
 #include <cmath>
+#include <cstdlib>
 
 #include "core/graph.h"
 #include "ops/op_def.h"
@@ -30,6 +31,7 @@ Status runOpOnCuda(Node node, const std::vector<OpInput>& inputs, int numOutputs
   OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, config, &session));
   for (int r = 0; r < runs; ++r) OSPREY_RETURN_IF_ERROR(session->run(feeds, &out->outputs));
   out->onCpu.clear();
+  out->relaidTensors = session->stats().relaidTensors;
   for (auto& [key, count] : session->stats().opsByBackend)
     if (key.rfind("cpu:", 0) == 0) out->onCpu.push_back(key);
   return Status::ok();
@@ -40,20 +42,26 @@ void expectCudaMatchesReference(const Node& node, const std::vector<OpInput>& in
   std::vector<Tensor> expected;
   Status st = referenceOp(node, inputs, numOutputs, &expected);
   ASSERT_TRUE(st.isOk()) << st.message();
-  for (bool low : {false, true}) {
+  // fp32; fp16 with 4-D activations in NHWC where the executions support it; fp16 all NCHW.
+  for (int variant = 0; variant < 3; ++variant) {
+    const bool low = variant > 0;
+    if (variant == 2) setenv("OSPREY_CUDA_LAYOUT", "nchw", 1);
     CudaRun run;
     st = runOpOnCuda(node, inputs, numOutputs, low, &run, 3);
+    if (variant == 2) unsetenv("OSPREY_CUDA_LAYOUT");
     ASSERT_TRUE(st.isOk()) << st.message();
+    const char* label = variant == 0 ? "fp32" : variant == 1 ? "fp16" : "fp16 NCHW";
+    if (variant != 1) EXPECT_EQ(run.relaidTensors, 0) << label;
     std::string fallbacks;
     for (auto& f : run.onCpu) fallbacks += f + " ";
-    EXPECT_TRUE(run.onCpu.empty()) << "ran on the CPU: " << fallbacks;
+    EXPECT_TRUE(run.onCpu.empty()) << label << " ran on the CPU: " << fallbacks;
     ASSERT_EQ(run.outputs.size(), expected.size());
     const double tol = low ? fp16Tolerance : fp32Tolerance;
     for (size_t i = 0; i < expected.size(); ++i) {
       ASSERT_EQ(run.outputs[i].shape(), expected[i].shape());
       ASSERT_EQ(run.outputs[i].dtype(), expected[i].dtype());
       const double bound = tol * std::max(1.0, maxAbs(expected[i]));
-      EXPECT_LE(maxAbsDiff(run.outputs[i], expected[i]), bound) << (low ? "fp16" : "fp32") << " output " << i;
+      EXPECT_LE(maxAbsDiff(run.outputs[i], expected[i]), bound) << label << " output " << i;
     }
   }
 }

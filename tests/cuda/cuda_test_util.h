@@ -20,12 +20,14 @@ namespace osprey::test {
 struct CudaRun {
   std::vector<Tensor> outputs;
   std::vector<std::string> onCpu;  // "cpu:Op" entries: commands that fell back to the CPU
+  int relaidTensors = 0;           // activations the pipeline kept in the backend's layout
 };
 // Runs the node through a session on the CUDA backend (fp32, or fp16/bf16 storage when
 // `lowPrecision`), `runs` times with the same inputs (later runs replay a CUDA graph).
 Status runOpOnCuda(Node node, const std::vector<OpInput>& inputs, int numOutputs, bool lowPrecision, CudaRun* out, int runs = 1);
 
-// Runs the node on the device in fp32 and fp16 storage and checks every output against the
+// Runs the node on the device in fp32, in fp16 storage with NHWC activations where supported,
+// and in fp16 with OSPREY_CUDA_LAYOUT=nchw, and checks every output against the
 // reference within tolerance·max(1, max|ref|), and that nothing fell back to the CPU.
 void expectCudaMatchesReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1,
                                 double fp32Tolerance = 1e-4, double fp16Tolerance = 1e-2);

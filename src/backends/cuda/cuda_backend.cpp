@@ -22,6 +22,15 @@ DataType lowPrecisionTypeFromEnv() {
   return DataType::Float16;
 }
 
+// NHWC (what tensor-core convolutions read) for 4-D float activations at fp16 / bf16, NCHW at
+// fp32; OSPREY_CUDA_LAYOUT=nchw or nhwc chooses for every precision, for comparisons.
+bool channelsLastFor(DataType computeType) {
+  const char* v = std::getenv("OSPREY_CUDA_LAYOUT");
+  if (v && std::strcmp(v, "nchw") == 0) return false;
+  if (v && std::strcmp(v, "nhwc") == 0) return true;
+  return computeType != DataType::Float32;
+}
+
 bool graphCaptureFromEnv() {
   const char* v = std::getenv("OSPREY_CUDA_GRAPH");
   return !(v && std::strcmp(v, "0") == 0);
@@ -61,6 +70,10 @@ class GraphAwareExecution : public Execution {
  public:
   GraphAwareExecution(CUDABackend* backend, std::unique_ptr<Execution> inner)
       : Execution(backend), cuda_(backend), inner_(std::move(inner)) {}
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>& outputs) const override {
+    return inner_->supportsLayout(layout, inputs, outputs);
+  }
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     return inner_->onResize(inputs, outputs);
   }
@@ -79,6 +92,7 @@ class GraphAwareExecution : public Execution {
 CUDABackend::CUDABackend(CUDARuntime* runtime, const BackendConfig& config)
     : Backend(ForwardType::CUDA), runtime_(runtime), config_(config), planner_(kDeviceAlignment) {
   computeType_ = config.precision == BackendConfig::Precision::Low ? lowPrecisionTypeFromEnv() : DataType::Float32;
+  channelsLast_ = channelsLastFor(computeType_);
   graphAllowed_ = graphCaptureFromEnv();
   if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
     cudaGetLastError();
@@ -229,6 +243,10 @@ void CUDABackend::hostCopy(void* dst, const void* src, size_t bytes) {
   });
 }
 
+Layout CUDABackend::activationLayout(const RuntimeTensor& t) const {
+  return channelsLast_ && t.dtype == DataType::Float32 && t.shape.size() == 4 ? Layout::NHWC : Layout::NCHW;
+}
+
 Status CUDABackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
   if (src->dtype != dst->dtype || src->shape != dst->shape)
     return Status::internal("CUDA copy between tensors of different dtype or shape: " + src->name);
@@ -255,17 +273,20 @@ Status CUDABackend::copyDeviceToDevice(const RuntimeTensor* src, RuntimeTensor* 
 }
 
 Status CUDABackend::copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* dst) {
-  if (dst->layout != Layout::NCHW && dst->shape.size() >= 2)
-    return Status::unsupported("CUDA tensors are stored in NCHW; got " + std::string(layoutName(dst->layout)));
+  const bool relayout = dst->layout != Layout::NCHW && layoutMatters(dst->shape, dst->layout);
+  if (relayout && dst->layout != Layout::NHWC)
+    return Status::unsupported("CUDA tensors are stored in NCHW or NHWC; got " + std::string(layoutName(dst->layout)));
   const int64_t n = src->elements();
   if (n == 0) return Status::ok();
   const DataType deviceType = storageType(dst);
   const size_t hostBytes = static_cast<size_t>(n) * dataTypeSize(src->dtype);
   void* target = devicePtr(dst);
   if (!target) return Status::internal("device tensor has no memory");
-  const bool convert = deviceType != src->dtype;
+  // Conversions (dtype, NCHW -> NHWC) run on the device, from an NCHW image of the host data.
+  const bool convert = deviceType != src->dtype || relayout;
   if (convert && !(src->dtype == DataType::Float32 && isFloatStorage(deviceType)))
-    return Status::unsupported(std::string("host ") + dataTypeName(src->dtype) + " to device " + dataTypeName(deviceType));
+    return Status::unsupported(std::string("host ") + dataTypeName(src->dtype) + " to device " + dataTypeName(deviceType) +
+                               " in " + layoutName(dst->layout));
   if (convert && uploadScratch_.bytes() < hostBytes) {
     // A captured graph holds the scratch's address: it may only grow before capture.
     if (graphMode_ != GraphMode::Eager) return Status::internal("upload scratch grew during CUDA graph capture");
@@ -289,7 +310,13 @@ Status CUDABackend::copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* ds
     if (graphMode_ == GraphMode::Replay && inRun_) return Status::ok();  // the graph copies from staging
     OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, staging->get(), hostBytes, cudaMemcpyHostToDevice, stream_), "upload");
   }
-  if (convert) OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloat(landing, src->dtype, target, deviceType, n, stream_), "upload conversion");
+  if (relayout) {
+    OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloatLayout(landing, src->dtype, target, deviceType, dst->shape[0], dst->shape[1],
+                                                         dst->shape[2] * dst->shape[3], true, stream_),
+                                "upload conversion");
+  } else if (convert) {
+    OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloat(landing, src->dtype, target, deviceType, n, stream_), "upload conversion");
+  }
   if (src->constData || !inRun_) OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "upload");
   return Status::ok();
 }
@@ -301,19 +328,26 @@ Status CUDABackend::copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* ds
     if (graphMode_ != GraphMode::Eager) return Status::internal("device-to-host copy inside a captured CUDA graph");
     sawHostReadInRun_ = true;
   }
-  if (src->layout != Layout::NCHW && src->shape.size() >= 2)
-    return Status::unsupported("CUDA tensors are stored in NCHW; got " + std::string(layoutName(src->layout)));
+  const bool relayout = src->layout != Layout::NCHW && layoutMatters(src->shape, src->layout);
+  if (relayout && src->layout != Layout::NHWC)
+    return Status::unsupported("CUDA tensors are stored in NCHW or NHWC; got " + std::string(layoutName(src->layout)));
   const int64_t n = src->elements();
   if (n == 0) return Status::ok();
   const DataType deviceType = storageType(src);
   const size_t hostBytes = static_cast<size_t>(n) * dataTypeSize(dst->dtype);
   const void* from = devicePtr(src);
-  if (deviceType != dst->dtype) {
+  if (deviceType != dst->dtype || relayout) {
+    if (!isFloatStorage(deviceType) || !isFloatStorage(dst->dtype))
+      return Status::unsupported(std::string("device ") + dataTypeName(deviceType) + " in " + layoutName(src->layout) +
+                                 " to host " + dataTypeName(dst->dtype));
     if (readbackScratch_.bytes() < hostBytes) {
       cudaStreamSynchronize(stream_);
       if (!readbackScratch_.allocate(hostBytes)) return Status::outOfMemory("CUDA: readback scratch of " + std::to_string(hostBytes) + " bytes");
     }
-    OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloat(from, deviceType, readbackScratch_.get(), dst->dtype, n, stream_), "readback conversion");
+    cudaError_t e = relayout ? cuda::convertFloatLayout(from, deviceType, readbackScratch_.get(), dst->dtype, src->shape[0], src->shape[1],
+                                                        src->shape[2] * src->shape[3], false, stream_)
+                             : cuda::convertFloat(from, deviceType, readbackScratch_.get(), dst->dtype, n, stream_);
+    OSPREY_CUDA_RETURN_IF_ERROR(e, "readback conversion");
     from = readbackScratch_.get();
   }
   PinnedBuffer* staging = stagingFor(src, hostBytes);

@@ -6,10 +6,11 @@
 // - Storage: a tensor's RuntimeTensor::dtype is the model's dtype. On the device, Float32
 //   tensors are stored in computeType() (fp32; fp16 or bf16 when precision is Low);
 //   every other dtype is stored as is. storageType(t) says which; devicePtr(t) gives the bytes.
-// - Layout: device tensors are stored in RuntimeTensor::layout, which is NCHW for everything the
-//   pipeline makes; an Execution that wants another layout (NHWC for tensor-core convolution)
-//   converts inside itself, into scratch. onCopyBuffer converts dtype and layout to and from
-//   the host, where tensors are always in the model's dtype.
+// - Layout: device tensors are stored in RuntimeTensor::layout. At fp16 / bf16 the backend asks
+//   for NHWC for 4-D float activations (activationLayout); the pipeline grants it to groups of
+//   tensors whose executions all support it (Execution::supportsLayout) and keeps NCHW
+//   elsewhere, so an execution reads the layouts of its tensors in onResize. onCopyBuffer
+//   converts dtype and layout to and from the host, where tensors are in the model's dtype.
 // - onExecute only enqueues work on stream(): no cudaMalloc, no synchronisation, no host reads
 //   of device data, because the run may be captured into a CUDA graph and replayed.
 // - Scratch: acquireScratch() in onResize and releaseScratch() before onResize returns; the
@@ -50,6 +51,7 @@ class CUDABackend : public Backend {
   void onProfiling(bool on) override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
+  Layout activationLayout(const RuntimeTensor& t) const override;
 
   // --- What executions use ---
   CUDARuntime* runtime() const { return runtime_; }
@@ -94,6 +96,7 @@ class CUDABackend : public Backend {
   CUDARuntime* runtime_;
   BackendConfig config_;
   DataType computeType_ = DataType::Float32;
+  bool channelsLast_ = false;  // 4-D float activations in NHWC where executions agree
   cudaStream_t stream_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   MemoryPlanner planner_;

@@ -8,7 +8,62 @@ template <class S, class D>
 __global__ void convertKernel(const S* src, D* dst, int64_t n) {
   OSPREY_GRID_STRIDE(i, n) dst[i] = fromFloat<D>(toFloat(src[i]));
 }
+// One thread per destination element: dst[n, s, c] = src[n, c, s] toward channels-last, the
+// inverse otherwise.
+template <class S, class D>
+__global__ void convertLayoutKernel(const S* src, D* dst, int64_t channels, int64_t spatial, int64_t n,
+                                    bool toChannelsLast) {
+  OSPREY_GRID_STRIDE(i, n) {
+    int64_t from;
+    if (toChannelsLast) {
+      const int64_t c = i % channels, s = (i / channels) % spatial, b = i / (channels * spatial);
+      from = (b * channels + c) * spatial + s;
+    } else {
+      const int64_t s = i % spatial, c = (i / spatial) % channels, b = i / (channels * spatial);
+      from = (b * spatial + s) * channels + c;
+    }
+    dst[i] = fromFloat<D>(toFloat(src[from]));
+  }
+}
+template <class E>
+__global__ void padChannelsKernel(const E* src, E* dst, int64_t channels, int64_t padded, int64_t n) {
+  OSPREY_GRID_STRIDE(i, n) {
+    const int64_t c = i % padded, row = i / padded;
+    dst[i] = c < channels ? src[row * channels + c] : E(0);
+  }
+}
 }  // namespace
+
+cudaError_t padChannels(const void* src, void* dst, int64_t rows, int64_t channels, int64_t paddedChannels,
+                        int elementSize, cudaStream_t stream) {
+  const int64_t n = rows * paddedChannels;
+  if (n <= 0) return cudaSuccess;
+  if (elementSize == 2)
+    padChannelsKernel<uint16_t><<<blocksFor(n), kBlock, 0, stream>>>(static_cast<const uint16_t*>(src),
+                                                                      static_cast<uint16_t*>(dst), channels, paddedChannels, n);
+  else if (elementSize == 4)
+    padChannelsKernel<uint32_t><<<blocksFor(n), kBlock, 0, stream>>>(static_cast<const uint32_t*>(src),
+                                                                      static_cast<uint32_t*>(dst), channels, paddedChannels, n);
+  else
+    return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t convertFloatLayout(const void* src, DataType srcType, void* dst, DataType dstType, int64_t batch,
+                               int64_t channels, int64_t spatial, bool toChannelsLast, cudaStream_t stream) {
+  const int64_t n = batch * channels * spatial;
+  if (n <= 0) return cudaSuccess;
+  bool ok = dispatchStorage(srcType, [&](auto s) {
+    using S = decltype(s);
+    dispatchStorage(dstType, [&](auto d) {
+      using D = decltype(d);
+      convertLayoutKernel<S, D><<<blocksFor(n), kBlock, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst),
+                                                                   channels, spatial, n, toChannelsLast);
+    });
+  });
+  if (!ok) return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
 
 cudaError_t convertFloat(const void* src, DataType srcType, void* dst, DataType dstType, int64_t n, cudaStream_t stream) {
   if (n <= 0) return cudaSuccess;

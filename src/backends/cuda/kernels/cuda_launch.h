@@ -12,6 +12,13 @@ namespace osprey::cuda {
 
 // dst[i] = src[i] converted between Float32 / Float16 / BFloat16 (same dtype: plain copy).
 cudaError_t convertFloat(const void* src, DataType srcType, void* dst, DataType dstType, int64_t n, cudaStream_t stream);
+// Converts float storage types and moves [batch, channels, spatial] to [batch, spatial,
+// channels] (toChannelsLast) or back.
+cudaError_t convertFloatLayout(const void* src, DataType srcType, void* dst, DataType dstType, int64_t batch,
+                               int64_t channels, int64_t spatial, bool toChannelsLast, cudaStream_t stream);
+// Rows of `channels` elements (2 or 4 bytes) copied into rows of paddedChannels, zero-filled.
+cudaError_t padChannels(const void* src, void* dst, int64_t rows, int64_t channels, int64_t paddedChannels,
+                        int elementSize, cudaStream_t stream);
 
 
 // One Raster region with its source resolved to a device pointer (strides/offsets in elements).
@@ -78,11 +85,14 @@ cudaError_t softmax(const void* src, void* dst, int64_t outer, int64_t n, int64_
 cudaError_t layerNorm(const void* x, const void* scale, const void* bias, void* y, int64_t rows, int64_t n, float epsilon,
                       bool rms, DataType storage, cudaStream_t stream);
 
-// A pooling window over (D, H, W), leading unused dims of size 1 (see ops/window.h).
+// A pooling window over (D, H, W), leading unused dims of size 1 (see ops/window.h). Planes
+// are [N, C, D, H, W] in memory, or [N, D, H, W, C] with channelsLast.
 struct PoolGeometry {
-  int64_t planes;  // N * C
+  int64_t planes;    // N * C
+  int64_t channels;  // C
   int64_t in[3], out[3], kernel[3], stride[3], dilation[3], padBegin[3], padEnd[3];
   bool countIncludePad;
+  bool channelsLast;
 };
 cudaError_t pool(bool isMax, const void* src, void* dst, const PoolGeometry& g, DataType storage, cudaStream_t stream);
 

@@ -1,11 +1,13 @@
 // Elementwise ops on the device: unary activations and math, binary arithmetic / comparison /
 // logic with numpy broadcasting, Where, Cast and Not.
+#include <algorithm>
 #include <cmath>
 #include <string>
 
 #include "backends/cuda/kernels/cuda_executions.h"
 #include "backends/cuda/kernels/cuda_launch.h"
 #include "core/dtype.h"
+#include "core/layout.h"
 
 namespace osprey::cuda {
 
@@ -55,9 +57,36 @@ namespace {
 
 bool isFloatType(DataType t) { return t == DataType::Float32 || t == DataType::Float16 || t == DataType::BFloat16; }
 
+// Same-shape elementwise work is indifferent to layout; broadcasting works on NHWC tensors when
+// every operand's shape is seen in storage order (rank-4 shapes permuted to N, H, W, C; lower
+// ranks first padded to rank 4). That holds for operands whose layout matters (they are NHWC
+// with the output) and for those where it does not; a constant whose layout matters stays NCHW
+// and rules NHWC out.
+bool constantLayoutMatters(const std::vector<RuntimeTensor*>& inputs) {
+  for (const RuntimeTensor* t : inputs)
+    if (t && t->constData && layoutMatters(t->shape, Layout::NHWC)) return true;
+  return false;
+}
+
+Shape storedNhwc(const Shape& logical) {
+  Shape padded(4 - std::min<size_t>(4, logical.size()), 1);
+  padded.insert(padded.end(), logical.begin(), logical.end());
+  return {padded[0], padded[2], padded[3], padded[1]};
+}
+
+bool broadcastIndexFor(const std::vector<RuntimeTensor*>& inputs, const RuntimeTensor& output, BroadcastIndex* index) {
+  std::vector<Shape> operands;
+  const bool nhwc = output.layout == Layout::NHWC;
+  for (const RuntimeTensor* t : inputs) operands.push_back(nhwc ? storedNhwc(t->shape) : t->shape);
+  return makeBroadcastIndex(nhwc ? storedNhwc(output.shape) : output.shape, operands, index);
+}
+
 class UnaryExecution : public Execution {
  public:
   UnaryExecution(CUDABackend* backend, UnaryKind kind, float a, float b) : Execution(backend), kind_(kind), a_(a), b_(b) {}
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NCHW || layout == Layout::NHWC;
+  }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     auto* cuda = static_cast<CUDABackend*>(backend());
     OSPREY_CUDA_RETURN_IF_ERROR(unaryFloat(kind_, a_, b_, cuda->devicePtr(inputs[0]), cuda->devicePtr(outputs[0]),
@@ -131,8 +160,16 @@ bool unaryKindOf(const Node& node, const std::vector<RuntimeTensor*>& inputs, Un
 
 class BinaryExecution : public Execution {
  public:
-  BinaryExecution(CUDABackend* backend, BinaryKind kind, BroadcastIndex index, DataType operandType)
-      : Execution(backend), kind_(kind), index_(index), operandType_(operandType) {}
+  BinaryExecution(CUDABackend* backend, BinaryKind kind, BroadcastIndex index, DataType operandType, bool constantLayoutMatters)
+      : Execution(backend), kind_(kind), index_(index), operandType_(operandType), constantLayoutMatters_(constantLayoutMatters) {}
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& outputs) const override {
+    return layout == Layout::NCHW || (layout == Layout::NHWC && !constantLayoutMatters_ && outputs[0]->shape.size() <= 4);
+  }
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (!broadcastIndexFor({inputs[0], inputs[1]}, *outputs[0], &index_))
+      return Status::internal("binary op: no broadcast index for these shapes");
+    return Status::ok();
+  }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     auto* cuda = static_cast<CUDABackend*>(backend());
     OSPREY_CUDA_RETURN_IF_ERROR(binary(kind_, cuda->devicePtr(inputs[0]), cuda->devicePtr(inputs[1]), cuda->devicePtr(outputs[0]),
@@ -145,6 +182,7 @@ class BinaryExecution : public Execution {
   BinaryKind kind_;
   BroadcastIndex index_;
   DataType operandType_;
+  bool constantLayoutMatters_;
 };
 
 bool binaryKindOf(OpType type, BinaryKind* kind) {
@@ -172,7 +210,16 @@ bool binaryKindOf(OpType type, BinaryKind* kind) {
 
 class WhereExecution : public Execution {
  public:
-  WhereExecution(CUDABackend* backend, BroadcastIndex index) : Execution(backend), index_(index) {}
+  WhereExecution(CUDABackend* backend, BroadcastIndex index, bool constantLayoutMatters)
+      : Execution(backend), index_(index), constantLayoutMatters_(constantLayoutMatters) {}
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& outputs) const override {
+    return layout == Layout::NCHW || (layout == Layout::NHWC && !constantLayoutMatters_ && outputs[0]->shape.size() <= 4);
+  }
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (!broadcastIndexFor({inputs[0], inputs[1], inputs[2]}, *outputs[0], &index_))
+      return Status::internal("Where: no broadcast index for these shapes");
+    return Status::ok();
+  }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     auto* cuda = static_cast<CUDABackend*>(backend());
     const int size = static_cast<int>(dataTypeSize(cuda->storageType(outputs[0])));
@@ -184,11 +231,15 @@ class WhereExecution : public Execution {
 
  private:
   BroadcastIndex index_;
+  bool constantLayoutMatters_;
 };
 
 class CastExecution : public Execution {
  public:
   using Execution::Execution;
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NCHW || layout == Layout::NHWC;
+  }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     auto* cuda = static_cast<CUDABackend*>(backend());
     OSPREY_CUDA_RETURN_IF_ERROR(cast(cuda->devicePtr(inputs[0]), cuda->storageType(inputs[0]), cuda->devicePtr(outputs[0]),
@@ -245,7 +296,7 @@ std::unique_ptr<Execution> createBinaryExecution(CUDABackend* backend, const OpR
   if (op.type == OpType::Mod && (op.node->getInt("fmod", 0) != 0) != isFloatType(t)) return nullptr;
   BroadcastIndex index;
   if (!makeBroadcastIndex(outputs[0]->shape, {inputs[0]->shape, inputs[1]->shape}, &index)) return nullptr;
-  return std::make_unique<BinaryExecution>(backend, kind, index, backend->storageType(inputs[0]));
+  return std::make_unique<BinaryExecution>(backend, kind, index, backend->storageType(inputs[0]), constantLayoutMatters(inputs));
 }
 
 std::unique_ptr<Execution> createWhereExecution(CUDABackend* backend, const OpRef& op, const std::vector<RuntimeTensor*>& inputs,
@@ -256,7 +307,7 @@ std::unique_ptr<Execution> createWhereExecution(CUDABackend* backend, const OpRe
   if (!makeBroadcastIndex(outputs[0]->shape, {inputs[0]->shape, inputs[1]->shape, inputs[2]->shape}, &index)) return nullptr;
   const size_t size = dataTypeSize(backend->storageType(outputs[0]));
   if (size != 1 && size != 2 && size != 4 && size != 8) return nullptr;
-  return std::make_unique<WhereExecution>(backend, index);
+  return std::make_unique<WhereExecution>(backend, index, constantLayoutMatters(inputs));
 }
 
 std::unique_ptr<Execution> createCastExecution(CUDABackend* backend, const OpRef& op, const std::vector<RuntimeTensor*>& inputs,

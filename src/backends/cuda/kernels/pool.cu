@@ -1,4 +1,6 @@
 // Windowed and indexed reads: MaxPool / AveragePool, Gather along an axis, 2-D Resize.
+#include <algorithm>
+
 #include "backends/cuda/kernels/cuda_common.cuh"
 #include "backends/cuda/kernels/cuda_launch.h"
 
@@ -8,25 +10,52 @@ namespace {
 
 // Mirrors the reference kernel (ops/pool.cpp): padding never wins a max and counts in an
 // average only with count_include_pad, and then only the explicit padding.
-template <class T>
-__global__ void poolKernel(bool isMax, const T* src, T* dst, PoolGeometry g) {
-  const int64_t outSize = g.out[0] * g.out[1] * g.out[2];
-  const int64_t inSize = g.in[0] * g.in[1] * g.in[2];
-  OSPREY_GRID_STRIDE(i, g.planes * outSize) {
-    const int64_t plane = i / outSize, o = i % outSize;
-    const int64_t oPos[3] = {o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
-    int64_t start[3];
+// I is the index type: int32 where every offset fits, as 64-bit division costs far more.
+template <class T, class I>
+__global__ void poolKernel(bool isMax, const T* src, T* dst, PoolGeometry geometry) {
+  struct {
+    I in[3], out[3], kernel[3], stride[3], dilation[3], padBegin[3], padEnd[3], channels, planes;
+  } g;
+  for (int s = 0; s < 3; ++s) {
+    g.in[s] = static_cast<I>(geometry.in[s]);
+    g.out[s] = static_cast<I>(geometry.out[s]);
+    g.kernel[s] = static_cast<I>(geometry.kernel[s]);
+    g.stride[s] = static_cast<I>(geometry.stride[s]);
+    g.dilation[s] = static_cast<I>(geometry.dilation[s]);
+    g.padBegin[s] = static_cast<I>(geometry.padBegin[s]);
+    g.padEnd[s] = static_cast<I>(geometry.padEnd[s]);
+  }
+  g.channels = static_cast<I>(geometry.channels);
+  g.planes = static_cast<I>(geometry.planes);
+  const I outSize = g.out[0] * g.out[1] * g.out[2];
+  const I inSize = g.in[0] * g.in[1] * g.in[2];
+  for (I i = static_cast<I>(blockIdx.x * blockDim.x + threadIdx.x); i < g.planes * outSize;
+       i += static_cast<I>(blockDim.x * gridDim.x)) {
+    // Channels-last: neighbouring threads take neighbouring channels of one position.
+    const T* x;
+    I o, step;
+    if (geometry.channelsLast) {
+      const I c = i % g.channels, batch = i / (g.channels * outSize);
+      o = (i / g.channels) % outSize;
+      x = src + batch * inSize * g.channels + c;
+      step = g.channels;
+    } else {
+      o = i % outSize;
+      x = src + (i / outSize) * inSize;
+      step = 1;
+    }
+    const I oPos[3] = {o / (g.out[1] * g.out[2]), (o / g.out[2]) % g.out[1], o % g.out[2]};
+    I start[3];
     for (int s = 0; s < 3; ++s) start[s] = oPos[s] * g.stride[s] - g.padBegin[s];
-    const T* x = src + plane * inSize;
     float best = 0.f, sum = 0.f;
-    int64_t valid = 0, padded = 0;
-    for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
-      const int64_t id = start[0] + kd * g.dilation[0];
-      for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
-        const int64_t ih = start[1] + kh * g.dilation[1];
-        for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
-          const int64_t iw = start[2] + kw * g.dilation[2];
-          const int64_t pos[3] = {id, ih, iw};
+    I valid = 0, padded = 0;
+    for (I kd = 0; kd < g.kernel[0]; ++kd) {
+      const I id = start[0] + kd * g.dilation[0];
+      for (I kh = 0; kh < g.kernel[1]; ++kh) {
+        const I ih = start[1] + kh * g.dilation[1];
+        for (I kw = 0; kw < g.kernel[2]; ++kw) {
+          const I iw = start[2] + kw * g.dilation[2];
+          const I pos[3] = {id, ih, iw};
           bool inside = true, inPadded = true;
           for (int s = 0; s < 3; ++s) {
             inside = inside && pos[s] >= 0 && pos[s] < g.in[s];
@@ -34,7 +63,7 @@ __global__ void poolKernel(bool isMax, const T* src, T* dst, PoolGeometry g) {
           }
           padded += inPadded;
           if (!inside) continue;
-          const float v = toFloat(x[(id * g.in[1] + ih) * g.in[2] + iw]);
+          const float v = toFloat(x[((id * g.in[1] + ih) * g.in[2] + iw) * step]);
           if (valid == 0 || v > best) best = v;
           sum += v;
           ++valid;
@@ -45,7 +74,7 @@ __global__ void poolKernel(bool isMax, const T* src, T* dst, PoolGeometry g) {
     if (isMax) {
       r = best;
     } else {
-      const int64_t count = g.countIncludePad ? padded : valid;
+      const I count = geometry.countIncludePad ? padded : valid;
       r = count ? sum / static_cast<float>(count) : NAN;
     }
     dst[i] = fromFloat<T>(r);
@@ -127,7 +156,11 @@ cudaError_t pool(bool isMax, const void* src, void* dst, const PoolGeometry& g, 
   if (n <= 0) return cudaSuccess;
   bool ok = dispatchStorage(storage, [&](auto t) {
     using T = decltype(t);
-    poolKernel<T><<<blocksFor(n), kBlock, 0, stream>>>(isMax, static_cast<const T*>(src), static_cast<T*>(dst), g);
+    const int64_t inElements = g.planes * g.in[0] * g.in[1] * g.in[2];
+    if (std::max(n, inElements) < (int64_t(1) << 30))  // the grid stride must not overflow either
+      poolKernel<T, int32_t><<<blocksFor(n), kBlock, 0, stream>>>(isMax, static_cast<const T*>(src), static_cast<T*>(dst), g);
+    else
+      poolKernel<T, int64_t><<<blocksFor(n), kBlock, 0, stream>>>(isMax, static_cast<const T*>(src), static_cast<T*>(dst), g);
   });
   return ok ? cudaGetLastError() : cudaErrorInvalidValue;
 }

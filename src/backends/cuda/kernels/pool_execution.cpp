@@ -12,6 +12,15 @@ namespace {
 class PoolExecution : public Execution {
  public:
   PoolExecution(CUDABackend* backend, bool isMax, PoolGeometry g) : Execution(backend), isMax_(isMax), g_(g) {}
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NCHW || (layout == Layout::NHWC && inputs[0]->shape.size() == 4);
+  }
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (inputs[0]->layout != outputs[0]->layout) return Status::internal("CUDA pooling between layouts");
+    g_.channelsLast = inputs[0]->layout == Layout::NHWC;
+    return Status::ok();
+  }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     auto* cuda = static_cast<CUDABackend*>(backend());
     OSPREY_CUDA_RETURN_IF_ERROR(pool(isMax_, cuda->devicePtr(inputs[0]), cuda->devicePtr(outputs[0]), g_,
@@ -83,6 +92,7 @@ std::unique_ptr<Execution> createPoolExecution(CUDABackend* backend, const OpRef
   if (!resolveForwardWindow(op.node->getInt("ceil_mode", 0) != 0, &w).isOk()) return nullptr;
   PoolGeometry g{};
   g.planes = x->shape[0] * x->shape[1];
+  g.channels = x->shape[1];
   for (int s = 0; s < 3; ++s) {
     g.in[s] = w.in[s];
     g.out[s] = w.out[s];

@@ -17,9 +17,49 @@ struct Split3 {
   int64_t outer = 1, n = 1, inner = 1;
 };
 
+bool splitAroundAxes(const Shape& shape, const std::vector<int64_t>& axes, Split3* s);
+
+// NHWC storage of a 4-D tensor: stored axis k holds logical axis kNhwcAxes[k].
+constexpr int64_t kNhwcAxes[4] = {0, 2, 3, 1};
+
+// The reduction seen on the NHWC-stored input. False when the reduced axes are not one block
+// there, or when a rank-reducing output would come out in another order than its own.
+bool splitChannelsLast(const Shape& logical, const std::vector<int64_t>& axes, size_t outputRank, Split3* split) {
+  if (logical.size() != 4) return false;
+  Shape stored(4);
+  std::vector<int64_t> storedAxes;
+  int64_t lastKept = -1;
+  bool keptInOrder = true;
+  for (int64_t k = 0; k < 4; ++k) {
+    const int64_t a = kNhwcAxes[k];
+    stored[static_cast<size_t>(k)] = logical[static_cast<size_t>(a)];
+    if (std::find(axes.begin(), axes.end(), a) != axes.end()) {
+      storedAxes.push_back(k);
+    } else if (logical[static_cast<size_t>(a)] != 1) {
+      keptInOrder = keptInOrder && a > lastKept;
+      lastKept = a;
+    }
+  }
+  if (outputRank != 4 && !keptInOrder) return false;
+  return splitAroundAxes(stored, storedAxes, split);
+}
+
 class ReduceExecution : public Execution {
  public:
-  ReduceExecution(CUDABackend* backend, ReduceKind kind, Split3 split) : Execution(backend), kind_(kind), split_(split) {}
+  ReduceExecution(CUDABackend* backend, ReduceKind kind, Split3 split, std::vector<int64_t> axes)
+      : Execution(backend), kind_(kind), split_(split), axes_(std::move(axes)) {}
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>& outputs) const override {
+    Split3 unused;
+    return layout == Layout::NCHW ||
+           (layout == Layout::NHWC && splitChannelsLast(inputs[0]->shape, axes_, outputs[0]->shape.size(), &unused));
+  }
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (inputs[0]->layout == Layout::NHWC &&
+        !splitChannelsLast(inputs[0]->shape, axes_, outputs[0]->shape.size(), &split_))
+      return Status::internal("CUDA reduction cannot run on this NHWC tensor");
+    return Status::ok();
+  }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     auto* cuda = static_cast<CUDABackend*>(backend());
     OSPREY_CUDA_RETURN_IF_ERROR(reduceAxis(kind_, cuda->devicePtr(inputs[0]), cuda->devicePtr(outputs[0]), split_.outer, split_.n,
@@ -31,6 +71,7 @@ class ReduceExecution : public Execution {
  private:
   ReduceKind kind_;
   Split3 split_;
+  std::vector<int64_t> axes_;  // logical (NCHW) axes
 };
 
 bool reduceKindOf(OpType type, ReduceKind* kind) {
@@ -154,7 +195,7 @@ std::unique_ptr<Execution> createReduceExecution(CUDABackend* backend, const OpR
   }
   Split3 split;
   if (!splitAroundAxes(x->shape, axes, &split)) return nullptr;
-  return std::make_unique<ReduceExecution>(backend, kind, split);
+  return std::make_unique<ReduceExecution>(backend, kind, split, axes);
 }
 
 std::unique_ptr<Execution> createSoftmaxExecution(CUDABackend* backend, const OpRef& op, const std::vector<RuntimeTensor*>& inputs,

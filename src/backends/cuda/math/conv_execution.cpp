@@ -1,15 +1,18 @@
 // Conv on CUDA through cuDNN (2-D, and 1-D as 2-D of height 1), with the converter's optional
 // residual input 3 added before the activation. Weights and bias arrive as the
 // device mirrors of the constants, already in the backend's storage dtype and in KCRS order,
-// which is what cuDNN's NCHW filter format reads. With OSPREY_CUDA_CONV_NHWC=1 and fp16/bf16
-// storage, the convolution runs in NHWC on KRSC weights packed here, transposing x and y
-// around it (see CudnnConvolution::prepare).
-#include <cstdlib>
+// which is what cuDNN's NCHW filter format reads. When the pipeline keeps x and y in NHWC
+// (fp16 / bf16, CUDABackend::activationLayout), the convolution runs in NHWC on KRSC weights
+// packed here from the model's constant. Tensor cores want a multiple of 8 channels: an NHWC
+// input with fewer (an image's 3) is padded with zero channels into scratch first.
 #include <memory>
+
+#include "backends/cuda/kernels/cuda_launch.h"
 
 #include "backends/cuda/math/cudnn_conv.h"
 #include "backends/cuda/math/math_executions.h"
 #include "backends/cuda/math/math_util.h"
+#include "core/dtype.h"
 #include "ops/window.h"
 
 namespace osprey::cuda {
@@ -23,19 +26,22 @@ bool isFloat(DataType t) { return t == DataType::Float32 || t == DataType::Float
 
 class ConvExecution : public Execution {
  public:
-  ConvExecution(CUDABackend* backend, const Node* node, FusedActivation act)
-      : Execution(backend), cuda_(backend), node_(node), act_(act) {}
+  // `hostWeights`: the model's constant float filter (KCRS), null when the filter is computed.
+  ConvExecution(CUDABackend* backend, const Node* node, FusedActivation act, const float* hostWeights)
+      : Execution(backend), cuda_(backend), node_(node), act_(act), hostWeights_(hostWeights) {}
+
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NCHW || (layout == Layout::NHWC && hostWeights_ && inputs[0]->shape.size() == 4);
+  }
 
   // Packs the constant float weights as KRSC in the storage dtype, for the NHWC convolution.
-  Status packChannelsLast(const RuntimeTensor& w) {
+  Status packChannelsLast(const RuntimeTensor& w, int64_t paddedChannels) {
     const Shape& s = w.shape;
-    const int64_t spatial = s.size() == 4 ? s[2] * s[3] : s[2];
-    std::vector<float> krsc =
-        cuda_math::filterToChannelsLast(reinterpret_cast<const float*>(w.constData), s[0], s[1], spatial);
+    std::vector<float> krsc = cuda_math::filterToChannelsLast(hostWeights_, s[0], s[1], s[2] * s[3], paddedChannels);
     std::vector<uint8_t> packed =
         cuda_math::packFloats(krsc.data(), static_cast<int64_t>(krsc.size()), cuda_->storageType(&w));
-    OSPREY_RETURN_IF_ERROR(cuda_->uploadStatic(packed.data(), packed.size(), &channelsLastWeights_));
-    return Status::ok();
+    return cuda_->uploadStatic(packed.data(), packed.size(), &channelsLastWeights_);
   }
 
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
@@ -67,15 +73,24 @@ class ConvExecution : public Execution {
     g.outW = win.out[2];
     const bool hasBias = inputs.size() > 2 && inputs[2];
     const bool hasResidual = inputs.size() > 3 && inputs[3];
-    const bool channelsLast = channelsLastWeights_.get() != nullptr;
+    const bool channelsLast = y.layout == Layout::NHWC;
+    if (x.layout != y.layout || (hasResidual && inputs[3]->layout != y.layout))
+      return Status::internal("CUDA convolution with tensors in different layouts");
+    realChannels_ = g.inChannels;
+    const size_t element = dataTypeSize(cuda_->storageType(&x));
+    if (channelsLast && g.group == 1 && element == 2 && g.inChannels % 8 != 0) g.inChannels = (g.inChannels + 7) / 8 * 8;
+    if (channelsLast && !channelsLastWeights_.get()) OSPREY_RETURN_IF_ERROR(packChannelsLast(w, g.inChannels / g.group));
+    channelsLast_ = channelsLast;
+    geometry_ = g;
     OSPREY_RETURN_IF_ERROR(
         conv_.prepare(cuda_->cudnn(), g, cuda_->storageType(&y), channelsLast, act_, hasBias, hasResidual));
     workspace_.reset();
-    staging_.reset();
+    padded_.reset();
     if (conv_.workspaceBytes() > 0) workspace_ = cuda_->acquireScratch(conv_.workspaceBytes());
-    if (conv_.stagingBytes() > 0) staging_ = cuda_->acquireScratch(conv_.stagingBytes());
+    if (g.inChannels != realChannels_)
+      padded_ = cuda_->acquireScratch(static_cast<size_t>(g.batch * g.inH * g.inW * g.inChannels) * element);
     if (workspace_) cuda_->releaseScratch(workspace_);
-    if (staging_) cuda_->releaseScratch(staging_);
+    if (padded_) cuda_->releaseScratch(padded_);
     return Status::ok();
   }
 
@@ -83,18 +98,30 @@ class ConvExecution : public Execution {
     const void* bias = inputs.size() > 2 && inputs[2] ? cuda_->devicePtr(inputs[2]) : nullptr;
     const void* residual = inputs.size() > 3 && inputs[3] ? cuda_->devicePtr(inputs[3]) : nullptr;
     void* workspace = workspace_ ? cuda_->scratchPtr(*workspace_) : nullptr;
-    void* staging = staging_ ? cuda_->scratchPtr(*staging_) : nullptr;
-    const void* weights = channelsLastWeights_.get() ? channelsLastWeights_.get() : cuda_->devicePtr(inputs[1]);
-    return conv_.run(cuda_->cudnn(), cuda_->stream(), cuda_->devicePtr(inputs[0]), weights, bias, residual,
-                     cuda_->devicePtr(outputs[0]), workspace, staging);
+    const void* weights = channelsLast_ ? channelsLastWeights_.get() : cuda_->devicePtr(inputs[1]);
+    const void* x = cuda_->devicePtr(inputs[0]);
+    if (padded_) {
+      void* to = cuda_->scratchPtr(*padded_);
+      const ConvGeometry& g = geometry_;
+      OSPREY_CUDA_RETURN_IF_ERROR(cuda::padChannels(x, to, g.batch * g.inH * g.inW, realChannels_, g.inChannels,
+                                                    static_cast<int>(dataTypeSize(cuda_->storageType(inputs[0]))),
+                                                    cuda_->stream()),
+                                  "channel padding");
+      x = to;
+    }
+    return conv_.run(cuda_->cudnn(), cuda_->stream(), x, weights, bias, residual, cuda_->devicePtr(outputs[0]), workspace);
   }
 
  private:
   CUDABackend* cuda_;
   const Node* node_;
   FusedActivation act_;
+  const float* hostWeights_;
+  bool channelsLast_ = false;
+  int64_t realChannels_ = 0;  // x's channels; geometry_.inChannels may be padded beyond them
+  ConvGeometry geometry_;
   CudnnConvolution conv_;
-  std::shared_ptr<MemChunk> workspace_, staging_;
+  std::shared_ptr<MemChunk> workspace_, padded_;
   DeviceBuffer channelsLastWeights_;
 };
 
@@ -108,13 +135,10 @@ std::unique_ptr<Execution> createConvExecution(CUDABackend* backend, const OpRef
   if (x.shape.size() != 4 && x.shape.size() != 3) return nullptr;  // 3-D convolution stays on the CPU
   if (!isFloat(x.dtype) || w.dtype != x.dtype || (inputs.size() > 2 && inputs[2] && inputs[2]->dtype != x.dtype))
     return nullptr;
-  // The residual (input 3) is added in place of y: it must be y's exact shape, dtype and layout.
+  // The residual (input 3) is added in place of y: it must be y's exact shape and dtype.
   const bool hasResidual = inputs.size() > 3 && inputs[3];
-  if (hasResidual && (inputs[3]->dtype != x.dtype || inputs[3]->shape != outputs[0]->shape ||
-                      inputs[3]->layout != Layout::NCHW))
-    return nullptr;
-  // Device activations are NCHW (cuda_backend.h); NHWC would also need KRSC weights, which the
-  // constant mirrors are not.
+  if (hasResidual && (inputs[3]->dtype != x.dtype || inputs[3]->shape != outputs[0]->shape)) return nullptr;
+  // The pipeline hands over NCHW tensors; NHWC is granted later through supportsLayout.
   if (x.layout != Layout::NCHW || outputs[0]->layout != Layout::NCHW) return nullptr;
   if (!backend->cudnn()) return nullptr;
   FusedActivation act;
@@ -128,12 +152,9 @@ std::unique_ptr<Execution> createConvExecution(CUDABackend* backend, const OpRef
     return nullptr;
   for (int s = 0; s < 3; ++s)
     if (win.padBegin[s] != win.padEnd[s]) return nullptr;
-  auto exe = std::make_unique<ConvExecution>(backend, op.node, act);
-  const char* nhwc = std::getenv("OSPREY_CUDA_CONV_NHWC");
-  if (nhwc && nhwc[0] == '1' && !hasResidual && backend->lowPrecision() && w.constData && w.dtype == DataType::Float32 &&
-      x.shape.size() == 4 && !exe->packChannelsLast(w).isOk())
-    return nullptr;
-  return exe;
+  const float* hostWeights =
+      w.constData && w.dtype == DataType::Float32 ? reinterpret_cast<const float*>(w.constData) : nullptr;
+  return std::make_unique<ConvExecution>(backend, op.node, act, hostWeights);
 }
 
 }  // namespace osprey::cuda

@@ -76,9 +76,7 @@ void CudnnConvolution::destroy() {
   if (wDesc_) cudnnDestroyFilterDescriptor(wDesc_);
   if (convDesc_) cudnnDestroyConvolutionDescriptor(convDesc_);
   if (actDesc_) cudnnDestroyActivationDescriptor(actDesc_);
-  if (xNchw_) cudnnDestroyTensorDescriptor(xNchw_);
-  if (yNchw_) cudnnDestroyTensorDescriptor(yNchw_);
-  xDesc_ = yDesc_ = biasDesc_ = xNchw_ = yNchw_ = nullptr;
+  xDesc_ = yDesc_ = biasDesc_ = nullptr;
   wDesc_ = nullptr;
   convDesc_ = nullptr;
   actDesc_ = nullptr;
@@ -87,7 +85,6 @@ void CudnnConvolution::destroy() {
 Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
                                  const FusedActivation& act, bool hasBias, bool hasResidual) {
   destroy();
-  if (hasResidual && channelsLast) return Status::unsupported("cuDNN convolution: a residual input in NHWC mode");
   geometry_ = g;
   dtype_ = dtype;
   channelsLast_ = channelsLast;
@@ -108,19 +105,6 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
   CUDNN_RETURN_IF_ERROR(
       cudnnSetTensor4dDescriptor(yDesc_, format, type, i32(g.batch), i32(g.outChannels), i32(g.outH), i32(g.outW)));
   CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(biasDesc_, format, type, 1, i32(g.outChannels), 1, 1));
-  stagingBytes_ = stagedXBytes_ = 0;
-  if (channelsLast) {
-    CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&xNchw_));
-    CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&yNchw_));
-    CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(xNchw_, CUDNN_TENSOR_NCHW, type, i32(g.batch),
-                                                     i32(g.inChannels), i32(g.inH), i32(g.inW)));
-    CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(yNchw_, CUDNN_TENSOR_NCHW, type, i32(g.batch),
-                                                     i32(g.outChannels), i32(g.outH), i32(g.outW)));
-    const size_t element = dtype == DataType::Float32 ? 4 : 2;
-    constexpr size_t kAlign = 256;
-    stagedXBytes_ = (static_cast<size_t>(g.batch * g.inChannels * g.inH * g.inW) * element + kAlign - 1) / kAlign * kAlign;
-    stagingBytes_ = stagedXBytes_ + static_cast<size_t>(g.batch * g.outChannels * g.outH * g.outW) * element;
-  }
   CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(wDesc_, type, format, i32(g.outChannels),
                                                    i32(g.inChannels / g.group), i32(g.kernelH), i32(g.kernelW)));
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(convDesc_, i32(g.padH), i32(g.padW), i32(g.strideH),
@@ -186,23 +170,8 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
 }
 
 Status CudnnConvolution::run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w,
-                             const void* bias, const void* residual, void* y, void* workspace, void* staging) {
+                             const void* bias, const void* residual, void* y, void* workspace) {
   CUDNN_RETURN_IF_ERROR(cudnnSetStream(handle, stream));
-  const float one = 1.f, zero = 0.f;
-  if (channelsLast_) {
-    // NCHW x -> NHWC staging, convolution NHWC -> NHWC staging, then back to NCHW y.
-    uint8_t* stagedX = static_cast<uint8_t*>(staging);
-    uint8_t* stagedY = stagedX + stagedXBytes_;
-    CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(handle, &one, xNchw_, x, &zero, xDesc_, stagedX));
-    OSPREY_RETURN_IF_ERROR(convolve(handle, stream, stagedX, w, bias, nullptr, stagedY, workspace));
-    CUDNN_RETURN_IF_ERROR(cudnnTransformTensor(handle, &one, yDesc_, stagedY, &zero, yNchw_, y));
-    return Status::ok();
-  }
-  return convolve(handle, stream, x, w, bias, residual, y, workspace);
-}
-
-Status CudnnConvolution::convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w,
-                                  const void* bias, const void* residual, void* y, void* workspace) {
   const float one = 1.f, zero = 0.f;
   if (fused_ && bias) {
     // z is y itself (scaled by 0) without a residual.

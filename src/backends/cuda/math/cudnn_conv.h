@@ -30,25 +30,20 @@ class CudnnConvolution {
   CudnnConvolution(const CudnnConvolution&) = delete;
   CudnnConvolution& operator=(const CudnnConvolution&) = delete;
 
-  // Builds descriptors and picks the algorithm. x and y are NCHW in memory; with `channelsLast`
-  // the convolution itself runs in NHWC (the layout of the fastest tensor-core kernels) with
-  // KRSC filters, x and y being transposed through staging memory around it. dtype is Float32
-  // (FMA math, no TF32), Float16 or BFloat16 (tensor cores, float accumulation).
+  // Builds descriptors and picks the algorithm. x, y and the residual are NCHW in memory with
+  // KCRS filters, or with `channelsLast` NHWC with KRSC filters (the layout of the fastest
+  // tensor-core kernels). dtype is Float32 (FMA math, no TF32), Float16 or BFloat16 (tensor
+  // cores, float accumulation).
   Status prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
                  const FusedActivation& act, bool hasBias, bool hasResidual = false);
   size_t workspaceBytes() const { return workspaceBytes_; }
-  size_t stagingBytes() const { return stagingBytes_; }  // NHWC copies of x and y
   // y = act(conv(x, w) + bias + residual); bias (outChannels values of dtype) may be null, and
-  // so may residual (y's shape and dtype, NCHW; only when prepared with hasResidual and not
-  // channelsLast).
+  // so may residual (y's shape, dtype and layout; only when prepared with hasResidual).
   Status run(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias,
-             const void* residual, void* y, void* workspace, void* staging);
+             const void* residual, void* y, void* workspace);
 
  private:
   void destroy();
-  // The convolution on tensors in the layout of xDesc_ / yDesc_.
-  Status convolve(cudnnHandle_t handle, cudaStream_t stream, const void* x, const void* w, const void* bias,
-                  const void* residual, void* y, void* workspace);
   ConvGeometry geometry_;
   DataType dtype_ = DataType::Float32;
   bool channelsLast_ = false;
@@ -56,8 +51,6 @@ class CudnnConvolution {
   bool hasBias_ = false, hasResidual_ = false;
   bool fused_ = false;  // cudnnConvolutionBiasActivationForward applies bias and activation
   cudnnTensorDescriptor_t xDesc_ = nullptr, yDesc_ = nullptr, biasDesc_ = nullptr;
-  cudnnTensorDescriptor_t xNchw_ = nullptr, yNchw_ = nullptr;  // the tensors in memory, when channelsLast
-  size_t stagingBytes_ = 0, stagedXBytes_ = 0;
   cudnnFilterDescriptor_t wDesc_ = nullptr;
   cudnnConvolutionDescriptor_t convDesc_ = nullptr;
   cudnnActivationDescriptor_t actDesc_ = nullptr;

@@ -43,11 +43,12 @@ std::vector<uint8_t> packFloats(const float* src, int64_t count, DataType dtype)
   return out;
 }
 
-std::vector<float> filterToChannelsLast(const float* kcrs, int64_t k, int64_t c, int64_t spatial) {
-  std::vector<float> krsc(static_cast<size_t>(k * c * spatial));
+std::vector<float> filterToChannelsLast(const float* kcrs, int64_t k, int64_t c, int64_t spatial, int64_t paddedC) {
+  if (paddedC < c) paddedC = c;
+  std::vector<float> krsc(static_cast<size_t>(k * paddedC * spatial), 0.f);
   for (int64_t o = 0; o < k; ++o)
     for (int64_t i = 0; i < c; ++i)
-      for (int64_t s = 0; s < spatial; ++s) krsc[(o * spatial + s) * c + i] = kcrs[(o * c + i) * spatial + s];
+      for (int64_t s = 0; s < spatial; ++s) krsc[(o * spatial + s) * paddedC + i] = kcrs[(o * c + i) * spatial + s];
   return krsc;
 }
 

@@ -17,6 +17,7 @@ DeviceActivation toDeviceActivation(const FusedActivation& act);
 // Host-side conversion of float weights into the storage dtype (Float32, Float16, BFloat16),
 // optionally from KCRS into KRSC order (channels last) for NHWC convolution.
 std::vector<uint8_t> packFloats(const float* src, int64_t count, DataType dtype);
-std::vector<float> filterToChannelsLast(const float* kcrs, int64_t k, int64_t c, int64_t spatial);
+// KCRS -> KRSC, each filter's channels zero-padded to paddedC (no padding when it is <= c).
+std::vector<float> filterToChannelsLast(const float* kcrs, int64_t k, int64_t c, int64_t spatial, int64_t paddedC = 0);
 
 }  // namespace osprey::cuda_math
