@@ -7,7 +7,8 @@ packages=(cmake g++ make flatbuffers-compiler libflatbuffers-dev python3 python3
 # The OpenCL backend builds against the ICD loader; PoCL runs its kernels on the CPU in tests.
 packages+=(ocl-icd-opencl-dev opencl-headers)
 if [[ "${1:-}" == "--tests" ]]; then
-  packages+=(libgtest-dev python3-torch python3-torchvision pocl-opencl-icd)
+  # clang compile-checks the OpenCL kernels, half arithmetic included (tests/opencl).
+  packages+=(libgtest-dev python3-torch python3-torchvision pocl-opencl-icd clang)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -75,6 +75,32 @@ TEST(OpenCLRuntime, MemoryObjectDefaultPerDevice) {
   EXPECT_FALSE(rt->useImages());
 }
 
+// Half arithmetic needs cl_khr_fp16 and can be turned off; programs get -DUSE_FP16_MATH only
+// with fp16 storage. The half kernels themselves are compile-checked by clang
+// (check_cl_half_compile.sh): no device here has cl_khr_fp16.
+TEST(OpenCLRuntime, HalfMathOnlyWithTheExtension) {
+  opencl::DeviceFacts f;
+  RuntimeOptions options;
+  EXPECT_FALSE(opencl::halfMathOn(f, options));
+  f.fp16 = true;
+  EXPECT_TRUE(opencl::halfMathOn(f, options));
+  ScopedEnv off("OSPREY_OPENCL_FP16_MATH", "0");
+  EXPECT_FALSE(opencl::halfMathOn(f, RuntimeOptions::fromEnvironment()));
+
+  OSPREY_REQUIRE_OPENCL();
+  std::unique_ptr<OpenCLRuntime> rt;
+  ASSERT_TRUE(OpenCLRuntime::create(RuntimeOptions(), &rt));
+  EXPECT_EQ(rt->halfMath(), rt->facts().fp16);
+  BackendConfig config;
+  OpenCLBackend normal(rt.get(), config);
+  EXPECT_FALSE(normal.halfMath());
+  EXPECT_EQ(normal.buildOptions(), "");
+  config.precision = BackendConfig::Precision::Low;
+  OpenCLBackend low(rt.get(), config);
+  EXPECT_EQ(low.halfMath(), rt->facts().fp16);
+  EXPECT_EQ(low.buildOptions(), rt->facts().fp16 ? "-DUSE_FP16 -DUSE_FP16_MATH" : "-DUSE_FP16");
+}
+
 TEST(OpenCLRuntime, DeviceSelectionByEnvironment) {
   OSPREY_REQUIRE_OPENCL();
   {

@@ -64,9 +64,11 @@ OpenCLBackend::OpenCLBackend(OpenCLRuntime* runtime, const BackendConfig& config
       planner_(std::max<size_t>(64, runtime->facts().baseAddressAlignBytes)),
       dynamicImages_(runtime->context(), false) {
   // fp16 storage goes through vload_half/vstore_half (core OpenCL), so any device can hold
-  // activations and weights in half; arithmetic stays float.
+  // activations and weights in half; arithmetic is half too where the device has cl_khr_fp16
+  // (REAL in cl/common.cl), float elsewhere.
   fp16_ = config.precision == BackendConfig::Precision::Low;
-  buildOptions_ = fp16_ ? "-DUSE_FP16" : "";
+  halfMath_ = fp16_ && runtime->halfMath();
+  buildOptions_ = halfMath_ ? "-DUSE_FP16 -DUSE_FP16_MATH" : fp16_ ? "-DUSE_FP16" : "";
 }
 
 OpenCLBackend::~OpenCLBackend() {

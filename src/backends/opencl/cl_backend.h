@@ -46,8 +46,10 @@ class OpenCLBackend : public Backend {
   bool canShareMemory(const RuntimeTensor&) const override { return !runtime_->useImages(); }
 
   OpenCLRuntime* runtime() const { return runtime_; }
-  // fp16 storage (precision Low): half in memory, float arithmetic.
+  // fp16 storage (precision Low): half in memory.
   bool fp16() const { return fp16_; }
+  // Half arithmetic too (fp16 storage on a device with cl_khr_fp16): -DUSE_FP16_MATH.
+  bool halfMath() const { return halfMath_; }
   // Bytes of one element of `dtype` in device memory (float32 is stored as half under fp16).
   size_t deviceElementSize(DataType dtype) const;
   // Build options every program of this backend gets (FLOAT type, fp16 extension).
@@ -72,7 +74,7 @@ class OpenCLBackend : public Backend {
 
   OpenCLRuntime* runtime_;
   BackendConfig config_;
-  bool fp16_ = false;
+  bool fp16_ = false, halfMath_ = false;
   std::string buildOptions_;
   MemoryPlanner planner_;
   DeviceSlot arena_;  // the planned activations (a buffer); chunks point at this slot

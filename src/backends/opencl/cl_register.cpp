@@ -21,7 +21,10 @@ class OpenCLRuntimeCreator : public RuntimeCreator {
   }
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;
-    for (auto& f : listDevices()) out.push_back({f.name, f.summary()});
+    const RuntimeOptions options = RuntimeOptions::fromEnvironment();
+    for (auto& f : listDevices())
+      out.push_back({f.name, f.summary() + ", precision low: half storage, " +
+                                 (halfMathOn(f, options) ? "half arithmetic" : "float arithmetic")});
     return out;
   }
 };

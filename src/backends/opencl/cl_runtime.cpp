@@ -208,8 +208,11 @@ RuntimeOptions RuntimeOptions::fromEnvironment() {
       o.imageMaxHeight = h;
     }
   }
+  if (const char* m = std::getenv("OSPREY_OPENCL_FP16_MATH")) o.halfMath = std::string(m) != "0";
   return o;
 }
+
+bool halfMathOn(const DeviceFacts& f, const RuntimeOptions& options) { return f.fp16 && options.halfMath; }
 
 Status OpenCLRuntime::create(const RuntimeOptions& options, std::unique_ptr<OpenCLRuntime>* out) {
   std::unique_ptr<OpenCLRuntime> rt(new OpenCLRuntime());

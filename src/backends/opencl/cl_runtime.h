@@ -77,8 +77,11 @@ struct RuntimeOptions {
   std::string cachePath;  // OSPREY_OPENCL_CACHE
   MemoryMode memory = MemoryMode::Default;  // OSPREY_OPENCL_MEMORY
   size_t imageMaxWidth = 0, imageMaxHeight = 0;  // OSPREY_OPENCL_IMAGE_MAX=WxH: narrower image limits
+  bool halfMath = true;  // OSPREY_OPENCL_FP16_MATH=0: float arithmetic under fp16 storage everywhere
   static RuntimeOptions fromEnvironment();
 };
+// Whether precision Low computes in half on this device: it has cl_khr_fp16 and the options allow it.
+bool halfMathOn(const DeviceFacts& f, const RuntimeOptions& options);
 
 class OpenCLRuntime : public Runtime {
  public:
@@ -102,6 +105,8 @@ class OpenCLRuntime : public Runtime {
   // True when half (CL_HALF_FLOAT) images read and write correctly here: fp16 storage uses
   // images only then (PoCL's half images return garbage), buffers otherwise.
   bool halfImages() const { return halfImages_; }
+  // True when fp16 storage also computes in half here (halfMathOn: cl_khr_fp16, not turned off).
+  bool halfMath() const { return halfMathOn(facts_, options_); }
   // The image extent a tensor of `elements` gets ({0, 0} when it does not fit: a buffer then).
   void imageExtent(size_t elements, size_t* width, size_t* height) const;
   // Narrower limits than the device's (tests of the fallback to buffers); 0 keeps the device's.

@@ -1,13 +1,25 @@
 // Prepended to every program. FLOAT is the storage type of float tensors: half when the
-// backend stores fp16 (-DUSE_FP16), float otherwise. Arithmetic runs in float: LOAD widens and
-// STORE narrows (vload_half / vstore_half_rte, core OpenCL, so fp16 storage works even where
-// cl_khr_fp16 arithmetic is missing), so one kernel text serves both precisions.
-#ifdef USE_FP16
+// backend stores fp16 (-DUSE_FP16), float otherwise. REAL is the compute type: half with
+// -DUSE_FP16_MATH (set only together with USE_FP16, and only where the device has cl_khr_fp16),
+// float otherwise. Without half math LOAD widens and STORE narrows (vload_half /
+// vstore_half_rte, core OpenCL, so fp16 storage works even where cl_khr_fp16 is missing); with it
+// they are plain half accesses. One kernel text serves all three: constants are cast to REAL so
+// that half arithmetic stays half (a float operand would promote it) and builtins like fmax
+// find one overload. Long sums stay float in every mode (see the kernels).
+#ifdef USE_FP16_MATH
+#pragma OPENCL EXTENSION cl_khr_fp16 : enable
 typedef half FLOAT;
+typedef half REAL;
+#define LOAD(p, i) ((p)[(i)])
+#define STORE(p, i, v) ((p)[(i)] = (FLOAT)(v))
+#elif defined(USE_FP16)
+typedef half FLOAT;
+typedef float REAL;
 #define LOAD(p, i) vload_half((i), (p))
 #define STORE(p, i, v) vstore_half_rte((float)(v), (i), (p))
 #else
 typedef float FLOAT;
+typedef float REAL;
 #define LOAD(p, i) ((float)(p)[(i)])
 #define STORE(p, i, v) ((p)[(i)] = (FLOAT)(v))
 #endif
@@ -29,12 +41,21 @@ typedef float FLOAT;
 #define ST_IMG(p, w, i, v) stImage(p, w, i, v)
 #ifdef USE_IMAGE  // set with any IMGk: image code only where the device has images
 __constant sampler_t imageSampler = CLK_NORMALIZED_COORDS_FALSE | CLK_ADDRESS_NONE | CLK_FILTER_NEAREST;
+#ifdef USE_FP16_MATH  // half texels read and written as half (cl_khr_fp16), no float round trip
+inline REAL ldImage(__read_only image2d_t p, int shift, int i) {
+  return read_imageh(p, imageSampler, (int2)(i & ((1 << shift) - 1), i >> shift)).x;
+}
+inline void stImage(__write_only image2d_t p, int shift, int i, REAL v) {
+  write_imageh(p, (int2)(i & ((1 << shift) - 1), i >> shift), (half4)(v, 0, 0, 0));
+}
+#else
 inline float ldImage(__read_only image2d_t p, int shift, int i) {
   return read_imagef(p, imageSampler, (int2)(i & ((1 << shift) - 1), i >> shift)).x;
 }
 inline void stImage(__write_only image2d_t p, int shift, int i, float v) {
   write_imagef(p, (int2)(i & ((1 << shift) - 1), i >> shift), (float4)(v, 0.f, 0.f, 0.f));
 }
+#endif
 #endif
 #ifdef IMG0
 #define IN_0 __read_only image2d_t
@@ -115,19 +136,22 @@ inline void stImage(__write_only image2d_t p, int shift, int i, float v) {
 #define ACT_ELU 8
 #define ACT_GELU 9
 
-inline float activate(float x, int kind, float a, float b) {
+// In REAL: half under half math, so a, b are cast once and every constant is REAL.
+inline REAL activate(REAL x, int kind, float actA, float actB) {
+  const REAL a = (REAL)actA, b = (REAL)actB;
   switch (kind) {
-    case ACT_RELU: return fmax(x, 0.f);
+    case ACT_RELU: return fmax(x, (REAL)0);
     case ACT_CLIP: return fmin(fmax(x, a), b);
-    case ACT_LEAKY_RELU: return x >= 0.f ? x : a * x;
-    case ACT_SIGMOID: return 1.f / (1.f + exp(-x));
-    case ACT_HARD_SIGMOID: return fmax(0.f, fmin(1.f, a * x + b));
-    case ACT_HARD_SWISH: return x * fmax(0.f, fmin(1.f, x / 6.f + 0.5f));
+    case ACT_LEAKY_RELU: return x >= (REAL)0 ? x : a * x;
+    case ACT_SIGMOID: return (REAL)1 / ((REAL)1 + exp(-x));
+    case ACT_HARD_SIGMOID: return fmax((REAL)0, fmin((REAL)1, a * x + b));
+    case ACT_HARD_SWISH: return x * fmax((REAL)0, fmin((REAL)1, x / (REAL)6 + (REAL)0.5f));
     case ACT_TANH: return tanh(x);
-    case ACT_ELU: return x >= 0.f ? x : a * (exp(x) - 1.f);
+    case ACT_ELU: return x >= (REAL)0 ? x : a * (exp(x) - (REAL)1);
     case ACT_GELU:
-      if (a != 0.f) return 0.5f * x * (1.f + tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
-      return 0.5f * x * (1.f + erf(x * 0.7071067811865476f));
+      if (actA != 0.f)
+        return (REAL)0.5f * x * ((REAL)1 + tanh((REAL)0.7978845608028654f * (x + (REAL)0.044715f * x * x * x)));
+      return (REAL)0.5f * x * ((REAL)1 + erf(x * (REAL)0.7071067811865476f));
     default: return x;
   }
 }

@@ -5,6 +5,10 @@
 // memory, launched with 16x16 work groups over (pixels, output channels per group, N * group).
 // `pointwise` (1x1, stride 1, no padding) reads X' = X directly. Every kernel adds the optional
 // residual Z (Y's shape; `hasRes`) before the activation: Y = act(conv(X, W) + B + Z).
+// Tiles, products and the epilogue are REAL; the GEMM accumulators stay float even under half
+// math: K reaches thousands (4608 in resnet50's last 3x3 layers), and a half sum that long loses
+// about log2(K) of its 11 bits, while a half product costs no more than storing its inputs in
+// half already did.
 #define TILE 16
 
 __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int biasOff, int hasBias,
@@ -18,8 +22,8 @@ __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int 
   const int z = get_global_id(2), n = z / group, g = z % group;
   const int lx = get_local_id(0), ly = get_local_id(1);
   const int tileRow = get_group_id(1) * TILE, tileCol = get_group_id(0) * TILE;
-  __local float tileA[TILE][TILE + 1];
-  __local float tileB[TILE][TILE + 1];
+  __local REAL tileA[TILE][TILE + 1];
+  __local REAL tileB[TILE][TILE + 1];
   const int xb = (n * C + g * Cg) * H * W, wb = g * M * K;
   // The pixel this work item gathers for tileB is fixed across k: precompute its origin.
   const int bp = tileCol + lx;
@@ -28,9 +32,9 @@ __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int 
   float acc = 0.f;
   for (int k0 = 0; k0 < K; k0 += TILE) {
     const int ar = tileRow + ly, ak = k0 + lx;
-    tileA[ly][lx] = ar < M && ak < K ? LD(1, w, wOff, wb + ar * K + ak) : 0.f;
+    tileA[ly][lx] = ar < M && ak < K ? LD(1, w, wOff, wb + ar * K + ak) : (REAL)0;
     const int bk = k0 + ly;
-    float v = 0.f;
+    REAL v = 0;
     if (bk < K && bp < P) {
       if (pointwise) {
         v = LD(0, x, xOff, xb + bk * P + bp);
@@ -48,7 +52,7 @@ __kernel void conv2d_gemm(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, int 
   const int row = tileRow + ly, col = tileCol + lx;
   if (row >= M || col >= P || n >= outShape.s3) return;
   const int oc = g * M + row, yi = (n * OC + oc) * P + col;
-  const float v = acc + (hasBias ? LD(2, bias, biasOff, oc) : 0.f) + (hasRes ? LD(3, res, resOff, yi) : 0.f);
+  const REAL v = (REAL)acc + (hasBias ? LD(2, bias, biasOff, oc) : (REAL)0) + (hasRes ? LD(3, res, resOff, yi) : (REAL)0);
   ST(4, y, yOff, yi, activate(v, act, actA, actB));
 }
 
@@ -66,8 +70,8 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, i
   const int z = get_group_id(2), n = z / group, g = z % group;
   const int tx = get_local_id(0), ty = get_local_id(1), tid = ty * TILE + tx;
   const int m0 = get_group_id(1) * BIG, p0 = get_group_id(0) * BIG;
-  __local float As[TILE][BIG + 1];
-  __local float Bs[TILE][BIG + 1];
+  __local REAL As[TILE][BIG + 1];
+  __local REAL Bs[TILE][BIG + 1];
   const int xb = (n * C + g * Cg) * H * W, wb = g * M * K;
   float acc[4][4];
   for (int i = 0; i < 4; ++i)
@@ -76,10 +80,10 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, i
     for (int l = 0; l < 4; ++l) {
       const int idx = tid + l * TILE * TILE;
       const int am = idx / TILE, ak = idx % TILE;
-      As[ak][am] = m0 + am < M && k0 + ak < K ? LD(1, w, wOff, wb + (m0 + am) * K + k0 + ak) : 0.f;
+      As[ak][am] = m0 + am < M && k0 + ak < K ? LD(1, w, wOff, wb + (m0 + am) * K + k0 + ak) : (REAL)0;
       const int bk = idx / BIG, bn = idx % BIG;
       const int k = k0 + bk, p = p0 + bn;
-      float v = 0.f;
+      REAL v = 0;
       if (k < K && p < P) {
         if (pointwise) {
           v = LD(0, x, xOff, xb + k * P + p);
@@ -94,7 +98,7 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, i
     }
     barrier(CLK_LOCAL_MEM_FENCE);
     for (int k = 0; k < TILE; ++k) {
-      float a[4], b[4];
+      REAL a[4], b[4];
       for (int i = 0; i < 4; ++i) a[i] = As[k][ty + TILE * i];
       for (int j = 0; j < 4; ++j) b[j] = Bs[k][tx + TILE * j];
       for (int i = 0; i < 4; ++i)
@@ -107,17 +111,18 @@ __kernel void conv2d_gemm_64(IN(0) x, int xOff, IN(1) w, int wOff, IN(2) bias, i
     const int row = m0 + ty + TILE * i;
     if (row >= M) break;
     const int oc = g * M + row;
-    const float b0 = hasBias ? LD(2, bias, biasOff, oc) : 0.f;
+    const REAL b0 = hasBias ? LD(2, bias, biasOff, oc) : (REAL)0;
     for (int j = 0; j < 4; ++j) {
       const int col = p0 + tx + TILE * j, yi = (n * OC + oc) * P + col;
       if (col >= P) continue;
-      const float v = acc[i][j] + b0 + (hasRes ? LD(3, res, resOff, yi) : 0.f);
+      const REAL v = (REAL)acc[i][j] + b0 + (hasRes ? LD(3, res, resOff, yi) : (REAL)0);
       ST(4, y, yOff, yi, activate(v, act, actA, actB));
     }
   }
 }
 
 // Depthwise (one input channel per group, OC = C * multiplier): one output element per item.
+// The sum runs over one window (KH * KW taps), short enough for a REAL accumulator.
 __kernel void conv2d_depthwise(IN(0) x, int xOff, IN(1) w, int wOff,
                                IN(2) bias, int biasOff, int hasBias, IN(3) res, int resOff, int hasRes,
                                OUT(4) y, int yOff,
@@ -131,7 +136,7 @@ __kernel void conv2d_depthwise(IN(0) x, int xOff, IN(1) w, int wOff,
   const int KH = kernelStride.s0, KW = kernelStride.s1;
   const int ih0 = oh * kernelStride.s2 - dilationPad.s2, iw0 = ow * kernelStride.s3 - dilationPad.s3;
   const int xb = (n * C + c) * H * W, wb = oc * KH * KW;
-  float acc = hasBias ? LD(2, bias, biasOff, oc) : 0.f;
+  REAL acc = hasBias ? LD(2, bias, biasOff, oc) : (REAL)0;
   for (int kh = 0; kh < KH; ++kh) {
     const int ih = ih0 + kh * dilationPad.s0;
     if (ih < 0 || ih >= H) continue;

@@ -12,17 +12,17 @@
 __kernel void unary(IN(0) x, int xOff, OUT(1) y, int yOff, int n, int op, float a, float b) {
   const int i = get_global_id(0);
   if (i >= n) return;
-  const float v = LD(0, x, xOff, i);
-  float r;
+  const REAL v = LD(0, x, xOff, i);
+  REAL r;
   switch (op) {
     case U_EXP: r = exp(v); break;
     case U_LOG: r = log(v); break;
     case U_SQRT: r = sqrt(v); break;
-    case U_RECIPROCAL: r = 1.f / v; break;
+    case U_RECIPROCAL: r = (REAL)1 / v; break;
     case U_NEG: r = -v; break;
     case U_ABS: r = fabs(v); break;
     case U_ERF: r = erf(v); break;
-    case U_SWISH: r = v / (1.f + exp(-a * v)); break;
+    case U_SWISH: r = v / ((REAL)1 + exp(-(REAL)a * v)); break;
     default: r = activate(v, op, a, b); break;
   }
   ST(1, y, yOff, i, r);
@@ -38,7 +38,7 @@ __kernel void unary(IN(0) x, int xOff, OUT(1) y, int yOff, int n, int op, float 
 #define B_PRELU 7
 #define B_MEAN 8
 
-inline float binaryOp(float a, float b, int op) {
+inline REAL binaryOp(REAL a, REAL b, int op) {
   switch (op) {
     case B_ADD: return a + b;
     case B_SUB: return a - b;
@@ -47,8 +47,8 @@ inline float binaryOp(float a, float b, int op) {
     case B_POW: return pow(a, b);
     case B_MAX: return fmax(a, b);
     case B_MIN: return fmin(a, b);
-    case B_PRELU: return a < 0.f ? a * b : a;
-    default: return 0.5f * (a + b);
+    case B_PRELU: return a < (REAL)0 ? a * b : a;
+    default: return (REAL)0.5f * (a + b);
   }
 }
 
@@ -78,12 +78,13 @@ __kernel void binary_flat(IN(0) a, int aOff, IN(1) b, int bOff, OUT(2) y, int yO
 }
 
 // BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias per channel.
+// sqrt(var + eps) is taken in float: eps (1e-5 typically) is below half's smallest normal.
 __kernel void batch_norm(IN(0) x, int xOff, IN(1) scale, int scaleOff, IN(2) bias, int biasOff, IN(3) mean,
                          int meanOff, IN(4) var, int varOff, OUT(5) y, int yOff, int n, int C, int inner,
                          float eps) {
   const int i = get_global_id(0);
   if (i >= n) return;
   const int c = (i / inner) % C;
-  const float v = (LD(0, x, xOff, i) - LD(3, mean, meanOff, c)) / sqrt(LD(4, var, varOff, c) + eps);
+  const REAL v = (LD(0, x, xOff, i) - LD(3, mean, meanOff, c)) / (REAL)sqrt(LD(4, var, varOff, c) + eps);
   ST(5, y, yOff, i, v * LD(1, scale, scaleOff, c) + LD(2, bias, biasOff, c));
 }

@@ -1,17 +1,20 @@
 // Softmax / LogSoftmax, LayerNormalization and reductions. Tensors are viewed as
 // (outer, axis, inner); one work item per (outer, inner) line, reading along the axis.
+// Sums along an axis (softmax's denominator, mean and variance, ReduceSum / ReduceMean) stay float
+// under half math, as MNN keeps them: an axis of thousands would overflow or round them away.
+// Per-element work (max, x - max, exp, the normalised value) is REAL.
 __kernel void softmax(IN(0) x, int xOff, OUT(1) y, int yOff, int outer, int axis, int inner,
                       int isLog) {
   const int i = get_global_id(0), o = get_global_id(1);
   if (i >= inner || o >= outer) return;
   const int base = o * axis * inner + i;
-  float m = -INFINITY;
+  REAL m = -INFINITY;
   for (int k = 0; k < axis; ++k) m = fmax(m, LD(0, x, xOff, base + k * inner));
   float sum = 0.f;
   for (int k = 0; k < axis; ++k) sum += exp(LD(0, x, xOff, base + k * inner) - m);
   const float logSum = log(sum);
   for (int k = 0; k < axis; ++k) {
-    const float v = LD(0, x, xOff, base + k * inner) - m;
+    const REAL v = LD(0, x, xOff, base + k * inner) - m;
     ST(1, y, yOff, base + k * inner, isLog ? v - logSum : exp(v) / sum);
   }
 }
@@ -53,7 +56,7 @@ __kernel void layer_norm(IN(0) x, int xOff, IN(1) scale, int scaleOff, IN(2) bia
   const float inv = stats[1];
   if (row >= rows) return;
   for (int i = lid; i < size; i += GROUP) {
-    float v = (LD(0, x, xOff, xb + i) - mean) * inv * LD(1, scale, scaleOff, i);
+    REAL v = (REAL)((LD(0, x, xOff, xb + i) - mean) * inv) * LD(1, scale, scaleOff, i);
     if (hasBias) v += LD(2, bias, biasOff, i);
     ST(3, y, yOff, row * size + i, v);
   }

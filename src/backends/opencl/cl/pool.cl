@@ -1,6 +1,7 @@
 // 2-D max and average pooling on NCHW tensors. Windows are clipped to the input; the average
 // divides by the valid count, or with count_include_pad by the part of the window inside the
-// explicitly padded input (not the extra room ceil_mode adds).
+// explicitly padded input (not the extra room ceil_mode adds). Sums accumulate in float even
+// under half math (windows and global planes can be long); max is exact in either type.
 __kernel void pool2d(IN(0) x, int xOff, OUT(1) y, int yOff, int4 inShape /* H, W, padEndH, padEndW */,
                      int4 outShape /* OH, OW, N*C, 0 */, int4 kernelStride /* KH, KW, SH, SW */,
                      int4 dilationPad /* DH, DW, PH, PW */, int isMax, int countIncludePad) {
