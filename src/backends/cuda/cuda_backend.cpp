@@ -6,6 +6,7 @@
 #include <thread>
 #include <utility>
 
+#include "backends/cuda/host_narrow.h"
 #include "backends/cuda/kernels/cuda_launch.h"
 #include "core/layout.h"
 #include "ops/op_def.h"
@@ -224,7 +225,19 @@ PinnedBuffer* CUDABackend::stagingFor(const RuntimeTensor* t, size_t bytes) {
 }
 
 void CUDABackend::hostCopy(void* dst, const void* src, size_t bytes) {
-  constexpr size_t kParallelFrom = size_t(1) << 20, kBlock = size_t(256) << 10;
+  hostParallel(bytes, [&](size_t from, size_t to) {
+    std::memcpy(static_cast<uint8_t*>(dst) + from, static_cast<const uint8_t*>(src) + from, to - from);
+  });
+}
+
+void CUDABackend::hostNarrow(uint16_t* dst, const float* src, size_t n, DataType to) {
+  hostParallel(n * sizeof(float), [&](size_t from, size_t end) {
+    cuda::narrowFloats(dst + from / sizeof(float), src + from / sizeof(float), (end - from) / sizeof(float), to);
+  });
+}
+
+void CUDABackend::hostParallel(size_t bytes, const std::function<void(size_t, size_t)>& work) {
+  constexpr size_t kParallelFrom = size_t(1) << 20, kBlock = size_t(256) << 10;  // kBlock: a multiple of 4
   if (bytes >= kParallelFrom && !copyPoolChecked_) {
     copyPoolChecked_ = true;
     // Half the cores, at most 8: a few threads saturate host memory bandwidth.
@@ -233,13 +246,12 @@ void CUDABackend::hostCopy(void* dst, const void* src, size_t bytes) {
     if (threads > 1) copyPool_ = std::make_unique<ThreadPool>(threads);
   }
   if (bytes < kParallelFrom || !copyPool_) {
-    std::memcpy(dst, src, bytes);
+    work(0, bytes);
     return;
   }
   const int64_t blocks = static_cast<int64_t>((bytes + kBlock - 1) / kBlock);
   copyPool_->parallelFor(blocks, [&](int64_t begin, int64_t end) {
-    const size_t from = static_cast<size_t>(begin) * kBlock, to = std::min(bytes, static_cast<size_t>(end) * kBlock);
-    std::memcpy(static_cast<uint8_t*>(dst) + from, static_cast<const uint8_t*>(src) + from, to - from);
+    work(static_cast<size_t>(begin) * kBlock, std::min(bytes, static_cast<size_t>(end) * kBlock));
   });
 }
 
@@ -279,42 +291,50 @@ Status CUDABackend::copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* ds
   const int64_t n = src->elements();
   if (n == 0) return Status::ok();
   const DataType deviceType = storageType(dst);
-  const size_t hostBytes = static_cast<size_t>(n) * dataTypeSize(src->dtype);
   void* target = devicePtr(dst);
   if (!target) return Status::internal("device tensor has no memory");
-  // Conversions (dtype, NCHW -> NHWC) run on the device, from an NCHW image of the host data.
+  // Conversions (dtype, NCHW -> NHWC) run on the device, from an NCHW image of the host data,
+  // except that activations narrow to fp16 / bf16 on the host while they fill the pinned
+  // staging (half the bytes cross the bus).
   const bool convert = deviceType != src->dtype || relayout;
   if (convert && !(src->dtype == DataType::Float32 && isFloatStorage(deviceType)))
     return Status::unsupported(std::string("host ") + dataTypeName(src->dtype) + " to device " + dataTypeName(deviceType) +
                                " in " + layoutName(dst->layout));
-  if (convert && uploadScratch_.bytes() < hostBytes) {
+  const bool hostIsNchw = src->layout == Layout::NCHW || src->shape.size() < 2;
+  const bool narrowOnHost = !src->constData && deviceType != src->dtype && hostIsNchw;
+  const DataType wireType = narrowOnHost ? deviceType : src->dtype;
+  const size_t wireBytes = static_cast<size_t>(n) * dataTypeSize(wireType);
+  const bool viaScratch = relayout || (convert && !narrowOnHost);
+  if (viaScratch && uploadScratch_.bytes() < wireBytes) {
     // A captured graph holds the scratch's address: it may only grow before capture.
     if (graphMode_ != GraphMode::Eager) return Status::internal("upload scratch grew during CUDA graph capture");
     if (stream_) cudaStreamSynchronize(stream_);
-    if (!uploadScratch_.allocate(hostBytes)) return Status::outOfMemory("CUDA: upload scratch of " + std::to_string(hostBytes) + " bytes");
+    if (!uploadScratch_.allocate(wireBytes)) return Status::outOfMemory("CUDA: upload scratch of " + std::to_string(wireBytes) + " bytes");
   }
-  void* landing = convert ? uploadScratch_.get() : target;
+  void* landing = viaScratch ? uploadScratch_.get() : target;
 
   if (src->constData) {  // a weight, uploaded once at resize: no staging
-    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, src->constData, hostBytes, cudaMemcpyHostToDevice, stream_), "upload");
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, src->constData, wireBytes, cudaMemcpyHostToDevice, stream_), "upload");
   } else {
-    PinnedBuffer* staging = stagingFor(dst, hostBytes);
-    if (!staging) return Status::outOfMemory("CUDA: pinned staging of " + std::to_string(hostBytes) + " bytes");
+    PinnedBuffer* staging = stagingFor(dst, wireBytes);
+    if (!staging) return Status::outOfMemory("CUDA: pinned staging of " + std::to_string(wireBytes) + " bytes");
     const uint8_t* host = src->host();
     if (!host) return Status::internal("host tensor has no memory");
-    if (src->layout == Layout::NCHW || src->shape.size() < 2) {
-      hostCopy(staging->get(), host, hostBytes);
+    if (narrowOnHost) {
+      hostNarrow(static_cast<uint16_t*>(staging->get()), reinterpret_cast<const float*>(host), static_cast<size_t>(n), deviceType);
+    } else if (hostIsNchw) {
+      hostCopy(staging->get(), host, wireBytes);
     } else {
       OSPREY_RETURN_IF_ERROR(convertLayout(host, src->layout, staging->get(), Layout::NCHW, src->shape, dataTypeSize(src->dtype)));
     }
     if (graphMode_ == GraphMode::Replay && inRun_) return Status::ok();  // the graph copies from staging
-    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, staging->get(), hostBytes, cudaMemcpyHostToDevice, stream_), "upload");
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(landing, staging->get(), wireBytes, cudaMemcpyHostToDevice, stream_), "upload");
   }
   if (relayout) {
-    OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloatLayout(landing, src->dtype, target, deviceType, dst->shape[0], dst->shape[1],
+    OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloatLayout(landing, wireType, target, deviceType, dst->shape[0], dst->shape[1],
                                                          dst->shape[2] * dst->shape[3], true, stream_),
                                 "upload conversion");
-  } else if (convert) {
+  } else if (viaScratch) {
     OSPREY_CUDA_RETURN_IF_ERROR(cuda::convertFloat(landing, src->dtype, target, deviceType, n, stream_), "upload conversion");
   }
   if (src->constData || !inRun_) OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "upload");

@@ -21,6 +21,7 @@
 #include <cuda_runtime_api.h>
 #include <cudnn.h>
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -92,6 +93,10 @@ class CUDABackend : public Backend {
   // memcpy between the user's host memory and pinned staging, split over copyPool_ when large:
   // one thread copies pageable memory at a fraction of what the memory system delivers.
   void hostCopy(void* dst, const void* src, size_t bytes);
+  // The same for a float32 -> fp16 / bf16 copy of n values.
+  void hostNarrow(uint16_t* dst, const float* src, size_t n, DataType to);
+  // work(from, to) over byte ranges of [0, bytes), in parallel when large.
+  void hostParallel(size_t bytes, const std::function<void(size_t, size_t)>& work);
 
   CUDARuntime* runtime_;
   BackendConfig config_;

@@ -1,5 +1,6 @@
 #include "backends/cuda/math/cudnn_conv.h"
 
+#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <unordered_map>
@@ -155,6 +156,8 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
     algoCache()[key] = choice;
   }
   algo_ = choice.algo;
+  if (envFlag("OSPREY_CUDNN_VERBOSE", false))
+    std::fprintf(stderr, "cuDNN convolution %s%s: algorithm %d\n", key.c_str(), cached ? " (cached)" : "", static_cast<int>(algo_));
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(convDesc_, choice.math));
   CUDNN_RETURN_IF_ERROR(
       cudnnGetConvolutionForwardWorkspaceSize(handle, xDesc_, wDesc_, convDesc_, yDesc_, algo_, &workspaceBytes_));
