@@ -142,10 +142,18 @@ TEST(CpuKernels, ConvDepthwise) {
   checkConv({1, 3, 11, 9, 3, 5, 5, 3, 1, 0, 1, false, Kind::None}, seed++);
   checkConv({1, 2, 4, 4, 2, 5, 5, 2, 1, 2, 1, true, Kind::None}, seed++);  // smaller than the window
   checkConv({1, 2, 13, 45, 4, 5, 5, 2, 2, 1, 1, true, Kind::None}, seed++);  // multiplier 2, odd pad
-  // Planes too large for the zero-padded copy (48 KiB) take the border-checked path.
+  // Planes larger than one padded band (48 KiB) run in several bands of rows, stride 2 with the
+  // columns de-interleaved: odd and even left pads, row counts that leave a partial last band.
   checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 1, 115, 117, 1, 5, 5, 1, 2, 2, 1, true, Kind::None}, seed++);
-  checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);  // stride 3: not padded either
+  checkConv({1, 2, 301, 37, 2, 3, 3, 2, 2, 1, 1, true, Kind::Clip}, seed++);
+  checkConv({1, 2, 262, 45, 2, 5, 5, 2, 2, 1, 1, false, Kind::None}, seed++);
+  checkConv({1, 2, 250, 40, 2, 3, 3, 2, 2, 0, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 2, 255, 53, 2, 5, 5, 2, 1, 2, 1, true, Kind::None}, seed++);
+  // Rows too wide for a band of K padded rows take the border-checked path, as does stride 3.
+  checkConv({1, 1, 4, 4200, 1, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 1, 7, 2600, 1, 5, 5, 1, 2, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);
 }
 
 // Every CPU Conv path with the residual Z added before the activation.
@@ -189,15 +197,19 @@ TEST(CpuKernels, ConvResidualDepthwise) {
   checkConv({1, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1, true, Kind::Relu, true}, seed++);       // all padding
   checkConv({1, 4, 29, 41, 4, 3, 3, 4, 2, 1, 1, true, Kind::Relu, true}, seed++);
   checkConv({1, 2, 6, 25, 2, 3, 17, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);     // wider than 16 taps
-  checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);   // too large to pad: border path
+  checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);   // several padded bands
   checkConv({1, 1, 115, 117, 1, 5, 5, 1, 2, 2, 1, false, Kind::Clip, true}, seed++);
+  checkConv({1, 2, 301, 37, 2, 3, 3, 2, 2, 1, 1, true, Kind::Relu, true}, seed++);    // bands, de-interleaved
+  checkConv({1, 1, 4, 4200, 1, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);    // too wide: border path
   checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::Relu, true}, seed++);     // stride 3
 }
 
 TEST(CpuKernels, DepthwiseResidualBothTables) {
   // The plane kernels of both function tables directly, with and without the fused clamp.
   for (const auto& [k, stride, h, w] : std::vector<std::array<int64_t, 4>>{{3, 1, 7, 13}, {3, 2, 13, 11}, {5, 1, 9, 7},
-                                                                          {5, 2, 15, 17}, {7, 1, 9, 9}}) {
+                                                                          {5, 2, 15, 17}, {7, 1, 9, 9},
+                                                                          {3, 2, 263, 37}, {5, 1, 500, 19},
+                                                                          {3, 1, 3, 4101}}) {
     DepthwiseArgs p;
     p.inH = h, p.inW = w, p.kernelH = k, p.kernelW = k, p.strideH = stride, p.strideW = stride;
     p.padH = p.padW = k / 2;
