@@ -48,7 +48,8 @@ inline void copyFloatsZeroTail(const float* src, int64_t n, float* dst) {
 // the second half. Each row's zeros are written before its data, which may overwrite them.
 template <int S>
 void copyBand(const DepthwiseArgs& p, const float* x, int64_t firstRow, int64_t rows, int64_t rowFloats, float* band) {
-  const int64_t cols = std::min(p.inW, rowFloats - p.padW);  // input columns that land inside
+  // Input columns that land inside the row (for stride 2, short of each half's 8 floats of slack).
+  const int64_t cols = std::min(p.inW, (S == 1 ? rowFloats : rowFloats - 16) - p.padW);
   const int64_t half = rowFloats / 2, dataEnd = p.padW + cols;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t ih = firstRow + r - p.padH;
@@ -65,22 +66,30 @@ void copyBand(const DepthwiseArgs& p, const float* x, int64_t firstRow, int64_t 
       continue;
     }
     float *even = dst, *odd = dst + half;
-    zeroVectors(even + dataEnd / 2, even + half);  // spills into odd's start, zeroed or copied next
-    zeroVectors(odd + dataEnd / 2, odd + half);
+    // Up to the last column a tap reads (the slack is never read); spills into odd's start,
+    // which is zeroed or copied next.
+    zeroVectors(even + dataEnd / 2, even + half - 8);
+    zeroVectors(odd + dataEnd / 2, odd + half - 8);
     zeroVectors(even, even + (p.padW + 1) / 2);
     zeroVectors(odd, odd + (p.padW + 1) / 2);
     int64_t iw = 0;
     if (p.padW % 2 == 1 && cols > 0) odd[p.padW / 2] = src[0], iw = 1;  // vectors start on an even column
-    for (; iw + 16 <= cols; iw += 16) {
-      const __m256 lo = _mm256_loadu_ps(src + iw), hi = _mm256_loadu_ps(src + iw + 8);
+    // 16 input columns per step; the last step loads only what is left and stores zeros past it,
+    // within the halves' 8 floats of slack.
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    for (; iw < cols; iw += 16) {
+      __m256 lo, hi;
+      if (iw + 16 <= cols) {
+        lo = _mm256_loadu_ps(src + iw), hi = _mm256_loadu_ps(src + iw + 8);
+      } else {
+        const int left = static_cast<int>(cols - iw);
+        lo = _mm256_maskload_ps(src + iw, _mm256_cmpgt_epi32(_mm256_set1_epi32(left), lanes));
+        hi = _mm256_maskload_ps(src + iw + 8, _mm256_cmpgt_epi32(_mm256_set1_epi32(left - 8), lanes));
+      }
       const __m256 evens = _mm256_shuffle_ps(lo, hi, 0x88), odds = _mm256_shuffle_ps(lo, hi, 0xDD);
       const int64_t c = (iw + p.padW) / 2;
       _mm256_storeu_ps(even + c, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(evens), 0xD8)));
       _mm256_storeu_ps(odd + c, _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(odds), 0xD8)));
-    }
-    for (; iw < cols; ++iw) {
-      const int64_t c = iw + p.padW;
-      (c % 2 == 0 ? even : odd)[c / 2] = src[iw];
     }
   }
 }
@@ -132,8 +141,8 @@ template <int K, int S>
 bool paddedPlane(const DepthwiseArgs& p, const float* x, const float* w, float bias, float* y) {
   const int64_t outW8 = (p.outW + 7) / 8 * 8;
   // The last vector of a row reads padded columns up to (outW8 - 1) * S + K - 1; a de-interleaved
-  // row keeps both halves that long.
-  const int64_t rowFloats = S == 1 ? outW8 - 1 + K : 2 * (outW8 + (K - 1) / 2);
+  // row keeps both halves that long, plus 8 floats for the copy's last vector.
+  const int64_t rowFloats = S == 1 ? outW8 - 1 + K : 2 * (outW8 + (K - 1) / 2 + 8);
   const int64_t rowsPerBand = (kBandFloats / rowFloats - K) / S + 1;  // output rows
   if (rowsPerBand < 1) return false;
   alignas(32) float band[kBandFloats + 8];
