@@ -480,9 +480,12 @@ std::vector<double> gemmExpectation(const Tensor& a, const Tensor& b, const Tens
 
 TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
   // The driver directly: both function tables, a pool of 3 threads, every operand form, and
-  // thin products (few rows of A or few columns of B) that take the GEMV paths.
+  // thin products (few rows of A or few columns of B) that take the GEMV paths, and products
+  // whose blocks are evened out between the threads (rows or columns cut into equal blocks that
+  // are not multiples of the register block).
   ThreadPool pool(3);
-  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33}};
+  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33},
+                               {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20}};
   uint32_t seed = 3;
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];
