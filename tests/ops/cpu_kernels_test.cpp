@@ -104,6 +104,8 @@ TEST(CpuKernels, ConvIm2col) {
   checkConv({1, 8, 13, 13, 16, 1, 1, 1, 2, 0, 1, true, Kind::None}, seed++);        // strided 1x1
   checkConv({1, 40, 9, 9, 23, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid}, seed++);      // K = 360 > 256
   checkConv({1, 3, 5, 6, 4, 2, 3, 1, 1, 0, 1, true, Kind::HardSwish}, seed++);      // non-square kernel
+  checkConv({1, 3, 41, 39, 8, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);         // stride 2 gathers, odd width
+  checkConv({1, 2, 23, 26, 5, 3, 3, 1, 3, 1, 1, true, Kind::Relu}, seed++);         // stride 3: the generic gather
 }
 
 TEST(CpuKernels, ConvIm2colStripes) {

@@ -150,6 +150,17 @@ class ConvExecution : public Execution {
   std::unique_ptr<MemObj> packedMem_;
 };
 
+// dst[i] = src[i * stride] for i in [lo, hi). Stride 2 (every strided stem and downsampling
+// convolution) as a constant, which the compiler vectorises with shuffles; any other stride
+// element by element.
+void gatherStrided(const float* __restrict src, int64_t stride, int64_t lo, int64_t hi, float* __restrict dst) {
+  if (stride == 2) {
+    for (int64_t i = lo; i < hi; ++i) dst[i] = src[2 * i];
+  } else {
+    for (int64_t i = lo; i < hi; ++i) dst[i] = src[i * stride];
+  }
+}
+
 }  // namespace
 
 // col[c * kernelSize + tap][outPos] = the input value that tap reads for outPos (0 in padding).
@@ -178,7 +189,7 @@ void im2col(const Window& g, const float* x, int64_t channels, float* col, Threa
           if (g.stride[2] == 1) {
             std::copy(src + lo, src + hi, row + lo);
           } else {
-            for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * g.stride[2]];
+            gatherStrided(src, g.stride[2], lo, hi, row);
           }
           std::fill(row + hi, row + g.out[2], 0.f);
         }
@@ -215,7 +226,7 @@ void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0,
           if (g.stride[2] == 1) {
             std::copy(src + a, src + b, seg + a);
           } else {
-            for (int64_t ow = a; ow < b; ++ow) seg[ow] = src[ow * g.stride[2]];
+            gatherStrided(src, g.stride[2], a, b, seg);
           }
           std::fill(seg + b, seg + ow1, 0.f);
         }
