@@ -394,7 +394,7 @@ TEST(CpuKernels, GlobalAveragePool) {
   // Plane sizes below, at and past the 32 partial sums, 2-D and 3-D spatial, batch 2.
   uint32_t seed = 190;
   for (const Shape& s : {Shape{1, 5, 1, 1}, Shape{2, 3, 4, 8}, Shape{1, 7, 13, 13}, Shape{1, 2, 112, 112},
-                         Shape{1, 3, 5, 6, 7}, Shape{1, 4, 33}}) {
+                         Shape{1, 3, 5, 6, 7}, Shape{1, 4, 33}, Shape{1, 1152, 7, 7}, Shape{1, 9, 8, 8}}) {
     Node node;
     node.type = OpType::GlobalAveragePool;
     checkAgainstReference(node, {in(randomTensor(DataType::Float32, s, seed++, -3.0, 5.0))});
