@@ -116,6 +116,11 @@ TEST(CpuKernels, ConvIm2colStripes) {
   checkConv({2, 300, 41, 37, 9, 3, 3, 1, 2, 1, 1, false, Kind::None}, seed++);   // strided, batch 2
   checkConv({1, 150, 30, 29, 7, 5, 5, 1, 1, 2, 1, true, Kind::Clip}, seed++);    // 5x5, rows split mid-way
   checkConv({1, 300, 33, 33, 6, 3, 3, 3, 1, 1, 2, true, Kind::None}, seed++);    // grouped, dilated
+  // Shallow columns (a stem's 3 input channels) on large maps: stripes of a quarter of a
+  // thread's positions, the last one partial, stride 1 and 2.
+  checkConv({1, 3, 65, 67, 8, 3, 3, 1, 1, 1, 1, true, Kind::Clip}, seed++);
+  checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, false, Kind::None, true}, seed++);
 }
 
 TEST(CpuKernels, ConvGrouped) {

@@ -107,7 +107,11 @@ class ConvExecution : public Execution {
     constexpr int64_t kStripeFloats = 128 * 1024;  // 512 KiB of columns
     const int64_t nr = fn.gemmNr;
     const int64_t stripe = std::max(nr, kStripeFloats / std::max<int64_t>(K, 1) / nr * nr);
-    return (outSize + stripe - 1) / stripe >= 4 * threads ? stripe : 0;
+    if ((outSize + stripe - 1) / stripe >= 4 * threads) return stripe;
+    // Shallow columns (a stem's 3 input channels): 4 stripes per thread are still large enough
+    // to keep the micro-kernel busy, and each stays in L2 instead of a whole matrix in memory.
+    const int64_t shallowStripe = (outSize / (4 * threads)) / nr * nr;
+    return K <= 32 && shallowStripe >= 32 * nr ? shallowStripe : 0;
   }
 
   // Each thread builds the columns of its stripes of output positions and multiplies them at once.
