@@ -3,7 +3,7 @@
 // whole 8-wide vectors with no bounds checks. A band holds as many rows as fit in about L1, so
 // planes of any size take this path. For stride 2 each copied row is stored de-interleaved (even
 // columns, then odd ones): every tap is then one plain load, where gathering the even lanes of
-// the raw row would take two shuffles per tap and leave the kernel bound by the shuffle port.
+// the raw row takes two loads and two shuffles per tap.
 // Compiled with -mavx2 -mfma.
 #include <algorithm>
 
