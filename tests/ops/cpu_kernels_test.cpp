@@ -104,6 +104,8 @@ TEST(CpuKernels, ConvIm2col) {
   checkConv({1, 8, 13, 13, 16, 1, 1, 1, 2, 0, 1, true, Kind::None}, seed++);        // strided 1x1
   checkConv({1, 40, 9, 9, 23, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid}, seed++);      // K = 360 > 256
   checkConv({1, 3, 5, 6, 4, 2, 3, 1, 1, 0, 1, true, Kind::HardSwish}, seed++);      // non-square kernel
+  checkConv({1, 3, 41, 39, 8, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);         // stride 2 gathers, odd width
+  checkConv({1, 2, 23, 26, 5, 3, 3, 1, 3, 1, 1, true, Kind::Relu}, seed++);         // stride 3: the generic gather
 }
 
 TEST(CpuKernels, ConvIm2colStripes) {
@@ -114,6 +116,11 @@ TEST(CpuKernels, ConvIm2colStripes) {
   checkConv({2, 300, 41, 37, 9, 3, 3, 1, 2, 1, 1, false, Kind::None}, seed++);   // strided, batch 2
   checkConv({1, 150, 30, 29, 7, 5, 5, 1, 1, 2, 1, true, Kind::Clip}, seed++);    // 5x5, rows split mid-way
   checkConv({1, 300, 33, 33, 6, 3, 3, 3, 1, 1, 2, true, Kind::None}, seed++);    // grouped, dilated
+  // Shallow columns (a stem's 3 input channels) on large maps: stripes of a quarter of a
+  // thread's positions, the last one partial, stride 1 and 2.
+  checkConv({1, 3, 65, 67, 8, 3, 3, 1, 1, 1, 1, true, Kind::Clip}, seed++);
+  checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, false, Kind::None, true}, seed++);
 }
 
 TEST(CpuKernels, ConvGrouped) {
@@ -142,10 +149,18 @@ TEST(CpuKernels, ConvDepthwise) {
   checkConv({1, 3, 11, 9, 3, 5, 5, 3, 1, 0, 1, false, Kind::None}, seed++);
   checkConv({1, 2, 4, 4, 2, 5, 5, 2, 1, 2, 1, true, Kind::None}, seed++);  // smaller than the window
   checkConv({1, 2, 13, 45, 4, 5, 5, 2, 2, 1, 1, true, Kind::None}, seed++);  // multiplier 2, odd pad
-  // Planes too large for the zero-padded copy (48 KiB) take the border-checked path.
+  // Planes larger than one padded band (48 KiB) run in several bands of rows, stride 2 with the
+  // columns de-interleaved: odd and even left pads, row counts that leave a partial last band.
   checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 1, 115, 117, 1, 5, 5, 1, 2, 2, 1, true, Kind::None}, seed++);
-  checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);  // stride 3: not padded either
+  checkConv({1, 2, 301, 37, 2, 3, 3, 2, 2, 1, 1, true, Kind::Clip}, seed++);
+  checkConv({1, 2, 262, 45, 2, 5, 5, 2, 2, 1, 1, false, Kind::None}, seed++);
+  checkConv({1, 2, 250, 40, 2, 3, 3, 2, 2, 0, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 2, 255, 53, 2, 5, 5, 2, 1, 2, 1, true, Kind::None}, seed++);
+  // Rows too wide for a band of K padded rows take the border-checked path, as does stride 3.
+  checkConv({1, 1, 4, 4200, 1, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 1, 7, 2600, 1, 5, 5, 1, 2, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);
 }
 
 // Every CPU Conv path with the residual Z added before the activation.
@@ -189,15 +204,19 @@ TEST(CpuKernels, ConvResidualDepthwise) {
   checkConv({1, 3, 1, 1, 3, 3, 3, 3, 1, 1, 1, true, Kind::Relu, true}, seed++);       // all padding
   checkConv({1, 4, 29, 41, 4, 3, 3, 4, 2, 1, 1, true, Kind::Relu, true}, seed++);
   checkConv({1, 2, 6, 25, 2, 3, 17, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);     // wider than 16 taps
-  checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);   // too large to pad: border path
+  checkConv({1, 2, 120, 130, 2, 3, 3, 2, 1, 1, 1, true, Kind::Relu, true}, seed++);   // several padded bands
   checkConv({1, 1, 115, 117, 1, 5, 5, 1, 2, 2, 1, false, Kind::Clip, true}, seed++);
+  checkConv({1, 2, 301, 37, 2, 3, 3, 2, 2, 1, 1, true, Kind::Relu, true}, seed++);    // bands, de-interleaved
+  checkConv({1, 1, 4, 4200, 1, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);    // too wide: border path
   checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::Relu, true}, seed++);     // stride 3
 }
 
 TEST(CpuKernels, DepthwiseResidualBothTables) {
   // The plane kernels of both function tables directly, with and without the fused clamp.
   for (const auto& [k, stride, h, w] : std::vector<std::array<int64_t, 4>>{{3, 1, 7, 13}, {3, 2, 13, 11}, {5, 1, 9, 7},
-                                                                          {5, 2, 15, 17}, {7, 1, 9, 9}}) {
+                                                                          {5, 2, 15, 17}, {7, 1, 9, 9},
+                                                                          {3, 2, 263, 37}, {5, 1, 500, 19},
+                                                                          {3, 1, 3, 4101}}) {
     DepthwiseArgs p;
     p.inH = h, p.inW = w, p.kernelH = k, p.kernelW = k, p.strideH = stride, p.strideW = stride;
     p.padH = p.padW = k / 2;
@@ -380,7 +399,7 @@ TEST(CpuKernels, GlobalAveragePool) {
   // Plane sizes below, at and past the 32 partial sums, 2-D and 3-D spatial, batch 2.
   uint32_t seed = 190;
   for (const Shape& s : {Shape{1, 5, 1, 1}, Shape{2, 3, 4, 8}, Shape{1, 7, 13, 13}, Shape{1, 2, 112, 112},
-                         Shape{1, 3, 5, 6, 7}, Shape{1, 4, 33}}) {
+                         Shape{1, 3, 5, 6, 7}, Shape{1, 4, 33}, Shape{1, 1152, 7, 7}, Shape{1, 9, 8, 8}}) {
     Node node;
     node.type = OpType::GlobalAveragePool;
     checkAgainstReference(node, {in(randomTensor(DataType::Float32, s, seed++, -3.0, 5.0))});
@@ -413,11 +432,28 @@ TEST(CpuKernels, UnaryTablesAgree) {
   Tensor x = randomTensor(DataType::Float32, {1031}, 9, -30.0, 30.0);
   const float* xv = x.data<float>();
   std::vector<float> fast(1031), slow(1031);
-  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::erf, &CpuFunctions::exp}) {
+  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::erf, &CpuFunctions::exp, &CpuFunctions::swish}) {
     (cpuFunctions().*member)(xv, fast.data(), 1031);
     (scalarCpuFunctions().*member)(xv, slow.data(), 1031);
     for (int i = 0; i < 1031; ++i)
       EXPECT_NEAR(fast[i], slow[i], 1e-6 + 1e-5 * std::fabs(slow[i])) << cpuFunctions().isa << " x=" << xv[i];
+  }
+  // Sigmoid and Swish at the ends of the float range and on NaN, in the vector body and the tail.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<float> special{-inf, -1e30f, -104.f, -88.f, -87.f, -20.f, -0.f, 0.f, 1e-30f,
+                                   20.f, 88.f, 1e30f, inf, nan, -inf, inf, nan};
+  const int64_t n = static_cast<int64_t>(special.size());
+  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::swish}) {
+    std::vector<float> f(n), g(n);
+    (cpuFunctions().*member)(special.data(), f.data(), n);
+    (scalarCpuFunctions().*member)(special.data(), g.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      if (std::isnan(g[i]) || std::isinf(g[i])) {
+        EXPECT_TRUE(std::isnan(g[i]) ? std::isnan(f[i]) : f[i] == g[i]) << " x=" << special[i] << " got " << f[i];
+      } else {
+        EXPECT_NEAR(f[i], g[i], 1e-6 + 1e-5 * std::fabs(g[i])) << " x=" << special[i];
+      }
+    }
   }
 }
 
@@ -468,9 +504,12 @@ std::vector<double> gemmExpectation(const Tensor& a, const Tensor& b, const Tens
 
 TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
   // The driver directly: both function tables, a pool of 3 threads, every operand form, and
-  // thin products (few rows of A or few columns of B) that take the GEMV paths.
+  // thin products (few rows of A or few columns of B) that take the GEMV paths, and products
+  // whose blocks are evened out between the threads (rows or columns cut into equal blocks that
+  // are not multiples of the register block).
   ThreadPool pool(3);
-  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33}};
+  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33},
+                               {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20}};
   uint32_t seed = 3;
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];

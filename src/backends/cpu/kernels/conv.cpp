@@ -107,7 +107,11 @@ class ConvExecution : public Execution {
     constexpr int64_t kStripeFloats = 128 * 1024;  // 512 KiB of columns
     const int64_t nr = fn.gemmNr;
     const int64_t stripe = std::max(nr, kStripeFloats / std::max<int64_t>(K, 1) / nr * nr);
-    return (outSize + stripe - 1) / stripe >= 4 * threads ? stripe : 0;
+    if ((outSize + stripe - 1) / stripe >= 4 * threads) return stripe;
+    // Shallow columns (a stem's 3 input channels): 4 stripes per thread are still large enough
+    // to keep the micro-kernel busy, and each stays in L2 instead of a whole matrix in memory.
+    const int64_t shallowStripe = (outSize / (4 * threads)) / nr * nr;
+    return K <= 32 && shallowStripe >= 32 * nr ? shallowStripe : 0;
   }
 
   // Each thread builds the columns of its stripes of output positions and multiplies them at once.
@@ -150,6 +154,17 @@ class ConvExecution : public Execution {
   std::unique_ptr<MemObj> packedMem_;
 };
 
+// dst[i] = src[i * stride] for i in [lo, hi). Stride 2 (every strided stem and downsampling
+// convolution) as a constant, which the compiler vectorises with shuffles; any other stride
+// element by element.
+void gatherStrided(const float* __restrict src, int64_t stride, int64_t lo, int64_t hi, float* __restrict dst) {
+  if (stride == 2) {
+    for (int64_t i = lo; i < hi; ++i) dst[i] = src[2 * i];
+  } else {
+    for (int64_t i = lo; i < hi; ++i) dst[i] = src[i * stride];
+  }
+}
+
 }  // namespace
 
 // col[c * kernelSize + tap][outPos] = the input value that tap reads for outPos (0 in padding).
@@ -178,7 +193,7 @@ void im2col(const Window& g, const float* x, int64_t channels, float* col, Threa
           if (g.stride[2] == 1) {
             std::copy(src + lo, src + hi, row + lo);
           } else {
-            for (int64_t ow = lo; ow < hi; ++ow) row[ow] = src[ow * g.stride[2]];
+            gatherStrided(src, g.stride[2], lo, hi, row);
           }
           std::fill(row + hi, row + g.out[2], 0.f);
         }
@@ -215,7 +230,7 @@ void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0,
           if (g.stride[2] == 1) {
             std::copy(src + a, src + b, seg + a);
           } else {
-            for (int64_t ow = a; ow < b; ++ow) seg[ow] = src[ow * g.stride[2]];
+            gatherStrided(src, g.stride[2], a, b, seg);
           }
           std::fill(seg + b, seg + ow1, 0.f);
         }

@@ -236,6 +236,12 @@ void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, 
     else if (mc > mr) mc = std::max(mr, mc / 2 / mr * mr);
     else nc = std::max(nr, nc / 2 / nr * nr);
   }
+  // The same number of blocks, made as equal as the register block allows: each thread takes a
+  // contiguous range of blocks, so a full block beside a small remainder (96 rows as 72 + 24)
+  // would leave one thread idle while the other works.
+  const int64_t rowBlocks = (M + mc - 1) / mc, colBlocks = (N + nc - 1) / nc;
+  mc = roundUp((M + rowBlocks - 1) / rowBlocks, mr);
+  nc = roundUp((N + colBlocks - 1) / colBlocks, nr);
   const int64_t nBlocks = (N + nc - 1) / nc;
   parallelFor(pool, blocks(), [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {

@@ -121,8 +121,8 @@ std::unique_ptr<Execution> createPool(CPUBackend* backend, const OpRef& op, cons
 }
 
 // GlobalAveragePool: the mean of each (n, c) plane. The reference sums in double one element at
-// a time; here 32 independent float partial sums (vectorised, each over n / 32 elements)
-// are added in double at the end.
+// a time; here 32 independent float partial sums (vectorised, each over n / 32 elements, the
+// tail into the first ones) are added pairwise at the end.
 class GlobalAveragePoolExecution : public Execution {
  public:
   explicit GlobalAveragePoolExecution(CPUBackend* backend) : Execution(backend) {}
@@ -141,10 +141,12 @@ class GlobalAveragePoolExecution : public Execution {
         int64_t i = 0;
         for (; i + kLanes <= size; i += kLanes)
           for (int64_t j = 0; j < kLanes; ++j) lanes[j] += xp[i + j];
-        double sum = 0;
-        for (; i < size; ++i) sum += xp[i];
-        for (int64_t j = 0; j < kLanes; ++j) sum += lanes[j];
-        ys[p] = static_cast<float>(sum / static_cast<double>(size));
+        for (int64_t j = 0; i + j < size; ++j) lanes[j] += xp[i + j];
+        // Lanes added pairwise: summing them (and the tail) one by one in double was a chain of
+        // about 50 dependent additions per plane, most of the time for a 7x7 plane.
+        for (int64_t width = kLanes / 2; width > 0; width /= 2)
+          for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+        ys[p] = lanes[0] / static_cast<float>(size);
       }
     });
     return Status::ok();
