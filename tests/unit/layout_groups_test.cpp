@@ -9,6 +9,7 @@
 #include "../ops/op_test_util.h"
 #include "backends/cpu/cpu_backend.h"
 #include "core/layout.h"
+#include "graph_builder.h"
 
 namespace osprey::test {
 namespace {
@@ -65,43 +66,6 @@ class NhwcAskingCreator : public RuntimeCreator {
 // Stands in under the Vulkan forward type, which no build of Osprey has yet.
 constexpr ForwardType kTestBackend = ForwardType::Vulkan;
 
-class GraphBuilder {
- public:
-  int input(const std::string& name, const Shape& shape) {
-    TensorInfo t;
-    t.name = name;
-    t.dtype = DataType::Float32;
-    t.shape = shape;
-    g.inputs.push_back(g.addTensor(t));
-    return g.inputs.back();
-  }
-  int weights(const Tensor& w) {
-    TensorInfo t;
-    t.name = "w";
-    t.name += std::to_string(g.tensors.size());
-    t.dtype = DataType::Float32;
-    t.shape = w.shape();
-    t.isConstant = true;
-    t.data = ConstantData::copyOf(w.data(), w.bytes());
-    return g.addTensor(t);
-  }
-  int op(OpType type, std::vector<int> inputs) {
-    Node n;
-    n.type = type;
-    n.name = "n";
-    n.name += std::to_string(g.nodes.size());
-    n.inputs = std::move(inputs);
-    TensorInfo t;
-    t.name = n.name;
-    t.name += "_out";
-    t.hasShape = false;
-    n.outputs = {g.addTensor(t)};
-    g.nodes.push_back(n);
-    return n.outputs[0];
-  }
-  Graph g;
-};
-
 struct Ran {
   std::vector<Tensor> outputs;
   int relaid = 0;
@@ -142,7 +106,7 @@ TEST(LayoutGroups, AGroupWhoseExecutionsAllAgreeTakesTheLayout) {
   const int x = b.input("x", {2, 5, 4, 3});
   const int a = b.op(OpType::Relu, {x});
   const int sum = b.op(OpType::Add, {a, x});
-  b.g.outputs.push_back(b.op(OpType::Relu, {sum}));
+  b.output(b.op(OpType::Relu, {sum}));
   // x, a, the sum and the output; the caller's NCHW input and output are converted.
   expectGroups(b.g, {{"x", randomTensor(DataType::Float32, {2, 5, 4, 3}, 1)}}, 4);
 }
@@ -153,7 +117,7 @@ TEST(LayoutGroups, OneRefusingExecutionKeepsItsWholeGroupNchw) {
   const int a = b.op(OpType::Relu, {x});
   const int c = b.op(OpType::Conv, {a, b.weights(randomTensor(DataType::Float32, {4, 3, 1, 1}, 2))});
   b.g.nodes.back().setInts("kernel_shape", {1, 1});
-  b.g.outputs.push_back(b.op(OpType::Relu, {c}));
+  b.output(b.op(OpType::Relu, {c}));
   expectGroups(b.g, {{"x", randomTensor(DataType::Float32, {1, 3, 7, 6}, 3)}}, 0);
 }
 
@@ -161,8 +125,8 @@ TEST(LayoutGroups, GroupsAreDecidedApart) {
   GraphBuilder b;
   const int x = b.input("x", {1, 4, 5, 5});
   const int y = b.input("y", {1, 3, 6, 5});
-  b.g.outputs.push_back(b.op(OpType::Relu, {x}));
-  b.g.outputs.push_back(b.op(OpType::Conv, {y, b.weights(randomTensor(DataType::Float32, {2, 3, 3, 3}, 4))}));
+  b.output(b.op(OpType::Relu, {x}));
+  b.output(b.op(OpType::Conv, {y, b.weights(randomTensor(DataType::Float32, {2, 3, 3, 3}, 4))}));
   b.g.nodes.back().setInts("kernel_shape", {3, 3});
   expectGroups(b.g,
                {{"x", randomTensor(DataType::Float32, {1, 4, 5, 5}, 5)},

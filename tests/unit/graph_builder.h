@@ -1,0 +1,89 @@
+// Builds small graphs for tests: float inputs, constants, nodes whose output shapes are left
+// for the pipeline to compute, graph outputs.
+#pragma once
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/graph.h"
+#include "osprey/tensor.h"
+
+namespace osprey::test {
+
+class GraphBuilder {
+ public:
+  int input(const std::string& name, const Shape& shape) {
+    TensorInfo t;
+    t.name = name;
+    t.dtype = DataType::Float32;
+    t.shape = shape;
+    const int idx = g.addTensor(t);
+    g.inputs.push_back(idx);
+    return idx;
+  }
+  int floats(const std::vector<float>& v, const Shape& shape) {
+    TensorInfo t;
+    t.name = "c";
+    t.name += std::to_string(g.tensors.size());
+    t.dtype = DataType::Float32;
+    t.shape = shape;
+    t.isConstant = true;
+    t.data = ConstantData::copyOf(v.data(), v.size() * 4);
+    return g.addTensor(t);
+  }
+  int scalar(float v) { return floats({v}, {}); }
+  int axes(int64_t a) {
+    TensorInfo t;
+    t.name = "axes";
+    t.name += std::to_string(g.tensors.size());
+    t.dtype = DataType::Int64;
+    t.shape = {1};
+    t.isConstant = true;
+    t.data = ConstantData::copyOf(&a, 8);
+    return g.addTensor(t);
+  }
+  int ints(const std::vector<int64_t>& v) {
+    TensorInfo t;
+    t.name = "i";
+    t.name += std::to_string(g.tensors.size());
+    t.dtype = DataType::Int64;
+    t.shape = {static_cast<int64_t>(v.size())};
+    t.isConstant = true;
+    t.data = ConstantData::copyOf(v.data(), v.size() * 8);
+    return g.addTensor(t);
+  }
+  int transpose(int x, std::vector<int64_t> perm) {
+    const int y = op(OpType::Transpose, {x});
+    g.nodes.back().setInts("perm", std::move(perm));
+    return y;
+  }
+  int op(OpType type, std::vector<int> inputs) {
+    Node n;
+    n.type = type;
+    n.name = "n";
+    n.name += std::to_string(g.nodes.size());
+    n.inputs = std::move(inputs);
+    TensorInfo t;
+    t.name = n.name;
+    t.name += "_out";
+    t.hasShape = false;
+    n.outputs = {g.addTensor(t)};
+    g.nodes.push_back(n);
+    return n.outputs[0];
+  }
+  // A constant float tensor with w's shape and values.
+  int weights(const Tensor& w) {
+    TensorInfo t;
+    t.name = "w";
+    t.name += std::to_string(g.tensors.size());
+    t.dtype = DataType::Float32;
+    t.shape = w.shape();
+    t.isConstant = true;
+    t.data = ConstantData::copyOf(w.data(), w.bytes());
+    return g.addTensor(t);
+  }
+  void output(int t) { g.outputs.push_back(t); }
+  Graph g;
+};
+
+}  // namespace osprey::test
