@@ -3,6 +3,11 @@
 #include <algorithm>
 #include <chrono>
 
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 #define OSPREY_CPU_RELAX() _mm_pause()
@@ -33,10 +38,51 @@ bool spinUntil(const Ready& ready) {
 
 constexpr uint64_t kIndexMask = 0xffffffffu;
 
+#if defined(__linux__)
+// The cores this thread may run on, in order.
+std::vector<int> usableCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> cores;
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+  return cores;
+}
+
+bool bindTo(int core) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CPU_SET(core, &set);
+  return pthread_setaffinity_np(pthread_self(), sizeof(set), &set) == 0;
+}
+
+// The caller's own affinity, put back at the end of its run.
+thread_local cpu_set_t tCallerMask;
+thread_local bool tCallerBound = false;
+#endif
+
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
-  for (int i = 1; i < std::max(1, threads); ++i) workers_.emplace_back([this] { workerLoop(); });
+ThreadPool::ThreadPool(int threads, Pinning pin) {
+  threads = std::max(1, threads);
+#if defined(__linux__)
+  if (threads > 1 && pin != Pinning::Off) {
+    std::vector<int> cores = usableCores();
+    const bool fits = static_cast<int>(cores.size()) >= threads;
+    if (fits && (pin == Pinning::On || static_cast<int>(cores.size()) == threads)) {
+      cores.resize(threads);
+      cores_ = cores;
+    }
+  }
+#endif
+  for (int i = 1; i < threads; ++i)
+    workers_.emplace_back([this, i] {
+#if defined(__linux__)
+      if (pinned()) bindTo(cores_[i]);
+#endif
+      workerLoop();
+    });
 }
 
 ThreadPool::~ThreadPool() {
@@ -92,12 +138,24 @@ void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_
 }
 
 void ThreadPool::beginRun() {
+#if defined(__linux__)
+  if (pinned() && !tCallerBound && sched_getaffinity(0, sizeof(tCallerMask), &tCallerMask) == 0)
+    tCallerBound = bindTo(cores_[0]);
+#endif
   activeRuns_.fetch_add(1, std::memory_order_release);
   std::lock_guard<std::mutex> lock(mutex_);  // a worker checks activeRuns_ under it before sleeping
   if (sleepers_ > 0) wake_.notify_all();
 }
 
-void ThreadPool::endRun() { activeRuns_.fetch_sub(1, std::memory_order_release); }
+void ThreadPool::endRun() {
+  activeRuns_.fetch_sub(1, std::memory_order_release);
+#if defined(__linux__)
+  if (tCallerBound) {
+    pthread_setaffinity_np(pthread_self(), sizeof(tCallerMask), &tCallerMask);
+    tCallerBound = false;
+  }
+#endif
+}
 
 void ThreadPool::workerLoop() {
   uint64_t seen = 0;

@@ -4,6 +4,9 @@
 // run a worker spins briefly for the next job (a futex wake-up per op costs more than many
 // small ops), and for the whole of a run bracketed by beginRun/endRun; otherwise it sleeps on a
 // condition variable, so an idle session burns no CPU.
+// A pool that takes every core the process may use binds each thread to its own core (the caller
+// to the first during a run): after an idle gap the kernel often wakes a worker on the caller's
+// core and takes milliseconds to move it, so the run goes at one core's speed or worse.
 // parallelFor allocates nothing per call.
 #pragma once
 #include <atomic>
@@ -18,9 +21,12 @@ namespace osprey {
 
 class ThreadPool {
  public:
-  explicit ThreadPool(int threads);
+  // pin: bind threads to cores (see above); Auto does so when threads == the usable cores.
+  enum class Pinning { Auto, On, Off };
+  explicit ThreadPool(int threads, Pinning pin = Pinning::Off);
   ~ThreadPool();
   int threads() const { return static_cast<int>(workers_.size()) + 1; }
+  bool pinned() const { return !cores_.empty(); }
   // Brackets a run: workers woken here keep polling for jobs until endRun, so a worker that
   // slept between runs is awake by the first ops instead of waking late for each of them.
   void beginRun();
@@ -33,6 +39,7 @@ class ThreadPool {
   // Claims and runs ranges of job `generation` until none is left unclaimed.
   void runRanges(uint64_t generation);
   std::vector<std::thread> workers_;
+  std::vector<int> cores_;  // when pinned: the core of each thread, the caller's first
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;

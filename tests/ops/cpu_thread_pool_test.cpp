@@ -1,12 +1,19 @@
 // The Runtime's thread pool: every index of every job runs exactly once, whichever thread
 // claims its range, over many short jobs back to back (the spin-then-sleep hand-over) and
-// after idle gaps long enough for the workers to fall asleep.
+// after idle gaps long enough for the workers to fall asleep; and the binding of threads to cores.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <map>
+#include <mutex>
 #include <thread>
 #include <vector>
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 #include "core/thread_pool.h"
 
@@ -50,6 +57,59 @@ TEST(CpuThreadPool, OneRangePerThreadWhenNEqualsThreads) {
   });
   for (auto& c : calls) EXPECT_EQ(c.load(), 1);
 }
+
+#if defined(__linux__)
+int usableCoreCount() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+}
+
+TEST(CpuThreadPool, AutoPinsOnlyWhenThePoolTakesEveryCore) {
+  const int cores = usableCoreCount();
+  if (cores < 2) GTEST_SKIP() << "needs 2 usable cores, the process has " << cores;
+  EXPECT_TRUE(ThreadPool(cores, ThreadPool::Pinning::Auto).pinned());
+  EXPECT_FALSE(ThreadPool(cores - 1 > 1 ? cores - 1 : 1, ThreadPool::Pinning::Auto).pinned());
+  EXPECT_FALSE(ThreadPool(cores, ThreadPool::Pinning::Off).pinned());
+  EXPECT_FALSE(ThreadPool(cores + 1, ThreadPool::Pinning::On).pinned());  // more threads than cores
+}
+
+// Pinned: during a run every thread that executes a range is bound to one core of its own, and
+// after the run the caller has its own affinity back.
+TEST(CpuThreadPool, PinnedThreadsRunOnCoresOfTheirOwnAndTheCallerIsReleased) {
+  const int cores = usableCoreCount();
+  if (cores < 2) GTEST_SKIP() << "needs 2 usable cores, the process has " << cores;
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(before), &before), 0);
+  ThreadPool pool(2, ThreadPool::Pinning::On);
+  ASSERT_TRUE(pool.pinned());
+  std::mutex mutex;
+  std::map<std::thread::id, std::vector<int>> coresOfThread;
+  pool.beginRun();
+  for (int job = 0; job < 200; ++job) {
+    pool.parallelFor(64, [&](int64_t, int64_t) {
+      cpu_set_t mine;
+      CPU_ZERO(&mine);
+      pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine);
+      std::vector<int> list;
+      for (int c = 0; c < CPU_SETSIZE; ++c)
+        if (CPU_ISSET(c, &mine)) list.push_back(c);
+      std::lock_guard<std::mutex> lock(mutex);
+      coresOfThread[std::this_thread::get_id()] = list;
+    });
+  }
+  pool.endRun();
+  std::vector<int> seen;
+  for (const auto& [id, list] : coresOfThread) {
+    ASSERT_EQ(list.size(), 1u) << "a thread of a pinned pool may run on " << list.size() << " cores";
+    seen.push_back(list[0]);
+  }
+  if (seen.size() == 2) EXPECT_NE(seen[0], seen[1]);
+  cpu_set_t after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity was not restored after the run";
+}
+#endif
 
 }  // namespace
 }  // namespace osprey

@@ -171,7 +171,12 @@ namespace {
 class CPURuntimeCreator : public RuntimeCreator {
  public:
   std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
-    return std::make_unique<CPURuntime>(config.threads);
+    // OSPREY_CPU_PINNING=on|off overrides the automatic choice (thread_pool.h).
+    const char* env = std::getenv("OSPREY_CPU_PINNING");
+    const std::string pin = env ? env : "";
+    return std::make_unique<CPURuntime>(config.threads, pin == "on"    ? ThreadPool::Pinning::On
+                                                        : pin == "off" ? ThreadPool::Pinning::Off
+                                                                       : ThreadPool::Pinning::Auto);
   }
   std::vector<DeviceInfo> devices() const override {
     return {{"cpu", std::to_string(std::thread::hardware_concurrency()) + " hardware threads"}};

@@ -12,7 +12,7 @@ namespace osprey {
 
 class CPURuntime : public Runtime {
  public:
-  explicit CPURuntime(int threads) : pool_(threads) {}
+  explicit CPURuntime(int threads, ThreadPool::Pinning pin = ThreadPool::Pinning::Auto) : pool_(threads, pin) {}
   std::unique_ptr<Backend> onCreate(const BackendConfig& config) override;
   ThreadPool* threadPool() override { return &pool_; }
 
