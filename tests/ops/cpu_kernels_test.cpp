@@ -23,9 +23,9 @@ Tensor reference(const Node& node, const std::vector<OpInput>& inputs) {
 }
 
 // Runs node through a Session (the CPU backend picks its kernel) and compares with the reference.
-void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs) {
+void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int threads = 1) {
   std::vector<Tensor> outputs;
-  Status st = runOp(node, inputs, 1, &outputs);
+  Status st = runOp(node, inputs, 1, &outputs, threads);
   ASSERT_TRUE(st) << st.message();
   Tensor expected = reference(node, inputs);
   ASSERT_EQ(outputs[0].shape(), expected.shape());
@@ -43,13 +43,23 @@ struct ConvCase {
   bool bias;
   FusedActivation::Kind act;
   bool residual = false;  // Conv's Z (input 3), of the output's shape
+  int threads = 1;
+  std::vector<int64_t> pads = {};  // top, left, bottom, right when not all `pad`
+};
+
+// Sets OSPREY_CPU_WINOGRAD for one scope: the im2col tests keep to im2col on shapes Winograd takes.
+class WinogradSetting {
+ public:
+  explicit WinogradSetting(bool on) { setenv("OSPREY_CPU_WINOGRAD", on ? "1" : "0", 1); }
+  ~WinogradSetting() { unsetenv("OSPREY_CPU_WINOGRAD"); }
 };
 
 void checkConv(const ConvCase& k, uint32_t seed) {
   Node node;
   node.type = OpType::Conv;
   node.setInts("strides", {k.stride, k.stride});
-  node.setInts("pads", {k.pad, k.pad, k.pad, k.pad});
+  const std::vector<int64_t> pads = k.pads.empty() ? std::vector<int64_t>{k.pad, k.pad, k.pad, k.pad} : k.pads;
+  node.setInts("pads", pads);
   node.setInts("dilations", {k.dilation, k.dilation});
   node.setInt("group", k.group);
   if (k.act == FusedActivation::Kind::Clip) setActivation(node, k.act, 0.f, 0.5f);
@@ -59,15 +69,18 @@ void checkConv(const ConvCase& k, uint32_t seed) {
   if (k.bias) inputs.push_back(constant(randomTensor(DataType::Float32, {k.m}, seed + 2)));
   if (k.residual) {
     if (!k.bias) inputs.push_back(absent());
-    auto out = [&](int64_t size, int64_t kernel) {
-      return (size + 2 * k.pad - k.dilation * (kernel - 1) - 1) / k.stride + 1;
+    auto out = [&](int64_t size, int64_t kernel, int64_t padSum) {
+      return (size + padSum - k.dilation * (kernel - 1) - 1) / k.stride + 1;
     };
-    inputs.push_back(in(randomTensor(DataType::Float32, {k.n, k.m, out(k.h, k.kh), out(k.w, k.kw)}, seed + 3, -2, 2)));
+    inputs.push_back(in(randomTensor(DataType::Float32,
+                                     {k.n, k.m, out(k.h, k.kh, pads[0] + pads[2]), out(k.w, k.kw, pads[1] + pads[3])},
+                                     seed + 3, -2, 2)));
   }
   SCOPED_TRACE(::testing::Message() << "conv x[" << k.n << "," << k.c << "," << k.h << "," << k.w << "] m=" << k.m
                                     << " k=" << k.kh << "x" << k.kw << " group=" << k.group << " stride=" << k.stride
-                                    << " pad=" << k.pad << " dilation=" << k.dilation << " residual=" << k.residual);
-  checkAgainstReference(node, inputs);
+                                    << " pad=" << k.pad << " dilation=" << k.dilation << " residual=" << k.residual
+                                    << " threads=" << k.threads);
+  checkAgainstReference(node, inputs, k.threads);
 }
 
 using Kind = FusedActivation::Kind;
@@ -96,6 +109,7 @@ TEST(CpuKernels, ConvPointwiseDeepK) {
 }
 
 TEST(CpuKernels, ConvIm2col) {
+  WinogradSetting off(false);
   uint32_t seed = 20;
   checkConv({1, 3, 13, 13, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);        // strided, padded
@@ -109,6 +123,7 @@ TEST(CpuKernels, ConvIm2col) {
 }
 
 TEST(CpuKernels, ConvIm2colStripes) {
+  WinogradSetting off(false);
   // Deep K makes the L2-sized stripes of output positions one GEMM panel wide, so these run
   // per-thread stripes (the last one partial) rather than one whole im2col matrix.
   uint32_t seed = 30;
@@ -121,6 +136,20 @@ TEST(CpuKernels, ConvIm2colStripes) {
   checkConv({1, 3, 65, 67, 8, 3, 3, 1, 1, 1, 1, true, Kind::Clip}, seed++);
   checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, false, Kind::None, true}, seed++);
+}
+
+// Winograd F(2x2, 3x3): odd output sizes (a last tile of one column or row), no padding, one-sided
+// padding, batch 2, two threads, K blocking (Cin > 256), every epilogue.
+TEST(CpuKernels, ConvWinograd) {
+  WinogradSetting on(true);
+  uint32_t seed = 700;
+  checkConv({1, 9, 13, 11, 13, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({2, 16, 15, 17, 8, 3, 3, 1, 1, 0, 1, false, Kind::None, false, 2}, seed++);
+  checkConv({1, 12, 16, 16, 20, 3, 3, 1, 1, 1, 1, true, Kind::Clip, true, 2}, seed++);
+  checkConv({1, 8, 14, 19, 9, 3, 3, 1, 1, 0, 1, true, Kind::Sigmoid, false, 1, {1, 0, 0, 1}}, seed++);
+  checkConv({1, 8, 17, 12, 8, 3, 3, 1, 1, 0, 1, true, Kind::LeakyRelu, true, 2, {0, 1, 1, 0}}, seed++);
+  checkConv({1, 300, 12, 12, 17, 3, 3, 1, 1, 1, 1, true, Kind::None, true, 2}, seed++);
+  checkConv({1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2}, seed++);  // 4 KiB-multiple strides
 }
 
 TEST(CpuKernels, ConvGrouped) {
@@ -182,6 +211,7 @@ TEST(CpuKernels, ConvResidualThinColumns) {
 }
 
 TEST(CpuKernels, ConvResidualIm2colAndStripes) {
+  WinogradSetting off(false);
   uint32_t seed = 240;
   checkConv({1, 3, 7, 5, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, false, Kind::Clip, true}, seed++);  // strided, padded
@@ -453,6 +483,39 @@ TEST(CpuKernels, UnaryTablesAgree) {
       } else {
         EXPECT_NEAR(f[i], g[i], 1e-6 + 1e-5 * std::fabs(g[i])) << " x=" << special[i];
       }
+    }
+  }
+}
+
+// The Winograd transforms of the selected table against the scalar ones, on a row of 13 tiles
+// (a vector body and a tail), against the definition B^T d B and A^T m A computed here.
+TEST(CpuKernels, WinogradTransformTablesAgree) {
+  const int64_t tiles = 13, stride = 17;
+  Tensor rowsT = randomTensor(DataType::Float32, {4, 2 * tiles + 2}, 31);
+  const float* r = rowsT.data<float>();
+  const float* rows[4] = {r, r + (2 * tiles + 2), r + 2 * (2 * tiles + 2), r + 3 * (2 * tiles + 2)};
+  const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
+  const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
+  Tensor mT = randomTensor(DataType::Float32, {16 * stride}, 32);
+  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+    std::vector<float> v(16 * stride, 0.f), y0(2 * tiles), y1(2 * tiles);
+    fn->winogradInput2x3(rows, tiles, v.data(), stride);
+    fn->winogradOutput2x3(mT.data<float>(), stride, tiles, y0.data(), y1.data());
+    for (int64_t t = 0; t < tiles; ++t) {
+      for (int a = 0; a < 4; ++a)
+        for (int b = 0; b < 4; ++b) {
+          double want = 0;
+          for (int i = 0; i < 4; ++i)
+            for (int k = 0; k < 4; ++k) want += BT[a][i] * rows[i][2 * t + k] * BT[b][k];
+          EXPECT_NEAR(v[(4 * a + b) * stride + t], want, 1e-5) << fn->isa << " tile " << t << " p " << 4 * a + b;
+        }
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 2; ++j) {
+          double want = 0;
+          for (int a = 0; a < 4; ++a)
+            for (int b = 0; b < 4; ++b) want += AT[i][a] * mT.data<float>()[(4 * a + b) * stride + t] * AT[j][b];
+          EXPECT_NEAR((i == 0 ? y0 : y1)[2 * t + j], want, 1e-5) << fn->isa << " tile " << t;
+        }
     }
   }
 }

@@ -49,13 +49,15 @@ std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& input
   return model;
 }
 
-Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs) {
+Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs, int threads) {
   std::map<std::string, Tensor> feeds;
   auto model = oneNodeModel(std::move(node), inputs, numOutputs, &feeds);
   std::shared_ptr<Interpreter> interp;
   OSPREY_RETURN_IF_ERROR(Interpreter::fromModel(model, &interp));
   std::unique_ptr<Session> session;
-  OSPREY_RETURN_IF_ERROR(interp->createSession(ScheduleConfig(), BackendConfig(), &session));
+  ScheduleConfig schedule;
+  schedule.threads = threads;
+  OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, BackendConfig(), &session));
   return session->run(feeds, outputs);
 }
 

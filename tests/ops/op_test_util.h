@@ -30,8 +30,9 @@ std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& input
                                     std::map<std::string, Tensor>* feeds);
 
 // Builds a one-node model of `node` (its inputs/outputs are filled here), runs it on the CPU
-// backend and returns its Status, so tests can check both results and errors.
-Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs);
+// backend (with `threads` threads) and returns its Status, so tests can check both results and errors.
+Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs,
+             int threads = 1);
 
 // The op's reference kernel run directly (no backend); data-movement ops without one run their
 // lowering on the CPU backend.

@@ -255,6 +255,7 @@ std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef&
   if (group < 1 || x.shape[1] % group != 0 || w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0)
     return nullptr;  // the reference kernel reports the model error
   if (w.shape[1] == 1 && group > 1) return createDepthwiseConvExecution(backend, op, inputs, outputs);
+  if (auto winograd = createWinogradConvExecution(backend, op, inputs, outputs)) return winograd;
   return std::make_unique<ConvExecution>(backend, op);
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "backends/cpu/kernels/depthwise_kernel.h"
+#include "backends/cpu/kernels/winograd_kernel.h"
 
 namespace osprey {
 
@@ -90,6 +91,14 @@ void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const f
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * invStd * gamma[i] + (beta ? beta[i] : 0.f);
 }
 
+void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride) {
+  winogradInputRow2x3(rows, tiles, v, posStride);
+}
+
+void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1) {
+  winogradOutputRow2x3(m, posStride, tiles, y0, y1);
+}
+
 namespace {
 
 CpuFunctions makeScalar() {
@@ -105,6 +114,8 @@ CpuFunctions makeScalar() {
   f.gelu = f32_gelu__scalar;
   f.swish = f32_swish__scalar;
   f.layerNormRow = f32_layernorm_row__scalar;
+  f.winogradInput2x3 = f32_winograd_input_2x3__scalar;
+  f.winogradOutput2x3 = f32_winograd_output_2x3__scalar;
   return f;
 }
 
@@ -124,6 +135,8 @@ CpuFunctions detect() {
     f.gelu = f32_gelu__avx2_fma;
     f.swish = f32_swish__avx2_fma;
     f.layerNormRow = f32_layernorm_row__avx2_fma;
+    f.winogradInput2x3 = f32_winograd_input_2x3__avx2_fma;
+    f.winogradOutput2x3 = f32_winograd_output_2x3__avx2_fma;
     if (__builtin_cpu_supports("avx512f")) {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;

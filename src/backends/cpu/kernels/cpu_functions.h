@@ -56,6 +56,12 @@ using UnaryKernel = void (*)(const float* x, float* y, int64_t n);
 using LayerNormRowKernel = void (*)(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                     float* y);
 
+// Winograd F(2x2, 3x3) over one row of tiles (winograd_kernel.h): the input transform reads
+// columns 2t .. 2t+3 of four rows and writes position p of tile t to v[p * posStride + t]; the
+// output transform reads m likewise and writes the 2x2 outputs into two rows.
+using WinogradInputKernel = void (*)(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
+using WinogradOutputKernel = void (*)(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+
 struct CpuFunctions {
   const char* isa = "scalar";
   GemmMicroKernel gemm = nullptr;
@@ -69,6 +75,8 @@ struct CpuFunctions {
   UnaryKernel gelu = nullptr;  // erf form
   UnaryKernel swish = nullptr;  // x * sigmoid(x)
   LayerNormRowKernel layerNormRow = nullptr;
+  WinogradInputKernel winogradInput2x3 = nullptr;
+  WinogradOutputKernel winogradOutput2x3 = nullptr;
 };
 
 // The table for this CPU (AVX-512F GEMM with the AVX2+FMA rest, AVX2+FMA, or scalar).
@@ -80,6 +88,8 @@ void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64
                            int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 void f32_gemv_panel__scalar(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr, float* out);
 void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
+void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
+void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
 void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                               int64_t rowLength, float* out);
 void f32_sigmoid__scalar(const float* x, float* y, int64_t n);
@@ -105,6 +115,8 @@ void f32_gemv_panel__avx2_fma(int64_t K, const float* a, int64_t aStride, const 
 // 3x3 / 5x5, stride 1 or 2, dilation 1, planes of up to 48 KiB padded; false for any other.
 bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
+void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
+void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 // Defined in kernels_avx2.cpp, compiled with -mavx2 -mfma; only called after a CPU check.

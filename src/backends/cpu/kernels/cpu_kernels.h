@@ -15,6 +15,11 @@ std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef&
 std::unique_ptr<Execution> createDepthwiseConvExecution(CPUBackend* backend, const OpRef& op,
                                                         const std::vector<RuntimeTensor*>& inputs,
                                                         const std::vector<RuntimeTensor*>& outputs);
+// Winograd F(2x2, 3x3) for the 3x3 stride-1 convolutions it suits (null otherwise, or when
+// OSPREY_CPU_WINOGRAD=0); called by createConvExecution after its own checks.
+std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, const OpRef& op,
+                                                       const std::vector<RuntimeTensor*>& inputs,
+                                                       const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createGemmExecution(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,
                                                const std::vector<RuntimeTensor*>& outputs);

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include "backends/cpu/kernels/depthwise_kernel.h"
+#include "backends/cpu/kernels/winograd_kernel.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -306,6 +307,14 @@ void dw5x5s1Interior(const float* const* r, const float* w, float bias, int64_t 
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y) {
   if (f32_dwconv2d_padded__avx2_fma(args, x, w, bias, y)) return;
   depthwisePlaneWith(args, x, w, bias, y, dw3x3s2Interior, dw5x5s1Interior);
+}
+
+void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride) {
+  winogradInputRow2x3(rows, tiles, v, posStride);
+}
+
+void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1) {
+  winogradOutputRow2x3(m, posStride, tiles, y0, y1);
 }
 
 }  // namespace osprey

@@ -17,45 +17,6 @@ constexpr int64_t kThinRows = 4;  // up to this many rows of A, a GEMV per row b
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
-                   float* c, int64_t ldc) {
-  const bool trivialActivation = ep.act.kind == FusedActivation::Kind::None;
-  for (int64_t i = 0; i < rows; ++i) {
-    float* row = c + i * ldc;
-    if (ep.alpha != 1.f)
-      for (int64_t j = 0; j < cols; ++j) row[j] *= ep.alpha;
-    if (ep.bias) {
-      const float* bias = ep.bias + (i0 + i) * ep.biasRowStride + j0 * ep.biasColStride;
-      const float beta = ep.beta;
-      if (ep.biasColStride == 0) {
-        const float v = beta * bias[0];
-        for (int64_t j = 0; j < cols; ++j) row[j] += v;
-      } else if (ep.biasColStride == 1) {
-        for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j];
-      } else {
-        for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j * ep.biasColStride];
-      }
-    }
-    if (ep.residual) {
-      const float* z = ep.residual + (i0 + i) * ep.residualRowStride + j0;
-      for (int64_t j = 0; j < cols; ++j) row[j] += z[j];
-    }
-    if (trivialActivation) continue;
-    if (ep.act.kind == FusedActivation::Kind::Relu) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.f ? row[j] : 0.f;
-    } else if (ep.act.kind == FusedActivation::Kind::Clip) {
-      const float lo = ep.act.a, hi = ep.act.b;
-      for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
-    } else if (ep.act.kind == FusedActivation::Kind::Gelu && ep.act.a == 0.f) {
-      fn.gelu(row, row, cols);  // vectorised erf: libm's erf per element would cost more than the GEMM
-    } else if (ep.act.kind == FusedActivation::Kind::Sigmoid) {
-      fn.sigmoid(row, row, cols);
-    } else {
-      for (int64_t j = 0; j < cols; ++j) row[j] = ep.act.apply(row[j]);
-    }
-  }
-}
-
 // One block of C: rows [i0, i1), columns [j0, j1), all of K.
 void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c,
                int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
@@ -151,6 +112,45 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
 }
 
 }  // namespace
+
+void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                   float* c, int64_t ldc) {
+  const bool trivialActivation = ep.act.kind == FusedActivation::Kind::None;
+  for (int64_t i = 0; i < rows; ++i) {
+    float* row = c + i * ldc;
+    if (ep.alpha != 1.f)
+      for (int64_t j = 0; j < cols; ++j) row[j] *= ep.alpha;
+    if (ep.bias) {
+      const float* bias = ep.bias + (i0 + i) * ep.biasRowStride + j0 * ep.biasColStride;
+      const float beta = ep.beta;
+      if (ep.biasColStride == 0) {
+        const float v = beta * bias[0];
+        for (int64_t j = 0; j < cols; ++j) row[j] += v;
+      } else if (ep.biasColStride == 1) {
+        for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j];
+      } else {
+        for (int64_t j = 0; j < cols; ++j) row[j] += beta * bias[j * ep.biasColStride];
+      }
+    }
+    if (ep.residual) {
+      const float* z = ep.residual + (i0 + i) * ep.residualRowStride + j0;
+      for (int64_t j = 0; j < cols; ++j) row[j] += z[j];
+    }
+    if (trivialActivation) continue;
+    if (ep.act.kind == FusedActivation::Kind::Relu) {
+      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.f ? row[j] : 0.f;
+    } else if (ep.act.kind == FusedActivation::Kind::Clip) {
+      const float lo = ep.act.a, hi = ep.act.b;
+      for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
+    } else if (ep.act.kind == FusedActivation::Kind::Gelu && ep.act.a == 0.f) {
+      fn.gelu(row, row, cols);  // vectorised erf: libm's erf per element would cost more than the GEMM
+    } else if (ep.act.kind == FusedActivation::Kind::Sigmoid) {
+      fn.sigmoid(row, row, cols);
+    } else {
+      for (int64_t j = 0; j < cols; ++j) row[j] = ep.act.apply(row[j]);
+    }
+  }
+}
 
 size_t packedASize(const CpuFunctions& fn, int64_t M, int64_t K) { return static_cast<size_t>(roundUp(M, fn.gemmMr) * K); }
 size_t packedBSize(const CpuFunctions& fn, int64_t K, int64_t N) { return static_cast<size_t>(roundUp(N, fn.gemmNr) * K); }

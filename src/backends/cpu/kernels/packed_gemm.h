@@ -51,6 +51,11 @@ void packGemmA(const CpuFunctions& fn, const float* src, int64_t rowStride, int6
 void packGemmB(const CpuFunctions& fn, const float* src, int64_t rowStride, int64_t colStride, int64_t K, int64_t N,
                float* dst);
 
+// The epilogue on rows [i0, i0 + rows) and columns [j0, j0 + cols) of C, whose first element is
+// at c (row stride ldc), for kernels that finish their sums outside packedGemm.
+void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                   float* c, int64_t ldc);
+
 // C [M x N] with row stride ldc; packed operands must have been packed for the same fn.
 void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
                 const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue);

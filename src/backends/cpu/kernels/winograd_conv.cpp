@@ -1,0 +1,227 @@
+// CPU Conv by Winograd F(2x2, 3x3) for 3x3 stride-1 undilated ungrouped convolutions with enough
+// channels: 16 GEMMs of [Cout x Cin] by [Cin x tiles] replace one of [Cout x 9 Cin] by
+// [9 Cin x positions], 2.25x fewer multiplications for two cheap transforms. The transformed
+// weights U = G g G^T are packed once at resize (STATIC); the transformed input V and the GEMM
+// products M live in planned scratch. F(2x2, 3x3)'s coefficients (0, +-1, 1/2) keep fp32 results
+// within a few ulps of the direct sum, unlike larger tiles.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "core/thread_pool.h"
+#include "ops/window.h"
+
+namespace osprey {
+
+namespace {
+
+constexpr int64_t kPositions = 16;  // the 4x4 transformed tile
+constexpr int64_t kMinChannels = 8;  // below this the transforms cost more than they save
+// Below this many tiles each transformed weight serves too few columns: the 16/9 larger weights
+// are read from memory at the speed of memory (ResNet's 7x7 maps: 16 tiles, slower than im2col).
+constexpr int64_t kMinTiles = 32;
+
+// The distance between two positions' matrices: a multiple of 4 KiB would put the 16 streams
+// that a transform writes at once into the same cache sets (a 56x56 map of 64 channels does).
+int64_t paddedStride(int64_t floats) {
+  floats = (floats + 15) / 16 * 16;
+  return floats % 1024 < 64 || floats % 1024 > 1024 - 64 ? floats + 128 : floats;
+}
+
+class WinogradConvExecution : public Execution {
+ public:
+  WinogradConvExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), node_(*op.node) {}
+
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
+    OSPREY_RETURN_IF_ERROR(readWindow(node_, Shape(x.shape.begin() + 2, x.shape.end()),
+                                      Shape(w.shape.begin() + 2, w.shape.end()), &window_));
+    OSPREY_RETURN_IF_ERROR(resolveForwardWindow(false, &window_));
+    OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &act_));
+    batch_ = x.shape[0];
+    cin_ = x.shape[1];
+    cout_ = w.shape[0];
+    inH_ = window_.in[1], inW_ = window_.in[2];
+    outH_ = window_.out[1], outW_ = window_.out[2];
+    padTop_ = window_.padBegin[1], padLeft_ = window_.padBegin[2];
+    tilesY_ = (outH_ + 1) / 2, tilesX_ = (outW_ + 1) / 2;
+    tiles_ = tilesY_ * tilesX_;
+    vStride_ = paddedStride(cin_ * tiles_);
+    mStride_ = paddedStride(cout_ * tiles_);
+    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
+    scratch_.dtype = DataType::Float32;
+    scratch_.shape = {kPositions * (vStride_ + mStride_)};
+    auto scratch = backend()->onAcquire(&scratch_, StorageType::DYNAMIC);  // released on return
+    if (!scratch) return Status::outOfMemory("cannot allocate Winograd Conv scratch for " + node_.name);
+    return Status::ok();
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const CpuFunctions& fn = cpuFunctions();
+    const float* x = reinterpret_cast<const float*>(inputs[0]->host());
+    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
+    float* y = reinterpret_cast<float*>(outputs[0]->host());
+    float* v = reinterpret_cast<float*>(scratch_.host());
+    float* m = v + kPositions * vStride_;
+    const float* packed = reinterpret_cast<const float*>(packed_.host());
+    const size_t perPosition = packedASize(fn, cout_, cin_);
+    const int64_t inPlane = inH_ * inW_, outPlane = outH_ * outW_;
+    for (int64_t n = 0; n < batch_; ++n) {
+      const float* xn = x + n * cin_ * inPlane;
+      parallelFor(pool, cin_ * tilesY_, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) transformInputRow(fn, xn + (r / tilesY_) * inPlane, r % tilesY_,
+                                                                 v + (r / tilesY_) * tiles_);
+      });
+      parallelFor(pool, kPositions, [&](int64_t begin, int64_t end) {
+        for (int64_t p = begin; p < end; ++p) {
+          GemmA a;
+          a.data = packed + p * perPosition;
+          a.packed = true;
+          GemmB b;
+          b.data = v + p * vStride_;
+          b.rowStride = tiles_;
+          packedGemm(nullptr, fn, cout_, tiles_, cin_, a, b, m + p * mStride_, tiles_, GemmEpilogue());
+        }
+      });
+      float* yn = y + n * cout_ * outPlane;
+      const float* zn = z ? z + n * cout_ * outPlane : nullptr;
+      parallelFor(pool, cout_, [&](int64_t begin, int64_t end) {
+        for (int64_t o = begin; o < end; ++o) {
+          for (int64_t ty = 0; ty < tilesY_; ++ty) transformOutputRow(fn, m + o * tiles_, ty, yn + o * outPlane);
+          GemmEpilogue ep;
+          ep.bias = bias;
+          ep.biasRowStride = 1;
+          ep.residual = zn;
+          ep.residualRowStride = outPlane;
+          ep.act = act_;
+          if (bias || zn || act_.kind != FusedActivation::Kind::None)
+            applyEpilogue(fn, ep, o, 1, 0, outPlane, yn + o * outPlane, outPlane);
+        }
+      });
+    }
+    return Status::ok();
+  }
+
+ private:
+  // U[p] = (G g G^T)[p] for every (out, in) channel pair, each position packed as a GEMM's A.
+  Status packWeights(const float* w) {
+    const CpuFunctions& fn = cpuFunctions();
+    const size_t perPosition = packedASize(fn, cout_, cin_);
+    packed_.dtype = DataType::Float32;
+    packed_.shape = {static_cast<int64_t>(perPosition * kPositions)};
+    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
+    if (!packedMem_) return Status::outOfMemory("cannot allocate Winograd weights for Conv " + node_.name);
+    std::vector<float> u(static_cast<size_t>(kPositions * cout_ * cin_));
+    for (int64_t o = 0; o < cout_; ++o) {
+      for (int64_t c = 0; c < cin_; ++c) {
+        const float* g = w + (o * cin_ + c) * 9;
+        float gg[4][3];  // G g
+        for (int j = 0; j < 3; ++j) {
+          gg[0][j] = g[j];
+          gg[1][j] = 0.5f * (g[j] + g[3 + j] + g[6 + j]);
+          gg[2][j] = 0.5f * (g[j] - g[3 + j] + g[6 + j]);
+          gg[3][j] = g[6 + j];
+        }
+        for (int a = 0; a < 4; ++a) {
+          const float t[4] = {gg[a][0], 0.5f * (gg[a][0] + gg[a][1] + gg[a][2]), 0.5f * (gg[a][0] - gg[a][1] + gg[a][2]),
+                              gg[a][2]};
+          for (int b = 0; b < 4; ++b) u[((4 * a + b) * cout_ + o) * cin_ + c] = t[b];
+        }
+      }
+    }
+    float* dst = reinterpret_cast<float*>(packed_.host());
+    for (int64_t p = 0; p < kPositions; ++p)
+      packGemmA(fn, u.data() + p * cout_ * cin_, cin_, 1, cout_, cin_, dst + p * perPosition);
+    return Status::ok();
+  }
+
+  // The transformed tiles of tile row ty of one channel plane, into v[p * cin * tiles + ty * tilesX + tx].
+  void transformInputRow(const CpuFunctions& fn, const float* plane, int64_t ty, float* v) const {
+    const int64_t posStride = vStride_;
+    float* vr = v + ty * tilesX_;
+    const float* rows[4];
+    for (int i = 0; i < 4; ++i) {
+      const int64_t iy = 2 * ty - padTop_ + i;
+      rows[i] = iy >= 0 && iy < inH_ ? plane + iy * inW_ : nullptr;
+    }
+    // Tiles whose four columns 2tx - padLeft .. +3 all lie inside the image read the rows in place.
+    const int64_t first = std::min(tilesX_, (padLeft_ + 1) / 2);
+    const int64_t last = std::max(first, std::min(tilesX_, (inW_ - 4 + padLeft_) / 2 + 1));
+    bool allRows = true;
+    for (const float* r : rows) allRows = allRows && r;
+    if (allRows && last > first) {
+      const float* shifted[4];
+      for (int i = 0; i < 4; ++i) shifted[i] = rows[i] + 2 * first - padLeft_;
+      fn.winogradInput2x3(shifted, last - first, vr + first, posStride);
+    }
+    // The rest (image borders, rows of padding) one tile at a time from a zero-filled copy.
+    for (int64_t tx = 0; tx < tilesX_; ++tx) {
+      if (allRows && tx >= first && tx < last) continue;
+      float tile[4][4];
+      for (int i = 0; i < 4; ++i)
+        for (int k = 0; k < 4; ++k) {
+          const int64_t ix = 2 * tx - padLeft_ + k;
+          tile[i][k] = rows[i] && ix >= 0 && ix < inW_ ? rows[i][ix] : 0.f;
+        }
+      const float* tileRows[4] = {tile[0], tile[1], tile[2], tile[3]};
+      fn.winogradInput2x3(tileRows, 1, vr + tx, posStride);
+    }
+  }
+
+  // Output rows 2ty and 2ty + 1 of one output channel from its products m[p * cout * tiles + t].
+  void transformOutputRow(const CpuFunctions& fn, const float* m, int64_t ty, float* plane) const {
+    const int64_t posStride = mStride_;
+    const float* mr = m + ty * tilesX_;
+    float* y0 = plane + 2 * ty * outW_;
+    const bool secondRow = 2 * ty + 1 < outH_;
+    float* y1 = secondRow ? y0 + outW_ : nullptr;
+    const int64_t whole = secondRow ? outW_ / 2 : 0;  // tiles whose four outputs all lie inside
+    if (whole > 0) fn.winogradOutput2x3(mr, posStride, whole, y0, y1);
+    for (int64_t t = whole; t < tilesX_; ++t) {  // an odd last column or row, one tile at a time
+      float pair0[2], pair1[2];
+      fn.winogradOutput2x3(mr + t, posStride, 1, pair0, pair1);
+      for (int64_t s = 0; s < 2 && 2 * t + s < outW_; ++s) {
+        y0[2 * t + s] = pair0[s];
+        if (secondRow) y1[2 * t + s] = pair1[s];
+      }
+    }
+  }
+
+  const Node& node_;
+  Window window_;
+  FusedActivation act_;
+  int64_t batch_ = 0, cin_ = 0, cout_ = 0, inH_ = 0, inW_ = 0, outH_ = 0, outW_ = 0, padTop_ = 0, padLeft_ = 0;
+  int64_t tilesY_ = 0, tilesX_ = 0, tiles_ = 0, vStride_ = 0, mStride_ = 0;
+  RuntimeTensor packed_, scratch_;
+  std::unique_ptr<MemObj> packedMem_;
+};
+
+}  // namespace
+
+std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, const OpRef& op,
+                                                       const std::vector<RuntimeTensor*>& inputs,
+                                                       const std::vector<RuntimeTensor*>& outputs) {
+  const char* env = std::getenv("OSPREY_CPU_WINOGRAD");
+  if (env && std::strcmp(env, "0") == 0) return nullptr;
+  const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
+  if (x.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3 || op.node->getInt("group", 1) != 1) return nullptr;
+  if (x.shape[1] < kMinChannels || w.shape[0] < kMinChannels) return nullptr;
+  Window window;
+  if (!readWindow(*op.node, Shape(x.shape.begin() + 2, x.shape.end()), Shape(w.shape.begin() + 2, w.shape.end()),
+                  &window) ||
+      !resolveForwardWindow(false, &window))
+    return nullptr;
+  for (int i = 1; i < 3; ++i)
+    if (window.stride[i] != 1 || window.dilation[i] != 1 || window.padBegin[i] > 1 || window.padEnd[i] > 1 ||
+        window.out[i] < 1)
+      return nullptr;
+  if (((window.out[1] + 1) / 2) * ((window.out[2] + 1) / 2) < kMinTiles) return nullptr;
+  return std::make_unique<WinogradConvExecution>(backend, op);
+}
+
+}  // namespace osprey
