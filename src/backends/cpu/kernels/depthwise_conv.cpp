@@ -1,10 +1,11 @@
 // CPU depthwise Conv (2-D, one input channel per group, float32): a direct kernel per channel
 // plane from the function table, bias, the residual Z and Relu/Clip fused, other activations in
 // a second pass.
-#include "backends/cpu/kernels/cpu_functions.h"
-#include "backends/cpu/kernels/cpu_kernels.h"
 #include <limits>
 
+#include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/packed_gemm.h"
 #include "ops/activation.h"
 
 namespace osprey {
@@ -56,8 +57,7 @@ class DepthwiseConvExecution : public Execution {
         DepthwiseArgs args = args_;
         args.residual = z ? z + nm * outSize : nullptr;
         kernel(args, x + (n * inChannels_ + m / perGroup) * inSize, w + m * kSize, bias ? bias[m] : 0.f, yc);
-        if (separateActivation)
-          for (int64_t i = 0; i < outSize; ++i) yc[i] = act_.apply(yc[i]);
+        if (separateActivation) applyActivation(cpuFunctions(), act_, yc, outSize);
       }
     });
     return Status::ok();

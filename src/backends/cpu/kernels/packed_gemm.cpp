@@ -95,7 +95,6 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
             for (int64_t r = 0; r < mr; ++r)
               std::memcpy(cp + r * ldc, z + r * ep.residualRowStride, sizeof(float) * nr);
           fn.gemm(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
-          if (last && !fused) applyEpilogue(fn, rest, i, mr, j, nr, cp, ldc);
           continue;
         }
         if (z)
@@ -104,11 +103,13 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         else if (accumulate)
           for (int64_t r = 0; r < mr; ++r) std::memcpy(cStage + r * blockNr, cp + r * ldc, sizeof(float) * nr);
         fn.gemm(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
-        if (last && !fused) applyEpilogue(fn, rest, i, mr, j, nr, cStage, blockNr);
         for (int64_t r = 0; r < mr; ++r) std::memcpy(cp + r * ldc, cStage + r * blockNr, sizeof(float) * nr);
       }
     }
   }
+  // The rest of the epilogue once over the block, still in cache: per register block, the calls
+  // into vector activations (Swish, Sigmoid, GELU) cost more than the activations themselves.
+  if (!fused) applyEpilogue(fn, rest, i0, i1 - i0, j0, j1 - j0, c + i0 * ldc + j0, ldc);
 }
 
 }  // namespace
@@ -137,18 +138,25 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
       for (int64_t j = 0; j < cols; ++j) row[j] += z[j];
     }
     if (trivialActivation) continue;
-    if (ep.act.kind == FusedActivation::Kind::Relu) {
-      for (int64_t j = 0; j < cols; ++j) row[j] = row[j] > 0.f ? row[j] : 0.f;
-    } else if (ep.act.kind == FusedActivation::Kind::Clip) {
-      const float lo = ep.act.a, hi = ep.act.b;
-      for (int64_t j = 0; j < cols; ++j) row[j] = std::min(std::max(row[j], lo), hi);
-    } else if (ep.act.kind == FusedActivation::Kind::Gelu && ep.act.a == 0.f) {
-      fn.gelu(row, row, cols);  // vectorised erf: libm's erf per element would cost more than the GEMM
-    } else if (ep.act.kind == FusedActivation::Kind::Sigmoid) {
-      fn.sigmoid(row, row, cols);
-    } else {
-      for (int64_t j = 0; j < cols; ++j) row[j] = ep.act.apply(row[j]);
-    }
+    applyActivation(fn, ep.act, row, cols);
+  }
+}
+
+void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* x, int64_t n) {
+  using Kind = FusedActivation::Kind;
+  if (act.kind == Kind::None) {
+    return;
+  } else if (act.kind == Kind::Relu) {
+    for (int64_t j = 0; j < n; ++j) x[j] = x[j] > 0.f ? x[j] : 0.f;
+  } else if (act.kind == Kind::Clip) {
+    const float lo = act.a, hi = act.b;
+    for (int64_t j = 0; j < n; ++j) x[j] = std::min(std::max(x[j], lo), hi);
+  } else if (act.kind == Kind::Gelu && act.a == 0.f) {
+    fn.gelu(x, x, n);  // vectorised erf: libm's erf per element would cost more than the GEMM
+  } else if (act.kind == Kind::Sigmoid) {
+    fn.sigmoid(x, x, n);
+  } else {
+    for (int64_t j = 0; j < n; ++j) x[j] = act.apply(x[j]);
   }
 }
 

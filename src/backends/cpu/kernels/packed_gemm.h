@@ -56,6 +56,9 @@ void packGemmB(const CpuFunctions& fn, const float* src, int64_t rowStride, int6
 void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                    float* c, int64_t ldc);
 
+// x[i] = act(x[i]) for i < n, through the function table's vector kernels where it has one.
+void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* x, int64_t n);
+
 // C [M x N] with row stride ldc; packed operands must have been packed for the same fn.
 void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
                 const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue);
