@@ -45,3 +45,14 @@ fi
 # Run from outside the source tree so that `import osprey` finds the installed package.
 cd "$work"
 OSPREY_MODELS_DIR="$models" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests" "$@"
+
+# The README's Python example exactly as written, from the repository root, where it reads the
+# default model that scripts/quickstart.sh makes (made here when quickstart has not run).
+cd "$OLDPWD"
+if [[ ! -f build/default-model/tiny_classifier.onnx ]]; then
+  mkdir -p build/default-model
+  "$work/venv/bin/python" scripts/make_default_model.py build/default-model >/dev/null
+fi
+sed -n '/^```python$/,/^```$/p' README.md | sed '1d;$d' >"$work/readme_example.py"
+echo "the README's Python example:"
+"$work/venv/bin/python" "$work/readme_example.py"
