@@ -40,7 +40,8 @@ if(OSPREY_CUDA)
   file(GLOB_RECURSE OSPREY_CUDA_SOURCES CONFIGURE_DEPENDS ${OSPREY_CUDA_DIR}/*.cpp ${OSPREY_CUDA_DIR}/*.cu)
   add_library(osprey_backend_cuda OBJECT ${OSPREY_CUDA_SOURCES})
   target_include_directories(osprey_backend_cuda PUBLIC ${CUDNN_INCLUDE_DIR})
-  target_link_libraries(osprey_backend_cuda PUBLIC osprey_core CUDA::cudart CUDA::cublasLt CUDA::cublas ${CUDNN_LIBRARY})
+  # cuBLASLt is not linked: cublaslt_loader.cpp opens it at the first matrix multiplication.
+  target_link_libraries(osprey_backend_cuda PUBLIC osprey_core CUDA::cudart ${CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
   set_target_properties(osprey_backend_cuda PROPERTIES CUDA_STANDARD 17 CUDA_STANDARD_REQUIRED ON)
   # The directory's warning flags (add_compile_options) are for the host compiler: keep them off nvcc.
   get_target_property(OSPREY_CUDA_INHERITED_OPTIONS osprey_backend_cuda COMPILE_OPTIONS)
@@ -52,7 +53,7 @@ if(OSPREY_CUDA)
   target_compile_options(osprey_backend_cuda PRIVATE
     $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr -Xcompiler=-Wno-unused-parameter>)
   list(APPEND OSPREY_BACKEND_OBJECTS $<TARGET_OBJECTS:osprey_backend_cuda>)
-  list(APPEND OSPREY_BACKEND_LIBS CUDA::cudart CUDA::cublasLt CUDA::cublas ${CUDNN_LIBRARY})
+  list(APPEND OSPREY_BACKEND_LIBS CUDA::cudart ${CUDNN_LIBRARY} ${CMAKE_DL_LIBS})
   set_property(SOURCE src/core/backend_registry.cpp APPEND PROPERTY COMPILE_DEFINITIONS OSPREY_WITH_CUDA)
 else()
   message(STATUS "CUDA backend: off (no nvcc / CUDA toolkit / cuDNN found, or OSPREY_CUDA=OFF)")
