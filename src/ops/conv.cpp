@@ -63,9 +63,7 @@ Status setupConv(const Node& node, const TensorViews& inputs, ConvSetup* s) {
                                 std::to_string(s->group));
   OSPREY_RETURN_IF_ERROR(checkBias(inputs, s->outChannels));
   OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node, &s->act));
-  OSPREY_RETURN_IF_ERROR(readWindow(node, Shape(x.shape.begin() + 2, x.shape.end()),
-                                    Shape(w.shape.begin() + 2, w.shape.end()), &s->window));
-  return resolveForwardWindow(false, &s->window);
+  return readConvWindow(node, x.shape, w.shape, &s->window);
 }
 
 int64_t floorDiv2(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }

@@ -98,4 +98,10 @@ Status resolveForwardWindow(bool ceilMode, Window* w) {
   return Status::ok();
 }
 
+Status readConvWindow(const Node& node, const Shape& x, const Shape& w, Window* out) {
+  if (x.size() < 2 || w.size() < 2) return Status::invalidModel("Conv needs X and W of rank 3 or more");
+  OSPREY_RETURN_IF_ERROR(readWindow(node, Shape(x.begin() + 2, x.end()), Shape(w.begin() + 2, w.end()), out));
+  return resolveForwardWindow(false, out);
+}
+
 }  // namespace osprey

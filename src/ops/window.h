@@ -36,6 +36,10 @@ Status readWindow(const Node& node, const Shape& inSpatial, const std::vector<in
 // ceil_mode rounds the output up, dropping a last window that would start in the end padding.
 Status resolveForwardWindow(bool ceilMode, Window* w);
 
+// A convolution's window from its node, input shape X [N, C, spatial...] and weight shape
+// W [M, C/group, kernel...]: readWindow with W's kernel dims, then resolveForwardWindow.
+Status readConvWindow(const Node& node, const Shape& x, const Shape& w, Window* out);
+
 // Integer division rounding towards +infinity, for any sign of a and b > 0.
 inline int64_t ceilDiv(int64_t a, int64_t b) { return a >= 0 ? (a + b - 1) / b : -((-a) / b); }
 

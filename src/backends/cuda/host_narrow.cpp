@@ -1,7 +1,5 @@
 #include "backends/cuda/host_narrow.h"
 
-#include <cstring>
-
 #include "core/dtype.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -12,14 +10,6 @@
 namespace osprey::cuda {
 
 namespace {
-
-uint16_t floatToBFloat16(float f) {
-  uint32_t bits;
-  std::memcpy(&bits, &f, 4);
-  if ((bits & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((bits >> 16) | 0x40u);  // quiet NaN
-  bits += 0x7fffu + ((bits >> 16) & 1u);
-  return static_cast<uint16_t>(bits >> 16);
-}
 
 #ifdef OSPREY_HOST_F16C
 __attribute__((target("avx,f16c"))) size_t narrowToHalfF16c(uint16_t* dst, const float* src, size_t n) {
@@ -37,7 +27,7 @@ __attribute__((target("avx,f16c"))) size_t narrowToHalfF16c(uint16_t* dst, const
 void narrowFloats(uint16_t* dst, const float* src, size_t n, DataType to) {
   size_t i = 0;
   if (to == DataType::BFloat16) {
-    for (; i < n; ++i) dst[i] = floatToBFloat16(src[i]);
+    for (; i < n; ++i) dst[i] = floatToBfloat16(src[i]);
     return;
   }
 #ifdef OSPREY_HOST_F16C

@@ -22,9 +22,7 @@ class ConvExecution : public Execution {
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
     group_ = node_.getInt("group", 1);
-    OSPREY_RETURN_IF_ERROR(readWindow(node_, Shape(x.shape.begin() + 2, x.shape.end()),
-                                      Shape(w.shape.begin() + 2, w.shape.end()), &window_));
-    OSPREY_RETURN_IF_ERROR(resolveForwardWindow(false, &window_));
+    OSPREY_RETURN_IF_ERROR(readConvWindow(node_, x.shape, w.shape, &window_));
     OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &act_));
     batch_ = x.shape[0];
     inChannels_ = x.shape[1];

@@ -19,9 +19,7 @@ class DepthwiseConvExecution : public Execution {
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
     Window g;
-    OSPREY_RETURN_IF_ERROR(readWindow(node_, Shape(x.shape.begin() + 2, x.shape.end()),
-                                      Shape(w.shape.begin() + 2, w.shape.end()), &g));
-    OSPREY_RETURN_IF_ERROR(resolveForwardWindow(false, &g));
+    OSPREY_RETURN_IF_ERROR(readConvWindow(node_, x.shape, w.shape, &g));
     OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &act_));
     batch_ = x.shape[0];
     inChannels_ = x.shape[1];

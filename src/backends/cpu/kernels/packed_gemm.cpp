@@ -116,7 +116,6 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
 
 void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                    float* c, int64_t ldc) {
-  const bool trivialActivation = ep.act.kind == FusedActivation::Kind::None;
   for (int64_t i = 0; i < rows; ++i) {
     float* row = c + i * ldc;
     if (ep.alpha != 1.f)
@@ -137,7 +136,6 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
       const float* z = ep.residual + (i0 + i) * ep.residualRowStride + j0;
       for (int64_t j = 0; j < cols; ++j) row[j] += z[j];
     }
-    if (trivialActivation) continue;
     applyActivation(fn, ep.act, row, cols);
   }
 }

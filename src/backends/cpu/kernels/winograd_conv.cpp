@@ -37,9 +37,7 @@ class WinogradConvExecution : public Execution {
 
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
-    OSPREY_RETURN_IF_ERROR(readWindow(node_, Shape(x.shape.begin() + 2, x.shape.end()),
-                                      Shape(w.shape.begin() + 2, w.shape.end()), &window_));
-    OSPREY_RETURN_IF_ERROR(resolveForwardWindow(false, &window_));
+    OSPREY_RETURN_IF_ERROR(readConvWindow(node_, x.shape, w.shape, &window_));
     OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &act_));
     batch_ = x.shape[0];
     cin_ = x.shape[1];
@@ -140,7 +138,7 @@ class WinogradConvExecution : public Execution {
     return Status::ok();
   }
 
-  // The transformed tiles of tile row ty of one channel plane, into v[p * cin * tiles + ty * tilesX + tx].
+  // The transformed tiles of tile row ty of one channel plane, into v[p * vStride + ty * tilesX + tx].
   void transformInputRow(const CpuFunctions& fn, const float* plane, int64_t ty, float* v) const {
     const int64_t posStride = vStride_;
     float* vr = v + ty * tilesX_;
@@ -173,7 +171,7 @@ class WinogradConvExecution : public Execution {
     }
   }
 
-  // Output rows 2ty and 2ty + 1 of one output channel from its products m[p * cout * tiles + t].
+  // Output rows 2ty and 2ty + 1 of one output channel from its products m[p * mStride + t].
   void transformOutputRow(const CpuFunctions& fn, const float* m, int64_t ty, float* plane) const {
     const int64_t posStride = mStride_;
     const float* mr = m + ty * tilesX_;
@@ -212,10 +210,7 @@ std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, cons
   if (x.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3 || op.node->getInt("group", 1) != 1) return nullptr;
   if (x.shape[1] < kMinChannels || w.shape[0] < kMinChannels) return nullptr;
   Window window;
-  if (!readWindow(*op.node, Shape(x.shape.begin() + 2, x.shape.end()), Shape(w.shape.begin() + 2, w.shape.end()),
-                  &window) ||
-      !resolveForwardWindow(false, &window))
-    return nullptr;
+  if (!readConvWindow(*op.node, x.shape, w.shape, &window)) return nullptr;
   for (int i = 1; i < 3; ++i)
     if (window.stride[i] != 1 || window.dilation[i] != 1 || window.padBegin[i] > 1 || window.padEnd[i] > 1 ||
         window.out[i] < 1)

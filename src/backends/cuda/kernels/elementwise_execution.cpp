@@ -71,7 +71,12 @@ bool constantLayoutMatters(const std::vector<RuntimeTensor*>& inputs) {
 Shape storedNhwc(const Shape& logical) {
   Shape padded(4 - std::min<size_t>(4, logical.size()), 1);
   padded.insert(padded.end(), logical.begin(), logical.end());
-  return {padded[0], padded[2], padded[3], padded[1]};
+  return storedShape(padded, Layout::NHWC);
+}
+
+// The layouts a broadcasting execution (Binary, Where) runs in.
+bool broadcastSupports(Layout layout, bool constantLayoutMatters, const RuntimeTensor& output) {
+  return layout == Layout::NCHW || (layout == Layout::NHWC && !constantLayoutMatters && output.shape.size() <= 4);
 }
 
 bool broadcastIndexFor(const std::vector<RuntimeTensor*>& inputs, const RuntimeTensor& output, BroadcastIndex* index) {
@@ -163,7 +168,7 @@ class BinaryExecution : public Execution {
   BinaryExecution(CUDABackend* backend, BinaryKind kind, BroadcastIndex index, DataType operandType, bool constantLayoutMatters)
       : Execution(backend), kind_(kind), index_(index), operandType_(operandType), constantLayoutMatters_(constantLayoutMatters) {}
   bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& outputs) const override {
-    return layout == Layout::NCHW || (layout == Layout::NHWC && !constantLayoutMatters_ && outputs[0]->shape.size() <= 4);
+    return broadcastSupports(layout, constantLayoutMatters_, *outputs[0]);
   }
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     if (!broadcastIndexFor({inputs[0], inputs[1]}, *outputs[0], &index_))
@@ -213,7 +218,7 @@ class WhereExecution : public Execution {
   WhereExecution(CUDABackend* backend, BroadcastIndex index, bool constantLayoutMatters)
       : Execution(backend), index_(index), constantLayoutMatters_(constantLayoutMatters) {}
   bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& outputs) const override {
-    return layout == Layout::NCHW || (layout == Layout::NHWC && !constantLayoutMatters_ && outputs[0]->shape.size() <= 4);
+    return broadcastSupports(layout, constantLayoutMatters_, *outputs[0]);
   }
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     if (!broadcastIndexFor({inputs[0], inputs[1], inputs[2]}, *outputs[0], &index_))

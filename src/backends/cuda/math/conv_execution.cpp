@@ -56,9 +56,7 @@ class ConvExecution : public Execution {
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RuntimeTensor &x = *inputs[0], &w = *inputs[1], &y = *outputs[0];
     Window win;
-    OSPREY_RETURN_IF_ERROR(readWindow(*node_, Shape(x.shape.begin() + 2, x.shape.end()),
-                                      Shape(w.shape.begin() + 2, w.shape.end()), &win));
-    OSPREY_RETURN_IF_ERROR(resolveForwardWindow(false, &win));
+    OSPREY_RETURN_IF_ERROR(readConvWindow(*node_, x.shape, w.shape, &win));
     for (int s = 1; s < 3; ++s)
       if (win.padBegin[s] != win.padEnd[s])
         return Status::unsupported("CUDA convolution needs symmetric padding");  // checked at create, too
@@ -156,11 +154,7 @@ std::unique_ptr<Execution> createConvExecution(CUDABackend* backend, const OpRef
   if (!FusedActivation::fromNode(*op.node, &act).isOk()) return nullptr;
   // cuDNN pads both sides alike: asymmetric (SAME_*) padding stays on the CPU.
   Window win;
-  if (!readWindow(*op.node, Shape(x.shape.begin() + 2, x.shape.end()), Shape(w.shape.begin() + 2, w.shape.end()),
-                  &win)
-           .isOk() ||
-      !resolveForwardWindow(false, &win).isOk())
-    return nullptr;
+  if (!readConvWindow(*op.node, x.shape, w.shape, &win).isOk()) return nullptr;
   for (int s = 0; s < 3; ++s)
     if (win.padBegin[s] != win.padEnd[s]) return nullptr;
   const float* hostWeights =

@@ -111,8 +111,7 @@ std::unique_ptr<Execution> createConv(OpenCLBackend* b, const OpRef& op, const s
   const int64_t group = op.node->getInt("group", 1);
   Window win;
   FusedActivation act;
-  if (!readWindow(*op.node, Shape(x.begin() + 2, x.end()), Shape(w.begin() + 2, w.end()), &win) ||
-      !resolveForwardWindow(false, &win) || !FusedActivation::fromNode(*op.node, &act))
+  if (!readConvWindow(*op.node, x, w, &win) || !FusedActivation::fromNode(*op.node, &act))
     return nullptr;
   if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) return nullptr;
   return std::make_unique<ConvExecution>(b, win, group, act);
