@@ -26,6 +26,19 @@ TEST(CudaConvMath, BiasReluOddShape) {
                                  constant(randomTensor(DataType::Float32, {27}, 3))});
 }
 
+// fp32 convolutions run on TF32 tensor cores with split operands (conv_execution.cpp): the
+// result must keep float accuracy. TF32 alone is off here by 2.9e-4 of the largest output
+// (numpy with TF32-rounded operands), split operands by 6e-8.
+TEST(CudaConvMath, Fp32KeepsFloatAccuracyOnTensorCores) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  Node n = convNode({3, 3}, {1, 1, 1, 1}, {1, 1}, {1, 1}, 1);
+  expectCudaMatchesReference(n,
+                             {in(randomTensor(DataType::Float32, {2, 96, 9, 11}, 11)),
+                              constant(randomTensor(DataType::Float32, {40, 96, 3, 3}, 12)),
+                              constant(randomTensor(DataType::Float32, {40}, 13))},
+                             1, 1e-5);
+}
+
 TEST(CudaConvMath, PointwiseWithoutBias) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   Node n = convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, {1, 1}, 1);

@@ -25,6 +25,21 @@ __global__ void convertLayoutKernel(const S* src, D* dst, int64_t channels, int6
     dst[i] = fromFloat<D>(toFloat(src[from]));
   }
 }
+// Nearest TF32 value of v (10 mantissa bits), as float bits with the low 13 cleared.
+__device__ inline float roundToTf32(float v) {
+  return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
+}
+// dst[b] = [hi | lo | hi] over the batch's `perBatch` values, hi = tf32(x), lo = x - hi (exact).
+__global__ void splitTf32Kernel(const float* src, float* dst, int64_t perBatch, int64_t n) {
+  OSPREY_GRID_STRIDE(i, n) {
+    const int64_t b = i / perBatch, j = i - b * perBatch;
+    const float v = src[i], hi = roundToTf32(v);
+    float* out = dst + b * 3 * perBatch + j;
+    out[0] = hi;
+    out[perBatch] = v - hi;
+    out[2 * perBatch] = hi;
+  }
+}
 template <class E>
 __global__ void padChannelsKernel(const E* src, E* dst, int64_t channels, int64_t padded, int64_t n) {
   OSPREY_GRID_STRIDE(i, n) {
@@ -46,6 +61,13 @@ cudaError_t padChannels(const void* src, void* dst, int64_t rows, int64_t channe
                                                                       static_cast<uint32_t*>(dst), channels, paddedChannels, n);
   else
     return cudaErrorInvalidValue;
+  return cudaGetLastError();
+}
+
+cudaError_t splitTf32(const float* src, float* dst, int64_t batch, int64_t perBatch, cudaStream_t stream) {
+  const int64_t n = batch * perBatch;
+  if (n <= 0) return cudaSuccess;
+  splitTf32Kernel<<<blocksFor(n), kBlock, 0, stream>>>(src, dst, perBatch, n);
   return cudaGetLastError();
 }
 

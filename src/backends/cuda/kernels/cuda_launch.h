@@ -19,6 +19,9 @@ cudaError_t convertFloatLayout(const void* src, DataType srcType, void* dst, Dat
 // Rows of `channels` elements (2 or 4 bytes) copied into rows of paddedChannels, zero-filled.
 cudaError_t padChannels(const void* src, void* dst, int64_t rows, int64_t channels, int64_t paddedChannels,
                         int elementSize, cudaStream_t stream);
+// Per batch item of `perBatch` floats (NCHW: C*H*W), writes 3 * perBatch: [hi | lo | hi] with
+// hi = x rounded to TF32 and lo = x - hi, the operand split of an fp32-accurate TF32 convolution.
+cudaError_t splitTf32(const float* src, float* dst, int64_t batch, int64_t perBatch, cudaStream_t stream);
 
 
 // One Raster region with its source resolved to a device pointer (strides/offsets in elements).

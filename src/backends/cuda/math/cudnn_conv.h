@@ -32,10 +32,10 @@ class CudnnConvolution {
 
   // Builds descriptors and picks the algorithm. x, y and the residual are NCHW in memory with
   // KCRS filters, or with `channelsLast` NHWC with KRSC filters (the layout of the fastest
-  // tensor-core kernels). dtype is Float32 (FMA math, no TF32), Float16 or BFloat16 (tensor
-  // cores, float accumulation).
+  // tensor-core kernels). dtype is Float32 (FMA math, no TF32, unless `tf32`: for operands the
+  // caller split into TF32 parts), Float16 or BFloat16 (tensor cores, float accumulation).
   Status prepare(cudnnHandle_t handle, const ConvGeometry& g, DataType dtype, bool channelsLast,
-                 const FusedActivation& act, bool hasBias, bool hasResidual = false);
+                 const FusedActivation& act, bool hasBias, bool hasResidual = false, bool tf32 = false);
   size_t workspaceBytes() const { return workspaceBytes_; }
   // y = act(conv(x, w) + bias + residual); bias (outChannels values of dtype) may be null, and
   // so may residual (y's shape, dtype and layout; only when prepared with hasResidual).
