@@ -5,6 +5,7 @@
 #include <new>
 #include <thread>
 
+#include "backends/cpu/kernels/nc8hw8.h"
 #include "core/layout.h"
 #include "ops/op_def.h"
 
@@ -103,18 +104,29 @@ std::unique_ptr<Backend> CPURuntime::onCreate(const BackendConfig& config) {
 }
 
 CPUBackend::CPUBackend(CPURuntime* runtime, const BackendConfig& config)
-    : Backend(ForwardType::CPU), runtime_(runtime), config_(config), planner_(kAlignment) {}
+    : Backend(ForwardType::CPU),
+      runtime_(runtime),
+      config_(config),
+      planner_(kAlignment),
+      packedLayout_(cpuPackedLayoutWanted()) {}
 
 CPUBackend::~CPUBackend() = default;
 
 std::unique_ptr<Execution> CPUBackend::onCreate(const std::vector<RuntimeTensor*>& inputs,
                                                 const std::vector<RuntimeTensor*>& outputs, const OpRef& op) {
-  if (op.type == OpType::Raster) return std::make_unique<RasterExecution>(this, op);
-  if (CPUExecutionCreator creator = cpuKernelCreator(op.type)) {
-    if (auto exe = creator(this, op, inputs, outputs)) return exe;
+  std::unique_ptr<Execution> exe;
+  if (op.type == OpType::Raster) {
+    exe = std::make_unique<RasterExecution>(this, op);
+  } else if (CPUExecutionCreator creator = cpuKernelCreator(op.type)) {
+    exe = creator(this, op, inputs, outputs);
   }
-  if (op.node && opDef(op.type).reference) return std::make_unique<ReferenceExecution>(this, op);
-  return nullptr;
+  if (!exe && op.node && opDef(op.type).reference) exe = std::make_unique<ReferenceExecution>(this, op);
+  if (exe && packedLayout_) exe = wrapForPackedLayout(this, op, inputs, outputs, std::move(exe));
+  return exe;
+}
+
+Layout CPUBackend::activationLayout(const RuntimeTensor& t) const {
+  return packedLayout_ && t.dtype == DataType::Float32 && t.shape.size() == 4 ? Layout::NC8HW8 : Layout::NCHW;
 }
 
 std::unique_ptr<MemObj> CPUBackend::onAcquire(RuntimeTensor* tensor, StorageType storage) {

@@ -36,6 +36,8 @@ class CPUBackend : public Backend {
   Status onResizeEnd() override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
+  // NC8HW8 for 4-D float32 activations when OSPREY_CPU_LAYOUT asks for it (kernels/nc8hw8.h).
+  Layout activationLayout(const RuntimeTensor& t) const override;
   ThreadPool* threadPool() const { return runtime_->threadPool(); }
   const BackendConfig& config() const { return config_; }
   MemoryPlanner& planner() { return planner_; }
@@ -47,6 +49,7 @@ class CPUBackend : public Backend {
   std::shared_ptr<uint8_t> arena_;
   size_t arenaCapacity_ = 0;
   size_t staticBytes_ = 0;
+  bool packedLayout_ = false;
   std::vector<std::shared_ptr<uint8_t>> separate_;  // DYNAMIC_SEPARATE blocks
 };
 

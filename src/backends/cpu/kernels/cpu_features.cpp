@@ -116,6 +116,8 @@ CpuFunctions makeScalar() {
   f.layerNormRow = f32_layernorm_row__scalar;
   f.winogradInput2x3 = f32_winograd_input_2x3__scalar;
   f.winogradOutput2x3 = f32_winograd_output_2x3__scalar;
+  f.nc8Conv = f32_nc8_conv_6x16__scalar;
+  f.nc8DepthwiseRow = f32_nc8_dwconv_row__scalar;
   return f;
 }
 
@@ -137,6 +139,8 @@ CpuFunctions detect() {
     f.layerNormRow = f32_layernorm_row__avx2_fma;
     f.winogradInput2x3 = f32_winograd_input_2x3__avx2_fma;
     f.winogradOutput2x3 = f32_winograd_output_2x3__avx2_fma;
+    f.nc8Conv = f32_nc8_conv_6x16__avx2_fma;
+    f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
     if (__builtin_cpu_supports("avx512f")) {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;

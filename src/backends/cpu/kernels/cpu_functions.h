@@ -62,6 +62,37 @@ using LayerNormRowKernel = void (*)(const float* x, int64_t n, float epsilon, co
 using WinogradInputKernel = void (*)(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 using WinogradOutputKernel = void (*)(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
 
+// NC8HW8 activations ([N][C/8][H][W][8], docs/cpu.md): a convolution tile of `positions` (1..6)
+// output positions by `outBlocks` (1 or 2) blocks of 8 output channels, summed over `taps`
+// window taps and `inBlocks` blocks of 8 input channels. Position p reads its tap t at
+// x + p * positionStride + tapOffsets[t] + block * inBlockStride; the weights of tap t, input
+// block b are the 8x8 floats (input lane major) at w + (tapWeights[t] * inBlocks + b) * 64, the
+// second output block's at + weightBlockStride. Only the first inLanes channels of the last
+// input block are read (the rest are padding, whose weights are zero). Epilogue: + bias[8 * block + lane] (bias may be
+// null), + residual (laid out as y, may be null), clamped to [lo, hi]. Output position p of
+// block k is at y + k * outBlockStride + 8 * p.
+struct Nc8ConvArgs {
+  const int64_t* tapOffsets = nullptr;
+  const int64_t* tapWeights = nullptr;
+  int64_t taps = 0;
+  int64_t inBlocks = 0, inBlockStride = 0, positionStride = 8, inLanes = 8;
+  int64_t weightBlockStride = 0, outBlockStride = 0;
+  float lo = 0.f, hi = 0.f;
+};
+using Nc8ConvKernel = void (*)(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
+                               const float* w, const float* bias, const float* residual, float* y);
+
+// One output row `oh` of an NC8HW8 depthwise convolution for one block of 8 channels: x is the
+// block's input plane (inH x inW x 8), w its taps ([kernelH * kernelW][8]), bias 8 floats;
+// residual (a row laid out as y, optional) is added before clamping to [lo, hi].
+struct Nc8DepthwiseArgs {
+  int64_t inH = 0, inW = 0, outW = 0, kernelH = 0, kernelW = 0;
+  int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1;
+  float lo = 0.f, hi = 0.f;
+};
+using Nc8DepthwiseRowKernel = void (*)(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
+                                       const float* bias, const float* residual, float* y);
+
 struct CpuFunctions {
   const char* isa = "scalar";
   GemmMicroKernel gemm = nullptr;
@@ -77,6 +108,8 @@ struct CpuFunctions {
   LayerNormRowKernel layerNormRow = nullptr;
   WinogradInputKernel winogradInput2x3 = nullptr;
   WinogradOutputKernel winogradOutput2x3 = nullptr;
+  Nc8ConvKernel nc8Conv = nullptr;
+  Nc8DepthwiseRowKernel nc8DepthwiseRow = nullptr;
 };
 
 // The table for this CPU (AVX-512F GEMM with the AVX2+FMA rest, AVX2+FMA, or scalar).
@@ -99,7 +132,15 @@ void f32_gelu__scalar(const float* x, float* y, int64_t n);
 void f32_swish__scalar(const float* x, float* y, int64_t n);
 void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                float* y);
+void f32_nc8_conv_6x16__scalar(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
+                               const float* w, const float* bias, const float* residual, float* y);
+void f32_nc8_dwconv_row__scalar(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
+                                const float* bias, const float* residual, float* y);
 #if defined(__x86_64__) || defined(_M_X64)
+void f32_nc8_conv_6x16__avx2_fma(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
+                                 const float* w, const float* bias, const float* residual, float* y);
+void f32_nc8_dwconv_row__avx2_fma(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
+                                  const float* bias, const float* residual, float* y);
 // Polynomial exp (relative error about 2e-7) and erf (absolute error about 2e-7).
 void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                                 int64_t rowLength, float* out);
