@@ -9,6 +9,7 @@
 #include "core/thread_pool.h"
 #include "ops/activation.h"
 #include "ops/op_def.h"
+#include "cpu_conv_case.h"
 #include "op_test_util.h"
 
 namespace osprey::test {
@@ -38,14 +39,7 @@ void setActivation(Node& node, FusedActivation::Kind kind, float a = 0.f, float 
   act.store(node);
 }
 
-struct ConvCase {
-  int64_t n, c, h, w, m, kh, kw, group, stride, pad, dilation;
-  bool bias;
-  FusedActivation::Kind act;
-  bool residual = false;  // Conv's Z (input 3), of the output's shape
-  int threads = 1;
-  std::vector<int64_t> pads = {};  // top, left, bottom, right when not all `pad`
-};
+using ConvCase = CpuConvCase;
 
 // Sets OSPREY_CPU_WINOGRAD for one scope: the im2col tests keep to im2col on shapes Winograd takes.
 class WinogradSetting {
@@ -55,32 +49,9 @@ class WinogradSetting {
 };
 
 void checkConv(const ConvCase& k, uint32_t seed) {
-  Node node;
-  node.type = OpType::Conv;
-  node.setInts("strides", {k.stride, k.stride});
-  const std::vector<int64_t> pads = k.pads.empty() ? std::vector<int64_t>{k.pad, k.pad, k.pad, k.pad} : k.pads;
-  node.setInts("pads", pads);
-  node.setInts("dilations", {k.dilation, k.dilation});
-  node.setInt("group", k.group);
-  if (k.act == FusedActivation::Kind::Clip) setActivation(node, k.act, 0.f, 0.5f);
-  else if (k.act != FusedActivation::Kind::None) setActivation(node, k.act, 0.1f);
-  std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, {k.n, k.c, k.h, k.w}, seed)),
-                              constant(randomTensor(DataType::Float32, {k.m, k.c / k.group, k.kh, k.kw}, seed + 1))};
-  if (k.bias) inputs.push_back(constant(randomTensor(DataType::Float32, {k.m}, seed + 2)));
-  if (k.residual) {
-    if (!k.bias) inputs.push_back(absent());
-    auto out = [&](int64_t size, int64_t kernel, int64_t padSum) {
-      return (size + padSum - k.dilation * (kernel - 1) - 1) / k.stride + 1;
-    };
-    inputs.push_back(in(randomTensor(DataType::Float32,
-                                     {k.n, k.m, out(k.h, k.kh, pads[0] + pads[2]), out(k.w, k.kw, pads[1] + pads[3])},
-                                     seed + 3, -2, 2)));
-  }
-  SCOPED_TRACE(::testing::Message() << "conv x[" << k.n << "," << k.c << "," << k.h << "," << k.w << "] m=" << k.m
-                                    << " k=" << k.kh << "x" << k.kw << " group=" << k.group << " stride=" << k.stride
-                                    << " pad=" << k.pad << " dilation=" << k.dilation << " residual=" << k.residual
-                                    << " threads=" << k.threads);
-  checkAgainstReference(node, inputs, k.threads);
+  const BuiltConv conv = buildConvCase(k, seed);
+  SCOPED_TRACE(describeConvCase(k));
+  checkAgainstReference(conv.node, conv.inputs, k.threads);
 }
 
 using Kind = FusedActivation::Kind;

@@ -16,6 +16,7 @@
 #include "backends/cpu/kernels/nc8hw8.h"
 #include "ops/activation.h"
 #include "ops/op_def.h"
+#include "cpu_conv_case.h"
 #include "op_test_util.h"
 
 namespace osprey::test {
@@ -108,42 +109,13 @@ bool runsNatively(const Node& node, const std::vector<OpInput>& inputs, const Sh
   return createNc8hw8PoolExecution(cpu, op, ins, outs) != nullptr;
 }
 
-struct ConvCase {
-  int64_t n, c, h, w, m, kh, kw, group, stride, pad, dilation;
-  bool bias;
-  Kind act;
-  bool residual = false;
-  int threads = 1;
-  std::vector<int64_t> pads = {};  // top, left, bottom, right when not all `pad`
-};
+using ConvCase = CpuConvCase;
 
 void checkConv(const ConvCase& k, uint32_t seed) {
-  Node node;
-  node.type = OpType::Conv;
-  node.setInts("strides", {k.stride, k.stride});
-  const std::vector<int64_t> pads = k.pads.empty() ? std::vector<int64_t>{k.pad, k.pad, k.pad, k.pad} : k.pads;
-  node.setInts("pads", pads);
-  node.setInts("dilations", {k.dilation, k.dilation});
-  node.setInt("group", k.group);
-  if (k.act != Kind::None) {
-    FusedActivation act;
-    act.kind = k.act, act.a = k.act == Kind::Clip ? 0.f : 0.1f, act.b = 0.5f;
-    act.store(node);
-  }
-  std::vector<OpInput> inputs{in(randomTensor(DataType::Float32, {k.n, k.c, k.h, k.w}, seed)),
-                              constant(randomTensor(DataType::Float32, {k.m, k.c / k.group, k.kh, k.kw}, seed + 1))};
-  inputs.push_back(k.bias ? constant(randomTensor(DataType::Float32, {k.m}, seed + 2)) : absent());
-  auto out = [&](int64_t size, int64_t kernel, int64_t padSum) {
-    return (size + padSum - k.dilation * (kernel - 1) - 1) / k.stride + 1;
-  };
-  const Shape outShape{k.n, k.m, out(k.h, k.kh, pads[0] + pads[2]), out(k.w, k.kw, pads[1] + pads[3])};
-  if (k.residual) inputs.push_back(in(randomTensor(DataType::Float32, outShape, seed + 3, -2, 2)));
-  SCOPED_TRACE(::testing::Message() << "conv x[" << k.n << "," << k.c << "," << k.h << "," << k.w << "] m=" << k.m
-                                    << " k=" << k.kh << "x" << k.kw << " group=" << k.group << " stride=" << k.stride
-                                    << " pad=" << k.pad << " dilation=" << k.dilation << " residual=" << k.residual
-                                    << " threads=" << k.threads);
-  EXPECT_TRUE(runsNatively(node, inputs, outShape));
-  checkPackedOp(node, inputs, k.threads);
+  const BuiltConv conv = buildConvCase(k, seed);
+  SCOPED_TRACE(describeConvCase(k));
+  EXPECT_TRUE(runsNatively(conv.node, conv.inputs, conv.outShape));
+  checkPackedOp(conv.node, conv.inputs, k.threads);
 }
 
 TEST(CpuNc8hw8, ConvPointwise) {
