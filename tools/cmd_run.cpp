@@ -104,6 +104,8 @@ int cmdRun(int argc, char** argv) {
               stats.executions, stats.foldedOps, stats.loweredOps, stats.views);
   if (stats.relaidTensors > 0)
     std::printf("%d activations kept in the backend's own layout (converted at its edges)\n", stats.relaidTensors);
+  if (stats.fullPrecisionOps > 0)
+    std::printf("%d commands of the model's stem kept in fp32 at low precision (OSPREY_FP32_STEM)\n", stats.fullPrecisionOps);
   if (schedule.backend != ForwardType::CPU) {
     // Ops the device declined run on the CPU backup, with copies around them.
     std::string fallback, onDevice;

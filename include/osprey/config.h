@@ -21,6 +21,11 @@ struct BackendConfig {
   Precision precision = Precision::Normal;
   Power power = Power::Normal;
   Memory memory = Memory::Normal;
+  // At Low precision, the share of the model's convolution work, counted from its inputs, that
+  // stays in fp32 (0 = none) on backends that can mix precisions. Rounding at the input end is
+  // amplified by every later layer, so there it costs the most accuracy for the least time.
+  // OSPREY_FP32_STEM overrides it.
+  float fullPrecisionStem = 0.1f;
 };
 
 }  // namespace osprey

@@ -32,6 +32,7 @@ struct SessionStats {
   int relaidTensors = 0;            // activations kept in their backend's layout (not NCHW)
   int foldedOps = 0;                // ops computed once at resize (constant folding)
   int loweredOps = 0;               // ops lowered to Raster
+  int fullPrecisionOps = 0;         // commands kept in fp32 at Low precision (the stem)
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
 };

@@ -32,6 +32,9 @@ struct OpRef {
   OpType type = OpType::Invalid;
   const Node* node = nullptr;                // the model's node (attributes, name)
   std::shared_ptr<const RasterPlan> raster;  // for OpType::Raster
+  // Run in fp32 although the backend runs at Low precision (BackendConfig::fullPrecisionStem);
+  // only set where the backend honoursFullPrecision().
+  bool fullPrecision = false;
   std::string describe() const { return node ? node->describe() : std::string("Raster"); }
 };
 
@@ -97,6 +100,11 @@ class Backend {
     (void)t;
     return true;
   }
+  // Whether the backend runs ops marked OpRef::fullPrecision in fp32 while the others run at
+  // Low precision. It stores each float activation in the precision of the ops that read it
+  // (RuntimeTensor::fullPrecision); the pipeline inserts a converting copy within the backend
+  // where producer and consumer differ, and onCopyBuffer converts.
+  virtual bool honoursFullPrecision() const { return false; }
   // Layout this backend wants for an activation of the given rank (e.g. NC4HW4 for 4-D).
   virtual Layout preferredLayout(const RuntimeTensor& t) const {
     (void)t;

@@ -24,6 +24,7 @@ struct RuntimeTensor {
   DataType dtype = DataType::Undefined;
   Shape shape;
   Layout layout = Layout::NCHW;
+  bool fullPrecision = false;             // kept in fp32 by a Low-precision backend (OpRef::fullPrecision)
   Backend* backend = nullptr;             // owner of the memory; null for host constants
   std::shared_ptr<MemChunk> chunk;        // set by Backend::onAcquire
   const uint8_t* constData = nullptr;     // constants and folded values: host bytes

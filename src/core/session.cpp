@@ -195,7 +195,8 @@ Status SessionImpl::computeNode(const Node& node) {
     ++stats_.foldedOps;
     return Status::ok();
   }
-  stats_.flops += opFlops(node, in, out);
+  const int64_t flops = opFlops(node, in, out);
+  stats_.flops += flops;
   auto tensorsOf = [&](const std::vector<int>& idx) {
     std::vector<RuntimeTensor*> v;
     for (int i : idx) v.push_back(i < 0 ? nullptr : &tensors_[i]);
@@ -220,6 +221,7 @@ Status SessionImpl::computeNode(const Node& node) {
   cmd.op.node = &node;
   cmd.inputs = tensorsOf(node.inputs);
   cmd.outputs = tensorsOf(node.outputs);
+  cmd.flops = flops;
   commands_.push_back(std::move(cmd));
   return Status::ok();
 }

@@ -34,7 +34,8 @@ class SessionImpl {
     std::vector<RuntimeTensor*> inputs, outputs;
     Backend* backend = nullptr;
     std::unique_ptr<Execution> execution;
-    bool isCopy = false;  // a cross-backend copy inserted by the pipeline
+    int64_t flops = 0;
+    bool isCopy = false;  // a copy inserted by the pipeline (across backends, or converting within one)
     // Copies: the backend that owns the mirror (its consumer). A device-to-host copy runs on the
     // device backend (`backend`) but its output is host memory of the CPU backend.
     Backend* outputHome = nullptr;
@@ -48,6 +49,9 @@ class SessionImpl {
   Status plan(const std::map<std::string, const Tensor*>* inputValues);
   Status computeNode(const Node& node);
   Status createExecutions();
+  // At Low precision, marks the commands at the model's input end that stay in fp32
+  // (BackendConfig::fullPrecisionStem) where the main backend honours it.
+  void chooseFullPrecisionStem();
   // Gives each group of activations its backend's layout where every execution supports it.
   void chooseLayouts();
   // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf).

@@ -1,6 +1,7 @@
 // Session: executions, memory planning and running (resize's first half is in session.cpp).
 #include <chrono>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/layout.h"
@@ -11,14 +12,23 @@ namespace osprey {
 
 Status SessionImpl::createExecutions() {
   std::unordered_map<const RuntimeTensor*, Backend*> home;  // backend holding each activation
-  std::map<std::pair<const RuntimeTensor*, Backend*>, RuntimeTensor*> mirrorOf;
+  // A mirror is the tensor's copy on a backend, in the precision its consumers there run at.
+  std::map<std::tuple<const RuntimeTensor*, Backend*, bool>, RuntimeTensor*> mirrorOf;
   for (int i : model_->graph.inputs) home[&tensors_[i]] = inputHome();
+  chooseFullPrecisionStem();
+  auto markOutputs = [](Command& cmd) {
+    for (auto* t : cmd.outputs)
+      if (t) t->fullPrecision = cmd.op.fullPrecision && t->dtype == DataType::Float32;
+  };
   std::vector<Command> withCopies;
   for (auto& cmd : commands_) {
     Backend* chosen = main_.get();
+    markOutputs(cmd);
     cmd.execution = main_->onCreate(cmd.inputs, cmd.outputs, cmd.op);
     if (!cmd.execution && backup_) {
       chosen = backup_.get();
+      cmd.op.fullPrecision = cmd.op.fullPrecision && backup_->honoursFullPrecision();
+      markOutputs(cmd);
       cmd.execution = backup_->onCreate(cmd.inputs, cmd.outputs, cmd.op);
     }
     if (!cmd.execution) {
@@ -29,20 +39,25 @@ Status SessionImpl::createExecutions() {
                                  forwardTypeName(schedule_.backend) + "' or its backup");
     }
     cmd.backend = chosen;
-    // Activations made on another backend reach this one through a copy.
+    // Activations made on another backend, or kept in another precision on this one, reach
+    // this command through a copy.
     for (auto*& t : cmd.inputs) {
       if (!t) continue;
       bool isConst = t->constData != nullptr;
       Backend* from = isConst ? nullptr : home[t];
-      bool needsCopy = isConst ? chosen->type() != ForwardType::CPU : from != chosen;
+      const bool precision = cmd.op.fullPrecision && t->dtype == DataType::Float32;
+      bool needsCopy = isConst ? chosen->type() != ForwardType::CPU
+                               : from != chosen || (chosen->honoursFullPrecision() && t->fullPrecision != precision &&
+                                                    t->dtype == DataType::Float32);
       if (!needsCopy) continue;
-      auto key = std::make_pair(static_cast<const RuntimeTensor*>(t), chosen);
+      auto key = std::make_tuple(static_cast<const RuntimeTensor*>(t), chosen, precision);
       auto found = mirrorOf.find(key);
       if (found == mirrorOf.end()) {
         mirrors_.push_back(*t);
         RuntimeTensor* m = &mirrors_.back();
         m->constData = nullptr;
         m->chunk.reset();
+        m->fullPrecision = precision;
         m->layout = chosen->preferredLayout(*m);
         Command copy;
         copy.isCopy = true;

@@ -22,8 +22,8 @@ struct CudaRun {
   std::vector<std::string> onCpu;  // "cpu:Op" entries: commands that fell back to the CPU
   int relaidTensors = 0;           // activations the pipeline kept in the backend's layout
 };
-// Runs the node through a session on the CUDA backend (fp32, or fp16/bf16 storage when
-// `lowPrecision`), `runs` times with the same inputs (later runs replay a CUDA graph).
+// Runs the node through a session on the CUDA backend (fp32, or fp16/bf16 storage without an
+// fp32 stem when `lowPrecision`), `runs` times with the same inputs (later runs replay a CUDA graph).
 Status runOpOnCuda(Node node, const std::vector<OpInput>& inputs, int numOutputs, bool lowPrecision, CudaRun* out, int runs = 1);
 
 // Runs the node on the device in fp32, in fp16 storage with NHWC activations where supported,

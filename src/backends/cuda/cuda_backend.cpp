@@ -256,7 +256,8 @@ void CUDABackend::hostParallel(size_t bytes, const std::function<void(size_t, si
 }
 
 Layout CUDABackend::activationLayout(const RuntimeTensor& t) const {
-  return channelsLast_ && t.dtype == DataType::Float32 && t.shape.size() == 4 ? Layout::NHWC : Layout::NCHW;
+  // The fp32 stem stays NCHW: its convolutions take the split-TF32 path, which reads NCHW.
+  return channelsLast_ && storageType(&t) != DataType::Float32 && t.shape.size() == 4 ? Layout::NHWC : Layout::NCHW;
 }
 
 Status CUDABackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
@@ -277,10 +278,31 @@ Status CUDABackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
   return st.withContext("copy of '" + src->name + "'");
 }
 
+// Within the device: a plain copy, or a conversion where the two sides differ in storage dtype
+// (the fp32 stem's edge) or layout (NCHW <-> NHWC).
 Status CUDABackend::copyDeviceToDevice(const RuntimeTensor* src, RuntimeTensor* dst) {
-  if (src->layout != dst->layout) return Status::unsupported("device layout change " + std::string(layoutName(src->layout)) + " -> " + layoutName(dst->layout));
-  size_t bytes = static_cast<size_t>(src->elements()) * dataTypeSize(storageType(src));
-  OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(devicePtr(dst), devicePtr(src), bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
+  if (graphMode_ == GraphMode::Replay && inRun_) return Status::ok();  // part of the replayed graph
+  const int64_t n = src->elements();
+  if (n == 0) return Status::ok();
+  for (const RuntimeTensor* t : {src, static_cast<const RuntimeTensor*>(dst)})
+    if (t->layout != Layout::NCHW && t->layout != Layout::NHWC && layoutMatters(t->shape, t->layout))
+      return Status::unsupported("CUDA tensors are stored in NCHW or NHWC; got " + std::string(layoutName(t->layout)));
+  const DataType from = storageType(src), to = storageType(dst);
+  const bool srcRelaid = src->layout == Layout::NHWC && layoutMatters(src->shape, src->layout);
+  const bool dstRelaid = dst->layout == Layout::NHWC && layoutMatters(dst->shape, dst->layout);
+  if (srcRelaid == dstRelaid && from == to) {
+    const size_t bytes = static_cast<size_t>(n) * dataTypeSize(from);
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(devicePtr(dst), devicePtr(src), bytes, cudaMemcpyDeviceToDevice, stream_), "device copy");
+    return Status::ok();
+  }
+  if (!isFloatStorage(from) || !isFloatStorage(to))
+    return Status::unsupported(std::string("device conversion ") + dataTypeName(from) + " -> " + dataTypeName(to));
+  const RuntimeTensor& relaid = srcRelaid ? *src : *dst;
+  cudaError_t e = srcRelaid == dstRelaid
+                      ? cuda::convertFloat(devicePtr(src), from, devicePtr(dst), to, n, stream_)
+                      : cuda::convertFloatLayout(devicePtr(src), from, devicePtr(dst), to, relaid.shape[0], relaid.shape[1],
+                                                 relaid.shape[2] * relaid.shape[3], dstRelaid, stream_);
+  OSPREY_CUDA_RETURN_IF_ERROR(e, "device conversion");
   return Status::ok();
 }
 

@@ -4,8 +4,11 @@
 //
 // Conventions every CUDA Execution follows:
 // - Storage: a tensor's RuntimeTensor::dtype is the model's dtype. On the device, Float32
-//   tensors are stored in computeType() (fp32; fp16 or bf16 when precision is Low);
-//   every other dtype is stored as is. storageType(t) says which; devicePtr(t) gives the bytes.
+//   tensors are stored in computeType() (fp32; fp16 or bf16 when precision is Low), except
+//   those of the fp32 stem (RuntimeTensor::fullPrecision); every other dtype is stored as is.
+//   storageType(t) says which; devicePtr(t) gives the bytes. The pipeline gives each command
+//   its float tensors in one precision, so an execution may take its output's storage type
+//   for all of them.
 // - Layout: device tensors are stored in RuntimeTensor::layout. At fp16 / bf16 the backend asks
 //   for NHWC for 4-D float activations (activationLayout); the pipeline grants it to groups of
 //   tensors whose executions all support it (Execution::supportsLayout) and keeps NCHW
@@ -53,6 +56,7 @@ class CUDABackend : public Backend {
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
   Layout activationLayout(const RuntimeTensor& t) const override;
+  bool honoursFullPrecision() const override { return lowPrecision(); }
 
   // --- What executions use ---
   CUDARuntime* runtime() const { return runtime_; }
@@ -64,8 +68,14 @@ class CUDABackend : public Backend {
   // Storage dtype of Float32 activations: Float32, or Float16/BFloat16 when precision is Low
   // (BFloat16 when OSPREY_CUDA_LOW_PRECISION=bf16).
   DataType computeType() const { return computeType_; }
+  // A tensor of the fp32 stem (RuntimeTensor::fullPrecision) stays Float32.
   DataType storageType(const RuntimeTensor* t) const {
-    return t->dtype == DataType::Float32 ? computeType_ : t->dtype;
+    return t->dtype == DataType::Float32 && !t->fullPrecision ? computeType_ : t->dtype;
+  }
+  // The storage dtype `op` reads a tensor of `dtype` in, before the pipeline has given it the
+  // op's inputs (in onCreate, an input may still be the producer's tensor, not its mirror).
+  DataType operandType(DataType dtype, const OpRef& op) const {
+    return dtype == DataType::Float32 && !op.fullPrecision ? computeType_ : dtype;
   }
   void* devicePtr(const RuntimeTensor* t) const;
   template <class T>

@@ -301,7 +301,7 @@ std::unique_ptr<Execution> createBinaryExecution(CUDABackend* backend, const OpR
   if (op.type == OpType::Mod && (op.node->getInt("fmod", 0) != 0) != isFloatType(t)) return nullptr;
   BroadcastIndex index;
   if (!makeBroadcastIndex(outputs[0]->shape, {inputs[0]->shape, inputs[1]->shape}, &index)) return nullptr;
-  return std::make_unique<BinaryExecution>(backend, kind, index, backend->storageType(inputs[0]), constantLayoutMatters(inputs));
+  return std::make_unique<BinaryExecution>(backend, kind, index, backend->operandType(t, op), constantLayoutMatters(inputs));
 }
 
 std::unique_ptr<Execution> createWhereExecution(CUDABackend* backend, const OpRef& op, const std::vector<RuntimeTensor*>& inputs,

@@ -51,7 +51,7 @@ class LtExecution : public Execution {
     cInput_ = cInput;
     alpha_ = alpha;
     beta_ = beta;
-    epilogue_ = chooseEpilogue(act_, biasInput >= 0, cuda_->lowPrecision(), &rest_);
+    epilogue_ = chooseEpilogue(act_, biasInput >= 0, storage != DataType::Float32, &rest_);
     OSPREY_RETURN_IF_ERROR(lt_.prepare(cuda_->cublasLt(), shape, storage, epilogue_, cInput >= 0, kWorkspaceLimit));
     workspace_.reset();
     if (lt_.workspaceBytes() > 0) {
