@@ -256,7 +256,8 @@ void CUDABackend::hostParallel(size_t bytes, const std::function<void(size_t, si
 }
 
 Layout CUDABackend::activationLayout(const RuntimeTensor& t) const {
-  // The fp32 stem stays NCHW: its convolutions take the split-TF32 path, which reads NCHW.
+  // Only fp16 / bf16 activations go NHWC (tensor-core convolution); the fp32 stem stays NCHW,
+  // as fp32 sessions do.
   return channelsLast_ && storageType(&t) != DataType::Float32 && t.shape.size() == 4 ? Layout::NHWC : Layout::NCHW;
 }
 
