@@ -37,7 +37,6 @@ void SessionImpl::chooseFullPrecisionStem() {
     end = i + 1;
   }
   for (size_t i = 0; i < end; ++i) commands_[i].op.fullPrecision = true;
-  stats_.fullPrecisionOps = static_cast<int>(end);
 }
 
 }  // namespace osprey

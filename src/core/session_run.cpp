@@ -47,8 +47,7 @@ Status SessionImpl::createExecutions() {
       Backend* from = isConst ? nullptr : home[t];
       const bool precision = cmd.op.fullPrecision && t->dtype == DataType::Float32;
       bool needsCopy = isConst ? chosen->type() != ForwardType::CPU
-                               : from != chosen || (chosen->honoursFullPrecision() && t->fullPrecision != precision &&
-                                                    t->dtype == DataType::Float32);
+                               : from != chosen || (chosen->honoursFullPrecision() && t->fullPrecision != precision);
       if (!needsCopy) continue;
       auto key = std::make_tuple(static_cast<const RuntimeTensor*>(t), chosen, precision);
       auto found = mirrorOf.find(key);
@@ -72,6 +71,7 @@ Status SessionImpl::createExecutions() {
     }
     for (auto* t : cmd.outputs)
       if (t) home[t] = chosen;
+    stats_.fullPrecisionOps += cmd.op.fullPrecision ? 1 : 0;
     std::string key = std::string(forwardTypeName(chosen->type())) + ":" +
                       (cmd.op.type == OpType::Raster ? std::string("Raster") : opTypeName(cmd.op.type));
     ++stats_.opsByBackend[key];

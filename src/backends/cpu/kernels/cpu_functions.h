@@ -92,6 +92,21 @@ struct Nc8DepthwiseArgs {
 };
 using Nc8DepthwiseRowKernel = void (*)(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
                                        const float* bias, const float* residual, float* y);
+// Calls tap(xOffset, wOffset) for each tap of the window at input corner (ih0, iw0) that lies
+// inside the input: the float offsets of its 8 channels in the packed input plane and in the
+// packed weights. The window walk of every depthwise kernel where padding cuts the window.
+template <class Tap>
+inline void forEachNc8DepthwiseTap(const Nc8DepthwiseArgs& a, int64_t ih0, int64_t iw0, Tap&& tap) {
+  for (int64_t kh = 0; kh < a.kernelH; ++kh) {
+    const int64_t ih = ih0 + kh * a.dilationH;
+    if (ih < 0 || ih >= a.inH) continue;
+    for (int64_t kw = 0; kw < a.kernelW; ++kw) {
+      const int64_t iw = iw0 + kw * a.dilationW;
+      if (iw < 0 || iw >= a.inW) continue;
+      tap((ih * a.inW + iw) * 8, (kh * a.kernelW + kw) * 8);
+    }
+  }
+}
 
 struct CpuFunctions {
   const char* isa = "scalar";

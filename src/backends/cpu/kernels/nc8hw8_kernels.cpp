@@ -47,17 +47,9 @@ void f32_nc8_dwconv_row__scalar(const Nc8DepthwiseArgs& a, int64_t oh, const flo
     const int64_t iw0 = ow * a.strideW - a.padW;
     float acc[8];
     for (int64_t l = 0; l < 8; ++l) acc[l] = bias[l];
-    for (int64_t kh = 0; kh < a.kernelH; ++kh) {
-      const int64_t ih = ih0 + kh * a.dilationH;
-      if (ih < 0 || ih >= a.inH) continue;
-      for (int64_t kw = 0; kw < a.kernelW; ++kw) {
-        const int64_t iw = iw0 + kw * a.dilationW;
-        if (iw < 0 || iw >= a.inW) continue;
-        const float* xp = x + (ih * a.inW + iw) * 8;
-        const float* wt = w + (kh * a.kernelW + kw) * 8;
-        for (int64_t l = 0; l < 8; ++l) acc[l] += xp[l] * wt[l];
-      }
-    }
+    forEachNc8DepthwiseTap(a, ih0, iw0, [&](int64_t xo, int64_t wo) {
+      for (int64_t l = 0; l < 8; ++l) acc[l] += x[xo + l] * w[wo + l];
+    });
     for (int64_t l = 0; l < 8; ++l) {
       const float v = acc[l] + (residual ? residual[ow * 8 + l] : 0.f);
       y[ow * 8 + l] = clampTo(v, a.lo, a.hi);

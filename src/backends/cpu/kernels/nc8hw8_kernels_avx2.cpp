@@ -74,16 +74,9 @@ struct Tiles {
 // One output position whose window may be cut by the padding: taps outside are skipped.
 inline __m256 depthwiseEdge(const Nc8DepthwiseArgs& a, int64_t ih0, int64_t iw0, const float* x, const float* w,
                             __m256 acc) {
-  for (int64_t kh = 0; kh < a.kernelH; ++kh) {
-    const int64_t ih = ih0 + kh * a.dilationH;
-    if (ih < 0 || ih >= a.inH) continue;
-    for (int64_t kw = 0; kw < a.kernelW; ++kw) {
-      const int64_t iw = iw0 + kw * a.dilationW;
-      if (iw < 0 || iw >= a.inW) continue;
-      acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + (ih * a.inW + iw) * 8), _mm256_loadu_ps(w + (kh * a.kernelW + kw) * 8),
-                            acc);
-    }
-  }
+  forEachNc8DepthwiseTap(a, ih0, iw0, [&](int64_t xo, int64_t wo) {
+    acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + xo), _mm256_loadu_ps(w + wo), acc);
+  });
   return acc;
 }
 
