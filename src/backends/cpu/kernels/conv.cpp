@@ -33,28 +33,30 @@ class ConvExecution : public Execution {
     pointwise_ = window_.kernelSize() == 1;
     for (int s = 0; s < 3; ++s)
       pointwise_ = pointwise_ && window_.stride[s] == 1 && window_.padBegin[s] == 0 && window_.padEnd[s] == 0;
-    if (!packedMem_) {
-      const size_t perGroup = packedASize(cpuFunctions(), groupOut_, K_);
-      packed_.dtype = DataType::Float32;
-      packed_.shape = {static_cast<int64_t>(perGroup * group_)};
-      packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
-      if (!packedMem_) return Status::outOfMemory("cannot allocate packed Conv weights");
-      float* dst = reinterpret_cast<float*>(packed_.host());
-      const float* src = reinterpret_cast<const float*>(w.host());
-      for (int64_t g = 0; g < group_; ++g)
-        packGemmA(cpuFunctions(), src + g * groupOut_ * K_, K_, 1, groupOut_, K_, dst + g * perGroup);
+    threads_ = 1;
+    if (ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool()) threads_ = pool->threads();
+    stripe_ = pointwise_ ? 0 : chooseStripe(cpuFunctions(), K_, window_.outSize(), threads_);
+    const bool positionRows = stripe_ == 0 && preferPositionRows(cpuFunctions(), groupOut_, window_.outSize());
+    if (!packedMem_ || positionRows != positionRows_) {
+      positionRows_ = positionRows;
+      OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
     }
+    // Scratch lives for this execution only: both are acquired before either is released.
+    std::unique_ptr<MemObj> colScratch, rowScratch;
     if (!pointwise_) {
-      ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
-      threads_ = pool ? pool->threads() : 1;
-      stripe_ = chooseStripe(cpuFunctions(), K_, window_.outSize(), threads_);
       col_.dtype = DataType::Float32;
       if (stripe_ > 0)
         col_.shape = {threads_ * K_ * stripe_};
       else
         col_.shape = {K_, window_.outSize()};
-      auto scratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);  // released on return
-      if (!scratch) return Status::outOfMemory("cannot allocate Conv im2col scratch");
+      colScratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);
+      if (!colScratch) return Status::outOfMemory("cannot allocate im2col scratch for Conv " + node_.name);
+    }
+    if (positionRows_) {
+      rows_.dtype = DataType::Float32;
+      rows_.shape = {window_.outSize(), groupOut_};
+      rowScratch = backend()->onAcquire(&rows_, StorageType::DYNAMIC);
+      if (!rowScratch) return Status::outOfMemory("cannot allocate GEMM scratch for Conv " + node_.name);
     }
     return Status::ok();
   }
@@ -68,7 +70,7 @@ class ConvExecution : public Execution {
     float* col = pointwise_ ? nullptr : reinterpret_cast<float*>(col_.host());
     const float* packed = reinterpret_cast<const float*>(packed_.host());
     const int64_t inSize = window_.inSize(), outSize = window_.outSize();
-    const size_t perGroup = packedASize(cpuFunctions(), groupOut_, K_);
+    const size_t perGroup = packedSize();
     for (int64_t n = 0; n < batch_; ++n) {
       for (int64_t g = 0; g < group_; ++g) {
         const float* xg = x + (n * inChannels_ + g * groupIn_) * inSize;
@@ -79,18 +81,23 @@ class ConvExecution : public Execution {
           continue;
         }
         if (!pointwise_) im2col(window_, xg, groupIn_, col, pool);
-        GemmA a;
-        a.data = packed + g * perGroup;
-        a.packed = true;
-        GemmB b;
-        b.data = pointwise_ ? xg : col;
-        b.rowStride = outSize;
         GemmEpilogue ep;
         ep.bias = bias ? bias + g * groupOut_ : nullptr;
         ep.biasRowStride = 1;
         ep.residual = zg;
         ep.residualRowStride = outSize;
         ep.act = act_;
+        const float* columns = pointwise_ ? xg : col;
+        if (positionRows_) {
+          runPositionRows(pool, columns, packed + g * perGroup, ep, y + yOffset);
+          continue;
+        }
+        GemmA a;
+        a.data = packed + g * perGroup;
+        a.packed = true;
+        GemmB b;
+        b.data = columns;
+        b.rowStride = outSize;
         packedGemm(pool, cpuFunctions(), groupOut_, outSize, K_, a, b, y + yOffset, outSize, ep);
       }
     }
@@ -98,6 +105,71 @@ class ConvExecution : public Execution {
   }
 
  private:
+  // Output positions as the GEMM's rows (C^T = columns^T * W^T, then transposed into NCHW) when
+  // that pads less: a 7x7 map's 49 positions fill 7 blocks of 8 rows (88%) but only 2 blocks of
+  // 32 columns (77%), while the channels (usually a multiple of 32) fill the columns.
+  // Only for 32-wide tiles (AVX-512): the 6x16 tile pads 49 columns less, and its six separate
+  // row pointers into the unpacked columns measured slower there.
+  static bool preferPositionRows(const CpuFunctions& fn, int64_t channels, int64_t positions) {
+    const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
+    if (nr < 32) return false;
+    const int64_t channelRows = roundUpTo(channels, mr) * roundUpTo(positions, nr);
+    const int64_t positionRows = roundUpTo(positions, mr) * roundUpTo(channels, nr);
+    return positionRows * 20 < channelRows * 19;  // a clear gain pays for the transpose
+  }
+  static int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
+
+  size_t packedSize() const {
+    return positionRows_ ? packedBSize(cpuFunctions(), K_, groupOut_) : packedASize(cpuFunctions(), groupOut_, K_);
+  }
+
+  // The weights of each group as the GEMM's A (channels as rows) or B (channels as columns).
+  Status packWeights(const float* w) {
+    packedMem_.reset();
+    const size_t perGroup = packedSize();
+    packed_.dtype = DataType::Float32;
+    packed_.shape = {static_cast<int64_t>(perGroup * group_)};
+    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
+    if (!packedMem_) return Status::outOfMemory("cannot allocate packed weights for Conv " + node_.name);
+    float* dst = reinterpret_cast<float*>(packed_.host());
+    for (int64_t g = 0; g < group_; ++g) {
+      const float* src = w + g * groupOut_ * K_;
+      if (positionRows_)
+        packGemmB(cpuFunctions(), src, 1, K_, K_, groupOut_, dst + g * perGroup);
+      else
+        packGemmA(cpuFunctions(), src, K_, 1, groupOut_, K_, dst + g * perGroup);
+    }
+    return Status::ok();
+  }
+
+  // rows[p][o] = sum over k of columns[k][p] * w[o][k]; then y[o][p] = epilogue(rows[p][o]),
+  // transposed in blocks of channels so that each block's output rows are finished in cache.
+  void runPositionRows(ThreadPool* pool, const float* columns, const float* packedW, const GemmEpilogue& ep,
+                       float* y) const {
+    const CpuFunctions& fn = cpuFunctions();
+    const int64_t positions = window_.outSize();
+    float* rows = reinterpret_cast<float*>(rows_.host());
+    GemmA a;
+    a.data = columns;
+    a.rowStride = 1;
+    a.colStride = positions;
+    GemmB b;
+    b.data = packedW;
+    b.packed = true;
+    packedGemm(pool, fn, positions, groupOut_, K_, a, b, rows, groupOut_, GemmEpilogue());
+    constexpr int64_t kBlock = 16;
+    parallelFor(pool, (groupOut_ + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t o0 = blk * kBlock, o1 = std::min(groupOut_, o0 + kBlock);
+        for (int64_t p = 0; p < positions; ++p) {
+          const float* src = rows + p * groupOut_;
+          for (int64_t o = o0; o < o1; ++o) y[o * positions + p] = src[o];
+        }
+        applyEpilogue(fn, ep, o0, o1 - o0, 0, positions, y + o0 * positions, positions);
+      }
+    });
+  }
+
   // Columns of output positions per im2col stripe, so that a stripe's columns (K x stripe) stay
   // in L2 while the GEMM reads them; 0 when there are too few stripes to keep every thread busy
   // (the whole im2col matrix is built and the GEMM itself is split over the threads instead).
@@ -145,10 +217,10 @@ class ConvExecution : public Execution {
   Window window_;
   FusedActivation act_;
   int64_t group_ = 1, batch_ = 0, inChannels_ = 0, outChannels_ = 0, groupIn_ = 0, groupOut_ = 0, K_ = 0;
-  bool pointwise_ = false;
+  bool pointwise_ = false, positionRows_ = false;
   int threads_ = 1;
   int64_t stripe_ = 0;
-  RuntimeTensor packed_, col_;
+  RuntimeTensor packed_, col_, rows_;
   std::unique_ptr<MemObj> packedMem_;
 };
 

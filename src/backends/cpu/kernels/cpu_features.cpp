@@ -2,6 +2,8 @@
 #include "backends/cpu/kernels/cpu_functions.h"
 
 #include <cmath>
+#include <cstdlib>
+#include <string>
 
 #include "backends/cpu/kernels/depthwise_kernel.h"
 #include "backends/cpu/kernels/winograd_kernel.h"
@@ -125,6 +127,10 @@ CpuFunctions detect() {
   CpuFunctions f = makeScalar();
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
+  // OSPREY_CPU_ISA caps the table (scalar, avx2), to measure or test a smaller one on a larger CPU.
+  const char* cap = std::getenv("OSPREY_CPU_ISA");
+  const std::string isa = cap ? cap : "";
+  if (isa == "scalar") return f;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     f.isa = "avx2_fma";
     f.gemm = f32_gemm_6x16__avx2_fma;
@@ -141,7 +147,7 @@ CpuFunctions detect() {
     f.winogradOutput2x3 = f32_winograd_output_2x3__avx2_fma;
     f.nc8Conv = f32_nc8_conv_6x16__avx2_fma;
     f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
-    if (__builtin_cpu_supports("avx512f")) {
+    if (__builtin_cpu_supports("avx512f") && isa != "avx2") {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;
       f.gemmMr = 8, f.gemmNr = 32;

@@ -43,6 +43,12 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
     const bool accumulate = k0 > 0 || preload, last = k0 + kc == K;
+    // A partial last block of unpacked rows is staged once per K block, not once per column block.
+    const int64_t tailRow = i0 + (i1 - i0 - 1) / blockMr * blockMr, tailRows = std::min(blockMr, M - tailRow);
+    if (!a.packed && tailRows < blockMr)
+      for (int64_t k = 0; k < kc; ++k)
+        for (int64_t r = 0; r < blockMr; ++r)
+          aStage[k * blockMr + r] = r < tailRows ? a.data[(tailRow + r) * a.rowStride + (k0 + k) * a.colStride] : 0.f;
     for (int64_t j = j0; j < j1; j += blockNr) {
       const int64_t nr = std::min(blockNr, N - j);
       const float* bp;
@@ -74,10 +80,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
           ap = a.data + i * a.rowStride + k0 * a.colStride;
           ars = a.rowStride, acs = a.colStride;
         } else {
-          for (int64_t k = 0; k < kc; ++k)
-            for (int64_t r = 0; r < blockMr; ++r)
-              aStage[k * blockMr + r] = r < mr ? a.data[(i + r) * a.rowStride + (k0 + k) * a.colStride] : 0.f;
-          ap = aStage;
+          ap = aStage;  // the tail block, staged above
           ars = 1, acs = blockMr;
         }
         float* cp = c + i * ldc + j;
