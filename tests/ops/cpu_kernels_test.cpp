@@ -91,6 +91,8 @@ TEST(CpuKernels, ConvIm2col) {
   checkConv({1, 3, 5, 6, 4, 2, 3, 1, 1, 0, 1, true, Kind::HardSwish}, seed++);      // non-square kernel
   checkConv({1, 3, 41, 39, 8, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);         // stride 2 gathers, odd width
   checkConv({1, 2, 23, 26, 5, 3, 3, 1, 3, 1, 1, true, Kind::Relu}, seed++);         // stride 3: the generic gather
+  checkConv({1, 3, 19, 21, 6, 3, 3, 1, 2, 2, 2, true, Kind::None}, seed++);         // stride 2 phases, dilated
+  checkConv({1, 5, 16, 17, 9, 5, 5, 1, 2, 0, 1, true, Kind::Relu, false, 1, {1, 2, 2, 1}}, seed++);  // odd pads
 }
 
 TEST(CpuKernels, ConvIm2colStripes) {

@@ -41,7 +41,7 @@ class ConvExecution : public Execution {
       positionRows_ = positionRows;
       OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
     }
-    // Scratch lives for this execution only: both are acquired before either is released.
+    // Scratch lives for this execution only: all are acquired before any is released.
     std::unique_ptr<MemObj> colScratch, rowScratch;
     if (!pointwise_) {
       col_.dtype = DataType::Float32;
@@ -51,6 +51,14 @@ class ConvExecution : public Execution {
         col_.shape = {K_, window_.outSize()};
       colScratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);
       if (!colScratch) return Status::outOfMemory("cannot allocate im2col scratch for Conv " + node_.name);
+    }
+    splitColumns_ = !pointwise_ && window_.stride[2] == 2;
+    std::unique_ptr<MemObj> phaseScratch;
+    if (splitColumns_) {
+      phases_.dtype = DataType::Float32;
+      phases_.shape = {groupIn_ * window_.in[0] * window_.in[1], 2 * ((window_.in[2] + 1) / 2)};
+      phaseScratch = backend()->onAcquire(&phases_, StorageType::DYNAMIC);
+      if (!phaseScratch) return Status::outOfMemory("cannot allocate column phases for Conv " + node_.name);
     }
     if (positionRows_) {
       rows_.dtype = DataType::Float32;
@@ -76,11 +84,13 @@ class ConvExecution : public Execution {
         const float* xg = x + (n * inChannels_ + g * groupIn_) * inSize;
         const int64_t yOffset = (n * outChannels_ + g * groupOut_) * outSize;
         const float* zg = z ? z + yOffset : nullptr;
+        const float* phases = splitColumns_ ? splitColumnPhases(pool, xg) : nullptr;
         if (stripe_ > 0) {
-          runStriped(pool, xg, packed + g * perGroup, bias ? bias + g * groupOut_ : nullptr, zg, y + yOffset, col);
+          runStriped(pool, xg, phases, packed + g * perGroup, bias ? bias + g * groupOut_ : nullptr, zg, y + yOffset,
+                     col);
           continue;
         }
-        if (!pointwise_) im2col(window_, xg, groupIn_, col, pool);
+        if (!pointwise_) im2col(window_, xg, phases, groupIn_, col, pool);
         GemmEpilogue ep;
         ep.bias = bias ? bias + g * groupOut_ : nullptr;
         ep.biasRowStride = 1;
@@ -185,8 +195,25 @@ class ConvExecution : public Execution {
   }
 
   // Each thread builds the columns of its stripes of output positions and multiplies them at once.
-  void runStriped(ThreadPool* pool, const float* x, const float* packedW, const float* bias, const float* z, float* y,
-                  float* col) const {
+  // Every input row as its even columns then its odd ones (each half (W + 1) / 2 wide), so that a
+  // stride-2 im2col copies contiguous runs instead of gathering every other float.
+  const float* splitColumnPhases(ThreadPool* pool, const float* x) const {
+    float* phases = reinterpret_cast<float*>(phases_.host());
+    const int64_t width = window_.in[2], half = (width + 1) / 2;
+    parallelFor(pool, groupIn_ * window_.in[0] * window_.in[1], [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r) {
+        const float* src = x + r * width;
+        float* even = phases + r * 2 * half;
+        float* odd = even + half;
+        for (int64_t i = 0; i < width / 2; ++i) even[i] = src[2 * i], odd[i] = src[2 * i + 1];
+        if (width % 2) even[half - 1] = src[width - 1], odd[half - 1] = 0.f;
+      }
+    });
+    return phases;
+  }
+
+  void runStriped(ThreadPool* pool, const float* x, const float* phases, const float* packedW, const float* bias,
+                  const float* z, float* y, float* col) const {
     const int64_t outSize = window_.outSize(), stripes = (outSize + stripe_ - 1) / stripe_;
     GemmEpilogue ep;
     ep.bias = bias;
@@ -198,7 +225,7 @@ class ConvExecution : public Execution {
         float* stripeCol = col + slot * K_ * stripe_;
         for (int64_t s = slot * stripes / threads_; s < (slot + 1) * stripes / threads_; ++s) {
           const int64_t p0 = s * stripe_, p1 = std::min(outSize, p0 + stripe_);
-          im2colStripe(window_, x, groupIn_, p0, p1, stripeCol);
+          im2colStripe(window_, x, phases, groupIn_, p0, p1, stripeCol);
           GemmA a;
           a.data = packedW;
           a.packed = true;
@@ -217,20 +244,26 @@ class ConvExecution : public Execution {
   Window window_;
   FusedActivation act_;
   int64_t group_ = 1, batch_ = 0, inChannels_ = 0, outChannels_ = 0, groupIn_ = 0, groupOut_ = 0, K_ = 0;
-  bool pointwise_ = false, positionRows_ = false;
+  bool pointwise_ = false, positionRows_ = false, splitColumns_ = false;
   int threads_ = 1;
   int64_t stripe_ = 0;
-  RuntimeTensor packed_, col_, rows_;
+  RuntimeTensor packed_, col_, rows_, phases_;
   std::unique_ptr<MemObj> packedMem_;
 };
 
-// dst[i] = src[i * stride] for i in [lo, hi). Stride 2 (every strided stem and downsampling
-// convolution) as a constant, which the compiler vectorises with shuffles; any other stride
-// element by element.
-void gatherStrided(const float* __restrict src, int64_t stride, int64_t lo, int64_t hi, float* __restrict dst) {
-  if (stride == 2) {
-    for (int64_t i = lo; i < hi; ++i) dst[i] = src[2 * i];
+// dst[i] = input column i * stride + offW of one input row, for i in [lo, hi) (all inside the
+// row): copied from the row's column phases when the input was split (stride 2), else gathered.
+void copyTapColumns(const Window& g, const float* row, const float* phaseRow, int64_t offW, int64_t lo, int64_t hi,
+                    float* __restrict dst) {
+  const int64_t stride = g.stride[2];
+  if (stride == 1) {
+    std::copy(row + offW + lo, row + offW + hi, dst + lo);
+  } else if (phaseRow) {  // column 2i + offW is in phase (offW & 1) at index i + floor(offW / 2)
+    const int64_t half = (g.in[2] + 1) / 2;
+    const float* src = phaseRow + (offW & 1) * half + (offW >> 1);
+    std::copy(src + lo, src + hi, dst + lo);
   } else {
+    const float* src = row + offW;
     for (int64_t i = lo; i < hi; ++i) dst[i] = src[i * stride];
   }
 }
@@ -238,13 +271,12 @@ void gatherStrided(const float* __restrict src, int64_t stride, int64_t lo, int6
 }  // namespace
 
 // col[c * kernelSize + tap][outPos] = the input value that tap reads for outPos (0 in padding).
-void im2col(const Window& g, const float* x, int64_t channels, float* col, ThreadPool* pool) {
-  const int64_t kSize = g.kernelSize(), outSize = g.outSize(), inSize = g.inSize();
+void im2col(const Window& g, const float* x, const float* phases, int64_t channels, float* col, ThreadPool* pool) {
+  const int64_t kSize = g.kernelSize(), outSize = g.outSize();
   parallelFor(pool, channels * kSize, [&](int64_t begin, int64_t end) {
     for (int64_t r = begin; r < end; ++r) {
       const int64_t tap = r % kSize;
       const int64_t kw = tap % g.kernel[2], kh = (tap / g.kernel[2]) % g.kernel[1], kd = tap / (g.kernel[2] * g.kernel[1]);
-      const float* xc = x + (r / kSize) * inSize;
       float* dst = col + r * outSize;
       const int64_t offW = kw * g.dilation[2] - g.padBegin[2];
       int64_t lo, hi;
@@ -258,13 +290,10 @@ void im2col(const Window& g, const float* x, int64_t channels, float* col, Threa
             std::fill(row, row + g.out[2], 0.f);
             continue;
           }
-          const float* src = xc + (id * g.in[1] + ih) * g.in[2] + offW;
+          const int64_t inRow = ((r / kSize) * g.in[0] + id) * g.in[1] + ih;
           std::fill(row, row + lo, 0.f);
-          if (g.stride[2] == 1) {
-            std::copy(src + lo, src + hi, row + lo);
-          } else {
-            gatherStrided(src, g.stride[2], lo, hi, row);
-          }
+          copyTapColumns(g, x + inRow * g.in[2], phases ? phases + inRow * 2 * ((g.in[2] + 1) / 2) : nullptr, offW,
+                         lo, hi, row);
           std::fill(row + hi, row + g.out[2], 0.f);
         }
       }
@@ -272,12 +301,12 @@ void im2col(const Window& g, const float* x, int64_t channels, float* col, Threa
   });
 }
 
-void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0, int64_t p1, float* col) {
-  const int64_t kSize = g.kernelSize(), inSize = g.inSize(), width = p1 - p0, plane = g.out[1] * g.out[2];
+void im2colStripe(const Window& g, const float* x, const float* phases, int64_t channels, int64_t p0, int64_t p1,
+                  float* col) {
+  const int64_t kSize = g.kernelSize(), width = p1 - p0, plane = g.out[1] * g.out[2];
   for (int64_t r = 0; r < channels * kSize; ++r) {
     const int64_t tap = r % kSize;
     const int64_t kw = tap % g.kernel[2], kh = (tap / g.kernel[2]) % g.kernel[1], kd = tap / (g.kernel[2] * g.kernel[1]);
-    const float* xc = x + (r / kSize) * inSize;
     float* dst = col + r * width;
     const int64_t offW = kw * g.dilation[2] - g.padBegin[2];
     int64_t lo, hi;
@@ -291,17 +320,14 @@ void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0,
       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
         std::fill(seg + ow0, seg + ow1, 0.f);
       } else {
-        const float* src = xc + (id * g.in[1] + ih) * g.in[2] + offW;
+        const int64_t inRow = ((r / kSize) * g.in[0] + id) * g.in[1] + ih;
         const int64_t a = std::max(ow0, lo), b = std::min(ow1, hi);
         if (a >= b) {
           std::fill(seg + ow0, seg + ow1, 0.f);
         } else {
           std::fill(seg + ow0, seg + a, 0.f);
-          if (g.stride[2] == 1) {
-            std::copy(src + a, src + b, seg + a);
-          } else {
-            gatherStrided(src, g.stride[2], a, b, seg);
-          }
+          copyTapColumns(g, x + inRow * g.in[2], phases ? phases + inRow * 2 * ((g.in[2] + 1) / 2) : nullptr, offW,
+                         a, b, seg);
           std::fill(seg + b, seg + ow1, 0.f);
         }
       }

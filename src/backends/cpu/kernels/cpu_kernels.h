@@ -58,8 +58,11 @@ std::unique_ptr<Execution> createAttentionExecution(CPUBackend* backend, const O
                                                     const std::vector<RuntimeTensor*>& outputs);
 
 // col[c * kernelSize + tap][outPos] for `channels` planes of x, zero where a tap reads padding.
-void im2col(const Window& g, const float* x, int64_t channels, float* col, ThreadPool* pool);
+// phases (stride 2 only, else null): x's rows split into their even then odd columns, each half
+// (W + 1) / 2 wide, which the copies read instead of gathering from x.
+void im2col(const Window& g, const float* x, const float* phases, int64_t channels, float* col, ThreadPool* pool);
 // The columns of output positions [p0, p1) only: col[c * kernelSize + tap][p - p0].
-void im2colStripe(const Window& g, const float* x, int64_t channels, int64_t p0, int64_t p1, float* col);
+void im2colStripe(const Window& g, const float* x, const float* phases, int64_t channels, int64_t p0, int64_t p1,
+                  float* col);
 
 }  // namespace osprey
