@@ -240,8 +240,12 @@ void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, 
   const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
   int64_t mc = roundUp(kMc, mr), nc = roundUp(kNc, nr);
   auto blocks = [&] { return ((M + mc - 1) / mc) * ((N + nc - 1) / nc); };
+  // Packed weights stream from memory once per block of the other dimension: cut along theirs.
+  const bool splitColumnsFirst = b.packed && !a.packed, splitRowsFirst = a.packed && !b.packed;
   while (blocks() < 4 * threads && (nc > nr || mc > mr)) {
-    if (nc > nr && (N + nc - 1) / nc <= (M + mc - 1) / mc) nc = std::max(nr, nc / 2 / nr * nr);
+    if (splitColumnsFirst && nc > nr) nc = std::max(nr, nc / 2 / nr * nr);
+    else if (splitRowsFirst && mc > mr) mc = std::max(mr, mc / 2 / mr * mr);
+    else if (nc > nr && (N + nc - 1) / nc <= (M + mc - 1) / mc) nc = std::max(nr, nc / 2 / nr * nr);
     else if (mc > mr) mc = std::max(mr, mc / 2 / mr * mr);
     else nc = std::max(nr, nc / 2 / nr * nr);
   }
