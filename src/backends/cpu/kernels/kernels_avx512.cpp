@@ -22,6 +22,10 @@ void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int6
   }
   if (aRowStride == 1) {  // packed A: the eight values of step k are contiguous
     for (int64_t k = 0; k < kc; ++k) {
+      // B in place (NCHW activations): the row's next-but-one column block, because on large
+      // maps the K rows are as many separate streams (96x12544x16: 0.70 -> 0.51-0.63 ms).
+      _mm_prefetch(reinterpret_cast<const char*>(b + 64), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(b + 80), _MM_HINT_T0);
       // 1 KiB ahead: packed weights stream from memory faster than the hardware prefetcher fetches them.
       _mm_prefetch(reinterpret_cast<const char*>(a + 256), _MM_HINT_T0);
       const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
