@@ -1,9 +1,9 @@
 // CPU Conv (2-D, float32, constant weights): the weights are packed once at resize into GEMM
 // panels in STATIC memory; a 1x1 stride-1 unpadded convolution multiplies them straight with the
-// NCHW input, every other runs im2col into planned scratch first: per thread in stripes of output
-// positions that stay in L2 when there are enough of them, else whole. Bias, the residual Z
-// (input 3) and the fused activation run in the GEMM's epilogue. Depthwise convolutions run the
-// direct kernel in depthwise_conv.cpp.
+// NCHW input (on small maps with output positions as the GEMM's rows), every other runs im2col
+// into planned scratch first: per thread in stripes of output positions that stay in L2 when
+// there are enough of them, else whole. Bias, the residual Z (input 3) and the fused activation
+// run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp.
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
@@ -194,7 +194,6 @@ class ConvExecution : public Execution {
     return K <= 32 && shallowStripe >= 32 * nr ? shallowStripe : 0;
   }
 
-  // Each thread builds the columns of its stripes of output positions and multiplies them at once.
   // Every input row as its even columns then its odd ones (each half (W + 1) / 2 wide), so that a
   // stride-2 im2col copies contiguous runs instead of gathering every other float.
   const float* splitColumnPhases(ThreadPool* pool, const float* x) const {
@@ -212,6 +211,7 @@ class ConvExecution : public Execution {
     return phases;
   }
 
+  // Each thread builds the columns of its stripes of output positions and multiplies them at once.
   void runStriped(ThreadPool* pool, const float* x, const float* phases, const float* packedW, const float* bias,
                   const float* z, float* y, float* col) const {
     const int64_t outSize = window_.outSize(), stripes = (outSize + stripe_ - 1) / stripe_;
