@@ -251,19 +251,22 @@ class ConvExecution : public Execution {
   std::unique_ptr<MemObj> packedMem_;
 };
 
-// dst[i] = input column i * stride + offW of one input row, for i in [lo, hi) (all inside the
-// row): copied from the row's column phases when the input was split (stride 2), else gathered.
-void copyTapColumns(const Window& g, const float* row, const float* phaseRow, int64_t offW, int64_t lo, int64_t hi,
-                    float* __restrict dst) {
-  const int64_t stride = g.stride[2];
+// dst[i] = input column i * stride + offW of input row `inRow` (of all the planes' rows), for i in
+// [lo, hi) (all inside the row): copied from the row's column phases when the input was split
+// (stride 2), else gathered from x.
+void copyTapColumns(const Window& g, const float* x, const float* phases, int64_t inRow, int64_t offW, int64_t lo,
+                    int64_t hi, float* __restrict dst) {
+  const int64_t stride = g.stride[2], width = g.in[2];
+  if (phases) {  // column 2i + offW is in phase (offW & 1) at index i + floor(offW / 2)
+    const int64_t half = (width + 1) / 2;
+    const float* src = phases + inRow * 2 * half + (offW & 1) * half + (offW >> 1);
+    std::copy(src + lo, src + hi, dst + lo);
+    return;
+  }
+  const float* src = x + inRow * width + offW;
   if (stride == 1) {
-    std::copy(row + offW + lo, row + offW + hi, dst + lo);
-  } else if (phaseRow) {  // column 2i + offW is in phase (offW & 1) at index i + floor(offW / 2)
-    const int64_t half = (g.in[2] + 1) / 2;
-    const float* src = phaseRow + (offW & 1) * half + (offW >> 1);
     std::copy(src + lo, src + hi, dst + lo);
   } else {
-    const float* src = row + offW;
     for (int64_t i = lo; i < hi; ++i) dst[i] = src[i * stride];
   }
 }
@@ -292,8 +295,7 @@ void im2col(const Window& g, const float* x, const float* phases, int64_t channe
           }
           const int64_t inRow = ((r / kSize) * g.in[0] + id) * g.in[1] + ih;
           std::fill(row, row + lo, 0.f);
-          copyTapColumns(g, x + inRow * g.in[2], phases ? phases + inRow * 2 * ((g.in[2] + 1) / 2) : nullptr, offW,
-                         lo, hi, row);
+          copyTapColumns(g, x, phases, inRow, offW, lo, hi, row);
           std::fill(row + hi, row + g.out[2], 0.f);
         }
       }
@@ -326,8 +328,7 @@ void im2colStripe(const Window& g, const float* x, const float* phases, int64_t 
           std::fill(seg + ow0, seg + ow1, 0.f);
         } else {
           std::fill(seg + ow0, seg + a, 0.f);
-          copyTapColumns(g, x + inRow * g.in[2], phases ? phases + inRow * 2 * ((g.in[2] + 1) / 2) : nullptr, offW,
-                         a, b, seg);
+          copyTapColumns(g, x, phases, inRow, offW, a, b, seg);
           std::fill(seg + b, seg + ow1, 0.f);
         }
       }
