@@ -180,6 +180,26 @@ TEST(CpuKernels, ConvDepthwise) {
   checkConv({1, 2, 40, 33, 2, 3, 3, 2, 3, 1, 1, true, Kind::None}, seed++);
 }
 
+// One output channel per input channel runs in blocks of 8 channels (NC8HW8 row kernel on a
+// zero-padded band): channel counts with a partial last block, small maps whose rows are shorter
+// than a vector, bands of rows on large maps, strides, dilation, uneven pads, batch 2, the
+// residual before Relu / Clip, an activation after, and two threads sharing the tasks.
+TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
+  uint32_t seed = 80;
+  checkConv({1, 19, 7, 7, 19, 5, 5, 19, 1, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 8, 7, 7, 8, 3, 3, 8, 1, 1, 1, false, Kind::Relu}, seed++);
+  checkConv({2, 9, 14, 14, 9, 5, 5, 9, 2, 2, 1, true, Kind::Clip}, seed++);
+  checkConv({1, 17, 13, 11, 17, 3, 3, 17, 2, 0, 1, true, Kind::None}, seed++);  // no padding, odd sizes
+  checkConv({1, 12, 15, 9, 12, 3, 3, 12, 1, 2, 2, true, Kind::Relu}, seed++);   // dilated
+  checkConv({1, 10, 9, 10, 10, 3, 3, 10, 2, 0, 1, true, Kind::None, false, 1, {1, 0, 0, 1}}, seed++);
+  checkConv({1, 24, 113, 57, 24, 3, 3, 24, 2, 1, 1, true, Kind::Relu, false, 2}, seed++);  // bands, stride 2
+  checkConv({1, 11, 150, 150, 11, 3, 3, 11, 1, 1, 1, true, Kind::Clip, false, 2}, seed++);  // bands, stride 1
+  checkConv({1, 13, 60, 70, 13, 5, 5, 13, 1, 2, 1, false, Kind::Sigmoid, true, 2}, seed++);  // residual, then activation
+  checkConv({1, 21, 7, 7, 21, 5, 5, 21, 1, 2, 1, true, Kind::Clip, true}, seed++);  // residual before the clamp
+  checkConv({1, 9, 3, 2, 9, 5, 5, 9, 2, 2, 1, true, Kind::None}, seed++);  // map smaller than the window
+  checkConv({1, 16, 9, 2000, 16, 3, 3, 16, 1, 1, 1, true, Kind::Relu}, seed++);  // rows wider than a band
+}
+
 // Every CPU Conv path with the residual Z added before the activation.
 TEST(CpuKernels, ConvResidualPointwise) {
   uint32_t seed = 200;

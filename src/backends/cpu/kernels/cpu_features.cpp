@@ -120,6 +120,8 @@ CpuFunctions makeScalar() {
   f.winogradOutput2x3 = f32_winograd_output_2x3__scalar;
   f.nc8Conv = f32_nc8_conv_6x16__scalar;
   f.nc8DepthwiseRow = f32_nc8_dwconv_row__scalar;
+  f.nc8Interleave = f32_nc8_interleave__scalar;
+  f.nc8Deinterleave = f32_nc8_deinterleave__scalar;
   return f;
 }
 
@@ -147,10 +149,14 @@ CpuFunctions detect() {
     f.winogradOutput2x3 = f32_winograd_output_2x3__avx2_fma;
     f.nc8Conv = f32_nc8_conv_6x16__avx2_fma;
     f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
+    f.nc8Interleave = f32_nc8_interleave__avx2_fma;
+    f.nc8Deinterleave = f32_nc8_deinterleave__avx2_fma;
     if (__builtin_cpu_supports("avx512f") && isa != "avx2") {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;
       f.gemmMr = 8, f.gemmNr = 32;
+      f.sigmoid = f32_sigmoid__avx512f;
+      f.swish = f32_swish__avx512f;
     }
   }
 #endif

@@ -108,6 +108,15 @@ inline void forEachNc8DepthwiseTap(const Nc8DepthwiseArgs& a, int64_t ih0, int64
   }
 }
 
+// Up to 8 planes interleaved into NC8HW8 order and back. Interleave reads `rows` rows of
+// `rowLength` floats (consecutive in each plane) and writes position (r, i) of plane c to
+// dst[8 * (r * dstRowStride + i) + c] (0 for c >= channels), so that a band of rows lands inside
+// zero padding. Deinterleave writes planes[c * planeStride + i] = src[8 * i + c] for c < channels.
+using Nc8InterleaveKernel = void (*)(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
+                                     int64_t rows, int64_t dstRowStride, float* dst);
+using Nc8DeinterleaveKernel = void (*)(const float* src, int64_t count, int64_t channels, float* planes,
+                                       int64_t planeStride);
+
 struct CpuFunctions {
   const char* isa = "scalar";
   GemmMicroKernel gemm = nullptr;
@@ -125,9 +134,11 @@ struct CpuFunctions {
   WinogradOutputKernel winogradOutput2x3 = nullptr;
   Nc8ConvKernel nc8Conv = nullptr;
   Nc8DepthwiseRowKernel nc8DepthwiseRow = nullptr;
+  Nc8InterleaveKernel nc8Interleave = nullptr;
+  Nc8DeinterleaveKernel nc8Deinterleave = nullptr;
 };
 
-// The table for this CPU (AVX-512F GEMM with the AVX2+FMA rest, AVX2+FMA, or scalar).
+// The table for this CPU (AVX-512F GEMM, Sigmoid and Swish with the AVX2+FMA rest, AVX2+FMA, or scalar).
 const CpuFunctions& cpuFunctions();
 // The portable table, always available (tests compare it with the selected one).
 const CpuFunctions& scalarCpuFunctions();
@@ -151,11 +162,19 @@ void f32_nc8_conv_6x16__scalar(const Nc8ConvArgs& args, int64_t positions, int64
                                const float* w, const float* bias, const float* residual, float* y);
 void f32_nc8_dwconv_row__scalar(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
                                 const float* bias, const float* residual, float* y);
+void f32_nc8_interleave__scalar(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
+                                int64_t rows, int64_t dstRowStride, float* dst);
+void f32_nc8_deinterleave__scalar(const float* src, int64_t count, int64_t channels, float* planes,
+                                  int64_t planeStride);
 #if defined(__x86_64__) || defined(_M_X64)
 void f32_nc8_conv_6x16__avx2_fma(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
                                  const float* w, const float* bias, const float* residual, float* y);
 void f32_nc8_dwconv_row__avx2_fma(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
                                   const float* bias, const float* residual, float* y);
+void f32_nc8_interleave__avx2_fma(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
+                                  int64_t rows, int64_t dstRowStride, float* dst);
+void f32_nc8_deinterleave__avx2_fma(const float* src, int64_t count, int64_t channels, float* planes,
+                                    int64_t planeStride);
 // Polynomial exp (relative error about 2e-7) and erf (absolute error about 2e-7).
 void f32_maxpool3x3s2__avx2_fma(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                                 int64_t rowLength, float* out);
@@ -173,6 +192,8 @@ bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, co
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
+void f32_swish__avx512f(const float* x, float* y, int64_t n);
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 // Defined in kernels_avx2.cpp, compiled with -mavx2 -mfma; only called after a CPU check.

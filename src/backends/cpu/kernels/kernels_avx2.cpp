@@ -128,32 +128,25 @@ inline __m256 exp256(__m256 input) {
   return _mm256_andnot_ps(underflow, _mm256_blendv_ps(result, _mm256_set1_ps(__builtin_inff()), overflow));
 }
 
-// sigmoid(x) = 1 - e / (1 + e) for x >= 0 and e / (1 + e) below, with e = exp(-|x|) in [0, 1]: the
-// exponential needs no overflow handling and one scale for 2^n, and 1 / (1 + e) takes the
-// reciprocal estimate and one Newton step (relative error about 2e-7) instead of a division,
-// whose throughput would set the pace of Sigmoid and Swish.
-inline __m256 sigmoid256(__m256 x) {
-  const __m256 one = _mm256_set1_ps(1.f), lowest = _mm256_set1_ps(-87.33654f);
-  const __m256 negAbs = _mm256_or_ps(x, _mm256_set1_ps(-0.f));  // NaN stays NaN
-  const __m256 underflow = _mm256_cmp_ps(negAbs, lowest, _CMP_LT_OQ);  // e is 0 in float
-  const __m256 t = _mm256_max_ps(lowest, negAbs);  // max returns its second operand for NaN
-  // n = round(t / ln 2) in [-126, 0] by adding 1.5 * 2^23, which leaves n in the low bits of the
-  // sum: no round or convert instruction, whose ports are scarcer than the FMA ones.
+// 1 + exp(-x), the denominator of Sigmoid and Swish. -x is clamped to [-87.34, 88.72]: below, e^-x
+// is below the smallest normal float and 1 + e^-x rounds to 1; at the top, n reaches 128 and 2^n
+// is built as +inf, so the denominator overflows to inf where expf would (x = -inf then gives
+// -inf / inf = NaN in Swish, as the scalar kernel). NaN stays NaN (max/min return it).
+// n = round(-x / ln 2) comes from adding 1.5 * 2^23, which leaves n in the low bits of the sum: no
+// round or convert instruction. Sigmoid and Swish then divide once: fewer instructions than a
+// reciprocal estimate with a Newton step, which set the pace (this loop is instruction-bound).
+inline __m256 onePlusExpNeg(__m256 x) {
+  const __m256 t = _mm256_min_ps(_mm256_set1_ps(88.72283f),
+                                 _mm256_max_ps(_mm256_set1_ps(-87.33654f), _mm256_sub_ps(_mm256_setzero_ps(), x)));
   const __m256 shifter = _mm256_set1_ps(12582912.f);
   const __m256 shifted = _mm256_fmadd_ps(t, _mm256_set1_ps(1.44269504088896341f), shifter);
-  const __m256 n = _mm256_sub_ps(shifted, shifter);
-  const __m256 p = expOfRemainder(t, n);
+  const __m256 p = expOfRemainder(t, _mm256_sub_ps(shifted, shifter));
   const __m256 scale = _mm256_castsi256_ps(
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(127)), 23));
-  const __m256 e = _mm256_andnot_ps(underflow, _mm256_mul_ps(p, scale));
-  const __m256 d = _mm256_add_ps(one, e);
-  __m256 inv = _mm256_rcp_ps(d);
-  inv = _mm256_mul_ps(inv, _mm256_fnmadd_ps(d, inv, _mm256_set1_ps(2.f)));
-  // x >= 0 as 1 - e / (1 + e), which is exactly 1 once e is negligible (1 / (1 + e) through the
-  // estimate would stop one unit short of it).
-  const __m256 q = _mm256_mul_ps(e, inv);
-  return _mm256_blendv_ps(_mm256_sub_ps(one, q), q, x);  // by the sign bit of x
+  return _mm256_fmadd_ps(p, scale, _mm256_set1_ps(1.f));
 }
+
+inline __m256 sigmoid256(__m256 x) { return _mm256_div_ps(_mm256_set1_ps(1.f), onePlusExpNeg(x)); }
 
 // erf(x) = sign(x) * (1 - erfc(|x|)), erfc by the Chebyshev fit of Numerical Recipes
 // (fractional error below 1.2e-7).
@@ -190,7 +183,7 @@ inline __m256 gelu256(__m256 x) {
 }
 
 // x * sigmoid(x): SiLU, Swish with alpha 1.
-inline __m256 swish256(__m256 x) { return _mm256_mul_ps(x, sigmoid256(x)); }
+inline __m256 swish256(__m256 x) { return _mm256_div_ps(x, onePlusExpNeg(x)); }
 
 float horizontalSum(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

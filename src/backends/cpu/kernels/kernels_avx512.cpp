@@ -71,6 +71,49 @@ void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int6
   }
 }
 
+namespace {
+
+// The zmm twin of kernels_avx2.cpp's onePlusExpNeg (same clamps, same polynomial; see there).
+// Zen 4 splits a zmm operation in two, but these loops are bound by instruction count, which
+// 16 lanes halve.
+inline __m512 onePlusExpNeg512(__m512 x) {
+  const __m512 t = _mm512_min_ps(_mm512_set1_ps(88.72283f),
+                                 _mm512_max_ps(_mm512_set1_ps(-87.33654f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
+  const __m512 shifter = _mm512_set1_ps(12582912.f);
+  const __m512 shifted = _mm512_fmadd_ps(t, _mm512_set1_ps(1.44269504088896341f), shifter);
+  const __m512 n = _mm512_sub_ps(shifted, shifter);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), t);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
+  const __m512 scale = _mm512_castsi512_ps(
+      _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(127)), 23));
+  return _mm512_fmadd_ps(p, scale, _mm512_set1_ps(1.f));
+}
+
+template <__m512 (*F)(__m512)>
+inline void mapFloats512(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(y + i, F(_mm512_loadu_ps(x + i)));
+  if (i < n) {
+    const __mmask16 tail = static_cast<__mmask16>((1u << (n - i)) - 1);
+    _mm512_mask_storeu_ps(y + i, tail, F(_mm512_maskz_loadu_ps(tail, x + i)));
+  }
+}
+
+inline __m512 sigmoid512(__m512 x) { return _mm512_div_ps(_mm512_set1_ps(1.f), onePlusExpNeg512(x)); }
+inline __m512 swish512(__m512 x) { return _mm512_div_ps(x, onePlusExpNeg512(x)); }
+
+}  // namespace
+
+void f32_sigmoid__avx512f(const float* x, float* y, int64_t n) { mapFloats512<sigmoid512>(x, y, n); }
+void f32_swish__avx512f(const float* x, float* y, int64_t n) { mapFloats512<swish512>(x, y, n); }
+
 }  // namespace osprey
 
 #endif

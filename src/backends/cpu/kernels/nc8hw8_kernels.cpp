@@ -57,4 +57,18 @@ void f32_nc8_dwconv_row__scalar(const Nc8DepthwiseArgs& a, int64_t oh, const flo
   }
 }
 
+void f32_nc8_interleave__scalar(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
+                                int64_t rows, int64_t dstRowStride, float* dst) {
+  for (int64_t r = 0; r < rows; ++r)
+    for (int64_t i = 0; i < rowLength; ++i)
+      for (int64_t c = 0; c < 8; ++c)
+        dst[8 * (r * dstRowStride + i) + c] = c < channels ? planes[c * planeStride + r * rowLength + i] : 0.f;
+}
+
+void f32_nc8_deinterleave__scalar(const float* src, int64_t count, int64_t channels, float* planes,
+                                  int64_t planeStride) {
+  for (int64_t c = 0; c < channels; ++c)
+    for (int64_t i = 0; i < count; ++i) planes[c * planeStride + i] = src[8 * i + c];
+}
+
 }  // namespace osprey

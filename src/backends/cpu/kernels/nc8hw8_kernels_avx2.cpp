@@ -132,7 +132,61 @@ void depthwiseRow(const Nc8DepthwiseArgs& a, int64_t oh, const float* x, const f
   for (ow = hi > lo ? hi : lo; ow < a.outW; ++ow) finish(ow, depthwiseEdge(a, ih0, ow * a.strideW - a.padW, x, w, b));
 }
 
+// r[0..7] transposed in place: element j of r[i] becomes element i of r[j].
+inline void transpose8x8(__m256* r) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(s0, s4, 0x20), r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+  r[1] = _mm256_permute2f128_ps(s1, s5, 0x20), r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+  r[2] = _mm256_permute2f128_ps(s2, s6, 0x20), r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+  r[3] = _mm256_permute2f128_ps(s3, s7, 0x20), r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
 }  // namespace
+
+void f32_nc8_interleave__avx2_fma(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
+                                  int64_t rows, int64_t dstRowStride, float* dst) {
+  // Groups of 8 consecutive positions of the planes, which may cross from one row to the next.
+  const int64_t count = rowLength * rows;
+  int64_t row = 0, col = 0;
+  for (int64_t i = 0; i < count; i += 8) {
+    const int64_t n = count - i < 8 ? count - i : 8;  // a last partial group: masked loads
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 r[8];
+    for (int64_t c = 0; c < 8; ++c)
+      r[c] = c >= channels ? _mm256_setzero_ps()
+             : n == 8      ? _mm256_loadu_ps(planes + c * planeStride + i)
+                           : _mm256_maskload_ps(planes + c * planeStride + i, mask);
+    transpose8x8(r);
+    for (int64_t j = 0; j < n; ++j) {
+      _mm256_storeu_ps(dst + 8 * (row * dstRowStride + col), r[j]);
+      if (++col == rowLength) col = 0, ++row;
+    }
+  }
+}
+
+void f32_nc8_deinterleave__avx2_fma(const float* src, int64_t count, int64_t channels, float* planes,
+                                    int64_t planeStride) {
+  for (int64_t i = 0; i < count; i += 8) {
+    const int64_t n = count - i < 8 ? count - i : 8;  // a last partial group: masked stores
+    const __m256i mask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    __m256 r[8];
+    for (int64_t j = 0; j < 8; ++j) r[j] = j < n ? _mm256_loadu_ps(src + 8 * (i + j)) : _mm256_setzero_ps();
+    transpose8x8(r);
+    for (int64_t c = 0; c < channels; ++c) {
+      if (n == 8)
+        _mm256_storeu_ps(planes + c * planeStride + i, r[c]);
+      else
+        _mm256_maskstore_ps(planes + c * planeStride + i, mask, r[c]);
+    }
+  }
+}
 
 void f32_nc8_conv_6x16__avx2_fma(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
                                  const float* w, const float* bias, const float* residual, float* y) {
