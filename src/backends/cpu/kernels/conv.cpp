@@ -35,7 +35,7 @@ class ConvExecution : public Execution {
       pointwise_ = pointwise_ && window_.stride[s] == 1 && window_.padBegin[s] == 0 && window_.padEnd[s] == 0;
     threads_ = 1;
     if (ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool()) threads_ = pool->threads();
-    stripe_ = pointwise_ ? 0 : chooseStripe(cpuFunctions(), K_, window_.outSize(), threads_);
+    stripe_ = pointwise_ ? 0 : chooseStripe(cpuFunctions(), K_, groupOut_, window_.outSize(), threads_);
     const bool positionRows = stripe_ == 0 && preferPositionRows(cpuFunctions(), groupOut_, window_.outSize());
     if (!packedMem_ || positionRows != positionRows_) {
       positionRows_ = positionRows;
@@ -52,7 +52,9 @@ class ConvExecution : public Execution {
       colScratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);
       if (!colScratch) return Status::outOfMemory("cannot allocate im2col scratch for Conv " + node_.name);
     }
-    splitColumns_ = !pointwise_ && window_.stride[2] == 2;
+    // A 1x1 window reads one column in two, from one row in two: gathering them costs less than
+    // splitting every input row.
+    splitColumns_ = !pointwise_ && window_.stride[2] == 2 && window_.kernel[2] > 1;
     std::unique_ptr<MemObj> phaseScratch;
     if (splitColumns_) {
       phases_.dtype = DataType::Float32;
@@ -124,7 +126,8 @@ class ConvExecution : public Execution {
     const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
     if (nr < 32) return false;
     const int64_t channelRows = roundUpTo(channels, mr) * roundUpTo(positions, nr);
-    const int64_t positionRows = roundUpTo(positions, mr) * roundUpTo(channels, nr);
+    // With kernels for the last few rows (fn.gemmTail) the positions are not padded at all.
+    const int64_t positionRows = (fn.gemmTail ? positions : roundUpTo(positions, mr)) * roundUpTo(channels, nr);
     return positionRows * 20 < channelRows * 19;  // a clear gain pays for the transpose
   }
   static int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -183,8 +186,12 @@ class ConvExecution : public Execution {
   // Columns of output positions per im2col stripe, so that a stripe's columns (K x stripe) stay
   // in L2 while the GEMM reads them; 0 when there are too few stripes to keep every thread busy
   // (the whole im2col matrix is built and the GEMM itself is split over the threads instead).
-  static int64_t chooseStripe(const CpuFunctions& fn, int64_t K, int64_t outSize, int threads) {
+  static int64_t chooseStripe(const CpuFunctions& fn, int64_t K, int64_t channels, int64_t outSize, int threads) {
     constexpr int64_t kStripeFloats = 128 * 1024;  // 512 KiB of columns
+    // Every stripe streams all the weights: past a quarter of L2 they come from L3 or memory once
+    // per stripe, and one whole im2col matrix (read once per block of weight rows) costs less.
+    constexpr int64_t kStripedWeightFloats = 64 * 1024;
+    if (K * channels > kStripedWeightFloats) return 0;
     const int64_t nr = fn.gemmNr;
     const int64_t stripe = std::max(nr, kStripeFloats / std::max<int64_t>(K, 1) / nr * nr);
     if ((outSize + stripe - 1) / stripe >= 4 * threads) return stripe;

@@ -155,6 +155,7 @@ CpuFunctions detect() {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;
       f.gemmMr = 8, f.gemmNr = 32;
+      f.gemmTail = kAvx512TailKernels;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
     }

@@ -121,6 +121,8 @@ struct CpuFunctions {
   const char* isa = "scalar";
   GemmMicroKernel gemm = nullptr;
   int64_t gemmMr = 6, gemmNr = 16;
+  // gemmTail[r]: the same kernel for exactly r < gemmMr rows (null: stage into a whole block).
+  const GemmMicroKernel* gemmTail = nullptr;
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   MaxPoolRowKernel maxPool3x3s2 = nullptr;
@@ -194,6 +196,7 @@ void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, f
 void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
+extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 // Defined in kernels_avx2.cpp, compiled with -mavx2 -mfma; only called after a CPU check.

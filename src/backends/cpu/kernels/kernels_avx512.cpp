@@ -11,16 +11,20 @@ namespace osprey {
 // issues 16 FMAs against 10 loads, so the FMA ports, not the loads, set the pace. Every row
 // loop is unrolled so that the accumulator arrays live in registers: otherwise GCC zeroes them
 // on the stack (rep stos) and spills them, which costs more than a short-K block itself.
-void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
-                            int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
-  constexpr int kRows = 8;
+namespace {
+
+// kRows x 32: 8 for whole blocks, fewer for the last rows of an unpacked A (49 output positions
+// as 6 blocks of 8 and one of 1, instead of 7 blocks of 8 with 7 rows of padding).
+template <int kRows>
+void gemmRowsX32(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b, int64_t ldb,
+                 float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
   __m512 acc0[kRows], acc1[kRows];
   #pragma GCC unroll 8
   for (int r = 0; r < kRows; ++r) {
     acc0[r] = accumulate ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
     acc1[r] = accumulate ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
   }
-  if (aRowStride == 1) {  // packed A: the eight values of step k are contiguous
+  if (aRowStride == 1) {  // packed A: the rows' values of step k are contiguous
     for (int64_t k = 0; k < kc; ++k) {
       // B in place (NCHW activations): the row's next-but-one column block, because on large
       // maps the K rows are as many separate streams (96x12544x16: 0.70 -> 0.51-0.63 ms).
@@ -70,6 +74,16 @@ void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int6
     _mm512_storeu_ps(c + r * ldc + 16, acc1[r]);
   }
 }
+
+}  // namespace
+
+void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                            int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
+  gemmRowsX32<8>(kc, a, aRowStride, aColStride, b, ldb, c, ldc, accumulate, stage);
+}
+
+const GemmMicroKernel kAvx512TailKernels[8] = {nullptr,           gemmRowsX32<1>, gemmRowsX32<2>, gemmRowsX32<3>,
+                                               gemmRowsX32<4>, gemmRowsX32<5>, gemmRowsX32<6>, gemmRowsX32<7>};
 
 namespace {
 

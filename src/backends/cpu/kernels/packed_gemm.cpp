@@ -43,9 +43,10 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
     const bool accumulate = k0 > 0 || preload, last = k0 + kc == K;
-    // A partial last block of unpacked rows is staged once per K block, not once per column block.
+    // A partial last block of unpacked rows, where the table has no kernel for that many rows, is
+    // staged once per K block, not once per column block.
     const int64_t tailRow = i0 + (i1 - i0 - 1) / blockMr * blockMr, tailRows = std::min(blockMr, M - tailRow);
-    if (!a.packed && tailRows < blockMr)
+    if (!a.packed && tailRows < blockMr && !(fn.gemmTail && fn.gemmTail[tailRows]))
       for (int64_t k = 0; k < kc; ++k)
         for (int64_t r = 0; r < blockMr; ++r)
           aStage[k * blockMr + r] = r < tailRows ? a.data[(tailRow + r) * a.rowStride + (k0 + k) * a.colStride] : 0.f;
@@ -71,12 +72,15 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
       }
       for (int64_t i = i0; i < i1; i += blockMr) {
         const int64_t mr = std::min(blockMr, M - i);
+        // A kernel for exactly mr rows computes no padding rows and reads A where it is.
+        const GemmMicroKernel kernel = mr < blockMr && fn.gemmTail && fn.gemmTail[mr] ? fn.gemmTail[mr] : fn.gemm;
+        const bool exactRows = mr == blockMr || kernel != fn.gemm;
         const float* ap;
         int64_t ars, acs;
         if (a.packed) {
           ap = a.data + (i / blockMr) * K * blockMr + k0 * blockMr;
           ars = 1, acs = blockMr;
-        } else if (mr == blockMr) {
+        } else if (exactRows) {
           ap = a.data + i * a.rowStride + k0 * a.colStride;
           ars = a.rowStride, acs = a.colStride;
         } else {
@@ -93,11 +97,11 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
           st = &stage;
         }
         const float* z = preload && k0 == 0 ? ep.residual + i * ep.residualRowStride + j : nullptr;
-        if (mr == blockMr && nr == blockNr) {
+        if (exactRows && nr == blockNr) {
           if (z)
             for (int64_t r = 0; r < mr; ++r)
               std::memcpy(cp + r * ldc, z + r * ep.residualRowStride, sizeof(float) * nr);
-          fn.gemm(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
+          kernel(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
           continue;
         }
         if (z)
@@ -105,7 +109,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
             std::memcpy(cStage + r * blockNr, z + r * ep.residualRowStride, sizeof(float) * nr);
         else if (accumulate)
           for (int64_t r = 0; r < mr; ++r) std::memcpy(cStage + r * blockNr, cp + r * ldc, sizeof(float) * nr);
-        fn.gemm(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
+        kernel(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
         for (int64_t r = 0; r < mr; ++r) std::memcpy(cp + r * ldc, cStage + r * blockNr, sizeof(float) * nr);
       }
     }
