@@ -577,10 +577,12 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
   // The driver directly: both function tables, a pool of 3 threads, every operand form, and
   // thin products (few rows of A or few columns of B) that take the GEMV paths, and products
   // whose blocks are evened out between the threads (rows or columns cut into equal blocks that
-  // are not multiples of the register block).
+  // are not multiples of the register block), and last row blocks of every partial size.
   ThreadPool pool(3);
   const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33},
-                               {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20}};
+                               {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20},
+                               // A last row block of every size 1..7 (AVX-512's tail kernels on unpacked A)
+                               {9, 40, 37}, {11, 70, 20}, {12, 33, 65}, {14, 96, 300}, {15, 31, 8}};
   uint32_t seed = 3;
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2];
@@ -598,7 +600,7 @@ TEST(CpuKernels, PackedGemmResidualBothTables) {
   // The residual through every packedGemm path (blocked, thin rows, thin columns), both tables,
   // into a C with a row stride wider than N.
   ThreadPool pool(3);
-  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {7, 17, 0}};
+  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {7, 17, 0}, {15, 40, 300}};
   uint32_t seed = 50;
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2], ldc = N + 3;
