@@ -179,9 +179,9 @@ class DepthwiseConvExecution : public Execution {
           fn.nc8Deinterleave(outRows, (oh1 - oh0) * args_.outW, lanes, yPlanes + oh0 * args_.outW, outSize);
           const int64_t first = oh0 * args_.outW, count = (oh1 - oh0) * args_.outW;
           for (int64_t c = 0; c < lanes; ++c) {
-            float* rows = yPlanes + c * outSize + first;
-            if (z) finishResidual(z + (image * outChannels_ + c0 + c) * outSize + first, count, rows);
-            if (separateActivation) applyActivation(fn, act_, rows, count);
+            float* done = yPlanes + c * outSize + first;  // this band's rows of plane c
+            if (z) finishResidual(z + (image * outChannels_ + c0 + c) * outSize + first, count, done);
+            if (separateActivation) applyActivation(fn, act_, done, count);
           }
         }
       }
