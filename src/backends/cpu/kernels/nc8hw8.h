@@ -42,6 +42,10 @@ std::unique_ptr<Execution> createNc8hw8ElementwiseExecution(CPUBackend* backend,
 // NCHW <-> NC8HW8 for float32 [N, C, spatial] (packing zero-fills the padding channels).
 void packNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float* dst);
 void unpackNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float* dst);
+// Depthwise weights ([channels][taps], one input channel each) as [block of 8][tap][8], then the
+// bias (may be null: zeros) as [block][8]; every float of the (channels + 7) / 8 * (taps + 1) * 8
+// is written, zero past the last channel. The layout of the NC8HW8 depthwise row kernel.
+void packNc8DepthwiseWeights(const float* w, const float* bias, int64_t channels, int64_t taps, float* dst);
 // Zeros the padding channels (c % 8 .. 7 of the last block) of a packed float32 tensor.
 void zeroNc8hw8Padding(float* data, int64_t n, int64_t c, int64_t spatial);
 

@@ -85,19 +85,17 @@ class Nc8hw8ConvExecution : public Execution {
     if (!packedMem_) return Status::outOfMemory("cannot allocate packed NC8HW8 Conv weights");
     float* dst = reinterpret_cast<float*>(packed_.host());
     const float* src = reinterpret_cast<const float*>(w.host());
-    const int64_t perFilter = depthwise_ ? taps : inChannels_ * taps;  // KCRS
-    for (int64_t m = 0; m < outChannels_; ++m) {
-      const int64_t ob = m / 8, ol = m % 8;
-      for (int64_t t = 0; t < taps; ++t) {
-        if (depthwise_) {
-          dst[(ob * taps + t) * 8 + ol] = src[m * perFilter + t];
-          continue;
-        }
-        for (int64_t c = 0; c < inChannels_; ++c)
-          dst[((ob * taps + t) * inBlocks + c / 8) * 64 + (c % 8) * 8 + ol] = src[m * perFilter + c * taps + t];
-      }
-    }
     bias_ = dst + weightFloats;
+    if (depthwise_) {
+      packNc8DepthwiseWeights(src, bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps,
+                              dst);
+      return Status::ok();
+    }
+    const int64_t perFilter = inChannels_ * taps;  // KCRS
+    for (int64_t m = 0; m < outChannels_; ++m)
+      for (int64_t t = 0; t < taps; ++t)
+        for (int64_t c = 0; c < inChannels_; ++c)
+          dst[((m / 8 * taps + t) * inBlocks + c / 8) * 64 + (c % 8) * 8 + m % 8] = src[m * perFilter + c * taps + t];
     if (bias) std::memcpy(bias_, bias->host(), static_cast<size_t>(outChannels_) * sizeof(float));
     return Status::ok();
   }

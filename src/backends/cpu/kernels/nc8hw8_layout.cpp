@@ -10,6 +10,7 @@
 #include <cstring>
 #include <string>
 
+#include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/nc8hw8.h"
 #include "core/layout.h"
 #include "core/thread_pool.h"
@@ -146,27 +147,27 @@ std::unique_ptr<Execution> wrapForPackedLayout(CPUBackend* backend, const OpRef&
 void packNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float* dst) {
   const int64_t blocks = (c + 7) / 8;
   for (int64_t b = 0; b < n * blocks; ++b) {
-    const int64_t batch = b / blocks, c0 = (b % blocks) * 8, real = std::min<int64_t>(8, c - c0);
-    const float* rows[8];
-    for (int64_t l = 0; l < real; ++l) rows[l] = src + (batch * c + c0 + l) * spatial;
-    float* d = dst + b * spatial * 8;
-    for (int64_t s = 0; s < spatial; ++s) {
-      for (int64_t l = 0; l < real; ++l) d[s * 8 + l] = rows[l][s];
-      for (int64_t l = real; l < 8; ++l) d[s * 8 + l] = 0.f;
-    }
+    const int64_t batch = b / blocks, c0 = (b % blocks) * 8;
+    cpuFunctions().nc8Interleave(src + (batch * c + c0) * spatial, spatial, std::min<int64_t>(8, c - c0), spatial, 1,
+                                 spatial, dst + b * spatial * 8);
   }
 }
 
 void unpackNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float* dst) {
   const int64_t blocks = (c + 7) / 8;
   for (int64_t b = 0; b < n * blocks; ++b) {
-    const int64_t batch = b / blocks, c0 = (b % blocks) * 8, real = std::min<int64_t>(8, c - c0);
-    const float* s8 = src + b * spatial * 8;
-    for (int64_t l = 0; l < real; ++l) {
-      float* d = dst + (batch * c + c0 + l) * spatial;
-      for (int64_t s = 0; s < spatial; ++s) d[s] = s8[s * 8 + l];
-    }
+    const int64_t batch = b / blocks, c0 = (b % blocks) * 8;
+    cpuFunctions().nc8Deinterleave(src + b * spatial * 8, spatial, std::min<int64_t>(8, c - c0),
+                                   dst + (batch * c + c0) * spatial, spatial);
   }
+}
+
+void packNc8DepthwiseWeights(const float* w, const float* bias, int64_t channels, int64_t taps, float* dst) {
+  const int64_t blocks = (channels + 7) / 8;
+  std::fill(dst, dst + blocks * (taps + 1) * 8, 0.f);
+  for (int64_t m = 0; m < channels; ++m)
+    for (int64_t t = 0; t < taps; ++t) dst[((m / 8) * taps + t) * 8 + m % 8] = w[m * taps + t];
+  if (bias) std::copy_n(bias, channels, dst + blocks * taps * 8);
 }
 
 void zeroNc8hw8Padding(float* data, int64_t n, int64_t c, int64_t spatial) {
