@@ -13,6 +13,7 @@ namespace {
 constexpr int64_t kKc = 256;  // a kc x nr panel of B (16-32 KiB) stays in L1 across the rows of a block
 constexpr int64_t kMc = 72;   // a 72 x kc block of A (72 KiB) stays in L2 (rounded up to the block)
 constexpr int64_t kNc = 256;
+constexpr int64_t kMaxRowBlocks = (kMc + 5) / 6 + 1;  // rows of one block of C, in the smallest register block
 constexpr int64_t kThinRows = 4;  // up to this many rows of A, a GEMV per row beats padded blocks
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
@@ -40,16 +41,52 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   alignas(64) float aStage[kKc * kGemmMaxMr];
   alignas(64) float bStage[kKc * kGemmMaxNr];
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
+  // What each row block needs, found once per K block instead of once per column tile: with a
+  // short K (16-64) the per-call setup cost a tenth of the micro-kernel's time.
+  struct RowBlock {
+    GemmMicroKernel kernel;
+    const float* a;
+    int64_t aRowStride, aColStride, rows;
+    bool exactRows;
+    GemmOutputStage stage;
+  };
+  RowBlock rowBlocks[kMaxRowBlocks];
+  const int64_t nRowBlocks = (i1 - i0 + blockMr - 1) / blockMr;
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
     const bool accumulate = k0 > 0 || preload, last = k0 + kc == K;
-    // A partial last block of unpacked rows, where the table has no kernel for that many rows, is
-    // staged once per K block, not once per column block.
-    const int64_t tailRow = i0 + (i1 - i0 - 1) / blockMr * blockMr, tailRows = std::min(blockMr, M - tailRow);
-    if (!a.packed && tailRows < blockMr && !(fn.gemmTail && fn.gemmTail[tailRows]))
-      for (int64_t k = 0; k < kc; ++k)
-        for (int64_t r = 0; r < blockMr; ++r)
-          aStage[k * blockMr + r] = r < tailRows ? a.data[(tailRow + r) * a.rowStride + (k0 + k) * a.colStride] : 0.f;
+    for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
+      const int64_t i = i0 + rb * blockMr, mr = std::min(blockMr, M - i);
+      RowBlock& r = rowBlocks[rb];
+      r.rows = mr;
+      // A kernel for exactly mr rows computes no padding rows and reads A where it is.
+      r.kernel = mr < blockMr && fn.gemmTail && fn.gemmTail[mr] ? fn.gemmTail[mr] : fn.gemm;
+      r.exactRows = mr == blockMr || r.kernel != fn.gemm;
+      if (a.packed) {
+        r.a = a.data + (i / blockMr) * K * blockMr + k0 * blockMr;
+        r.aRowStride = 1, r.aColStride = blockMr;
+      } else if (r.exactRows) {
+        r.a = a.data + i * a.rowStride + k0 * a.colStride;
+        r.aRowStride = a.rowStride, r.aColStride = a.colStride;
+      } else {
+        // A partial last block of unpacked rows, where the table has no kernel for that many
+        // rows, is staged once per K block.
+        for (int64_t k = 0; k < kc; ++k)
+          for (int64_t row = 0; row < blockMr; ++row)
+            aStage[k * blockMr + row] = row < mr ? a.data[(i + row) * a.rowStride + (k0 + k) * a.colStride] : 0.f;
+        r.a = aStage;
+        r.aRowStride = 1, r.aColStride = blockMr;
+      }
+      r.stage = stage;
+      if (ep.bias && ep.biasRowStride == 1 && mr == blockMr) {
+        r.stage.rowBias = ep.bias + i;
+      } else if (ep.bias) {  // only the last row block can be partial: one staging buffer serves
+        for (int64_t row = 0; row < blockMr; ++row)
+          biasStage[row] = row < mr ? ep.bias[(i + row) * ep.biasRowStride] : 0.f;
+        r.stage.rowBias = biasStage;
+      }
+    }
+    const bool useStage = last && fused;
     for (int64_t j = j0; j < j1; j += blockNr) {
       const int64_t nr = std::min(blockNr, N - j);
       const float* bp;
@@ -70,47 +107,26 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         bp = bStage;
         ldb = blockNr;
       }
-      for (int64_t i = i0; i < i1; i += blockMr) {
-        const int64_t mr = std::min(blockMr, M - i);
-        // A kernel for exactly mr rows computes no padding rows and reads A where it is.
-        const GemmMicroKernel kernel = mr < blockMr && fn.gemmTail && fn.gemmTail[mr] ? fn.gemmTail[mr] : fn.gemm;
-        const bool exactRows = mr == blockMr || kernel != fn.gemm;
-        const float* ap;
-        int64_t ars, acs;
-        if (a.packed) {
-          ap = a.data + (i / blockMr) * K * blockMr + k0 * blockMr;
-          ars = 1, acs = blockMr;
-        } else if (exactRows) {
-          ap = a.data + i * a.rowStride + k0 * a.colStride;
-          ars = a.rowStride, acs = a.colStride;
-        } else {
-          ap = aStage;  // the tail block, staged above
-          ars = 1, acs = blockMr;
-        }
+      for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
+        const RowBlock& r = rowBlocks[rb];
+        const int64_t i = i0 + rb * blockMr, mr = r.rows;
         float* cp = c + i * ldc + j;
-        const GemmOutputStage* st = nullptr;
-        if (last && fused) {
-          if (ep.bias) {
-            for (int64_t r = 0; r < blockMr; ++r) biasStage[r] = r < mr ? ep.bias[(i + r) * ep.biasRowStride] : 0.f;
-            stage.rowBias = biasStage;
-          }
-          st = &stage;
-        }
+        const GemmOutputStage* st = useStage ? &r.stage : nullptr;
         const float* z = preload && k0 == 0 ? ep.residual + i * ep.residualRowStride + j : nullptr;
-        if (exactRows && nr == blockNr) {
+        if (r.exactRows && nr == blockNr) {
           if (z)
-            for (int64_t r = 0; r < mr; ++r)
-              std::memcpy(cp + r * ldc, z + r * ep.residualRowStride, sizeof(float) * nr);
-          kernel(kc, ap, ars, acs, bp, ldb, cp, ldc, accumulate, st);
+            for (int64_t row = 0; row < mr; ++row)
+              std::memcpy(cp + row * ldc, z + row * ep.residualRowStride, sizeof(float) * nr);
+          r.kernel(kc, r.a, r.aRowStride, r.aColStride, bp, ldb, cp, ldc, accumulate, st);
           continue;
         }
         if (z)
-          for (int64_t r = 0; r < mr; ++r)
-            std::memcpy(cStage + r * blockNr, z + r * ep.residualRowStride, sizeof(float) * nr);
+          for (int64_t row = 0; row < mr; ++row)
+            std::memcpy(cStage + row * blockNr, z + row * ep.residualRowStride, sizeof(float) * nr);
         else if (accumulate)
-          for (int64_t r = 0; r < mr; ++r) std::memcpy(cStage + r * blockNr, cp + r * ldc, sizeof(float) * nr);
-        kernel(kc, ap, ars, acs, bp, ldb, cStage, blockNr, accumulate, st);
-        for (int64_t r = 0; r < mr; ++r) std::memcpy(cp + r * ldc, cStage + r * blockNr, sizeof(float) * nr);
+          for (int64_t row = 0; row < mr; ++row) std::memcpy(cStage + row * blockNr, cp + row * ldc, sizeof(float) * nr);
+        r.kernel(kc, r.a, r.aRowStride, r.aColStride, bp, ldb, cStage, blockNr, accumulate, st);
+        for (int64_t row = 0; row < mr; ++row) std::memcpy(cp + row * ldc, cStage + row * blockNr, sizeof(float) * nr);
       }
     }
   }
