@@ -100,6 +100,13 @@ class Backend {
     (void)t;
     return true;
   }
+  // Whether t may live inside another tensor's memory on this backend, at a byte offset (a
+  // MemChunk with the other's base and a larger offset): the pipeline then has the ops that
+  // produce a Concat's inputs write them straight into its output, and the Concat runs nothing.
+  virtual bool canPlaceInside(const RuntimeTensor& t) const {
+    (void)t;
+    return false;
+  }
   // Whether the backend runs ops marked OpRef::fullPrecision in fp32 while the others run at
   // Low precision. It stores each float activation in the precision of the ops that read it
   // (RuntimeTensor::fullPrecision); the pipeline inserts a converting copy within the backend

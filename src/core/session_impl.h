@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "core/backend.h"
@@ -42,6 +43,13 @@ class SessionImpl {
     // A whole-tensor copy within one backend: its output is a view of this input (same memory),
     // so nothing runs (planMemory shares the chunk).
     RuntimeTensor* viewOf = nullptr;
+    // A Concat whose inputs were placed inside its output (SessionImpl::partOf_): nothing runs.
+    bool inputsInOutput = false;
+  };
+  // A tensor whose memory lies inside another's: bytes [offset, offset + its size) of `whole`.
+  struct Part {
+    RuntimeTensor* whole = nullptr;
+    size_t offset = 0;
   };
 
   // Builds the command list for the current input shapes. With `inputValues`, graph inputs are
@@ -54,8 +62,10 @@ class SessionImpl {
   void chooseFullPrecisionStem();
   // Gives each group of activations its backend's layout where every execution supports it.
   void chooseLayouts();
-  // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf).
+  // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf), and
+  // Concats whose inputs can be written straight into their output (Command::inputsInOutput).
   void findViews();
+  void findConcatParts();
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
   Status storeOutputs(std::vector<Tensor>* outputs) const;
@@ -76,6 +86,7 @@ class SessionImpl {
   std::vector<bool> known_;              // value known at resize time (constant or folded)
   std::deque<RuntimeTensor> mirrors_;    // copies of tensors on another backend
   std::vector<Command> commands_;
+  std::unordered_map<const RuntimeTensor*, Part> partOf_;  // from findConcatParts
   std::vector<std::unique_ptr<MemObj>> memory_;
   std::vector<std::shared_ptr<uint8_t>> folded_;
   std::map<std::string, Shape> shapes_;  // current input shapes

@@ -1,4 +1,5 @@
 // Session: executions, memory planning and running (resize's first half is in session.cpp).
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <tuple>
@@ -87,9 +88,10 @@ Status SessionImpl::createExecutions() {
 
 namespace {
 
-// A region that copies n elements from offset 0 to offset 0, row-major on both sides.
-bool wholeContiguousCopy(const RasterRegion& r) {
-  if (r.src.offset != 0 || r.dst.offset != 0) return false;
+// A region that reads its elements in order from offset 0 and writes them in order from
+// dst.offset, row-major on both sides.
+bool contiguousCopy(const RasterRegion& r) {
+  if (r.src.offset != 0) return false;
   int64_t expected = 1;
   for (int k = 2; k >= 0; --k) {
     if (r.size[k] == 1) continue;
@@ -98,6 +100,8 @@ bool wholeContiguousCopy(const RasterRegion& r) {
   }
   return true;
 }
+
+bool wholeContiguousCopy(const RasterRegion& r) { return r.dst.offset == 0 && contiguousCopy(r); }
 
 }  // namespace
 
@@ -121,6 +125,51 @@ void SessionImpl::findViews() {
     cmd.execution.reset();
     ++stats_.views;
   }
+  findConcatParts();
+}
+
+void SessionImpl::findConcatParts() {
+  partOf_.clear();
+  std::unordered_map<const RuntimeTensor*, const Command*> producer;
+  for (auto& cmd : commands_)
+    for (auto* t : cmd.outputs)
+      if (t) producer[t] = &cmd;
+  std::unordered_map<const RuntimeTensor*, bool> isWhole;
+  for (auto& cmd : commands_) {
+    if (cmd.isCopy || cmd.viewOf || cmd.op.type != OpType::Raster || !cmd.op.raster || cmd.outputs.size() != 1) continue;
+    const RasterPlan& plan = *cmd.op.raster;
+    RuntimeTensor* whole = cmd.outputs[0];
+    if (!whole || plan.fill || plan.regions.size() < 2 || whole->layout != Layout::NCHW) continue;
+    if (whole->dtype == DataType::String || partOf_.count(whole) || !cmd.backend->canPlaceInside(*whole)) continue;
+    // Each region must copy a whole input, produced by an op of this backend, into its own
+    // contiguous range of the output; together they cover it once.
+    std::vector<std::pair<int64_t, RuntimeTensor*>> ranges;  // element offset in the output, input
+    bool ok = true;
+    for (const RasterRegion& r : plan.regions) {
+      RuntimeTensor* in = r.input >= 0 && static_cast<size_t>(r.input) < cmd.inputs.size() ? cmd.inputs[r.input] : nullptr;
+      auto from = in ? producer.find(in) : producer.end();
+      ok = from != producer.end() && !from->second->isCopy && !from->second->viewOf && from->second->backend == cmd.backend &&
+           !in->constData && in->dtype == whole->dtype && in->layout == Layout::NCHW && r.count() == in->elements() &&
+           contiguousCopy(r) && !partOf_.count(in) && !isWhole.count(in) && cmd.backend->canPlaceInside(*in);
+      if (!ok) break;
+      ranges.push_back({r.dst.offset, in});
+    }
+    if (!ok) continue;
+    std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    int64_t next = 0;
+    std::unordered_map<const RuntimeTensor*, bool> seen;
+    for (auto& [offset, in] : ranges) {
+      ok = ok && offset == next && !seen[in];  // one place per part: Concat(a, a) copies
+      seen[in] = true;
+      next = offset + in->elements();
+    }
+    if (!ok || next != whole->elements()) continue;
+    for (auto& [offset, in] : ranges) partOf_[in] = {whole, static_cast<size_t>(offset) * dataTypeSize(whole->dtype)};
+    isWhole[whole] = true;
+    cmd.inputsInOutput = true;
+    cmd.execution.reset();
+    ++stats_.views;
+  }
 }
 
 Status SessionImpl::planMemory() {
@@ -130,6 +179,7 @@ Status SessionImpl::planMemory() {
     auto it = owner.find(t);
     return it == owner.end() ? t : it->second;
   };
+  for (auto& [part, p] : partOf_) owner[part] = p.whole;  // a whole is never a part
   for (auto& cmd : commands_)
     if (cmd.viewOf) owner[cmd.outputs[0]] = ownerOf(cmd.viewOf);
   std::unordered_map<const RuntimeTensor*, size_t> lastUse;
@@ -175,6 +225,13 @@ Status SessionImpl::planMemory() {
     }
     for (auto* t : cmd.outputs) {
       if (!t) continue;
+      auto part = partOf_.find(t);
+      if (part != partOf_.end()) {  // the Concat's output holds it: acquired with its first part
+        OSPREY_RETURN_IF_ERROR(acquire(part->second.whole, cmd.backend, StorageType::DYNAMIC));
+        t->chunk = std::make_shared<MemChunk>();  // placed by placeParts() once the plan is made
+        t->backend = part->second.whole->backend;
+        continue;
+      }
       bool constantMirror = cmd.isCopy && cmd.inputs[0]->constData;
       Backend* owner = cmd.isCopy && cmd.outputHome ? cmd.outputHome : cmd.backend;
       OSPREY_RETURN_IF_ERROR(acquire(t, owner, constantMirror ? StorageType::STATIC : StorageType::DYNAMIC));
@@ -186,6 +243,14 @@ Status SessionImpl::planMemory() {
   for (auto& [t, mem] : live) memory_.push_back(std::move(mem));
   OSPREY_RETURN_IF_ERROR(main_->onResizeEnd());
   if (backup_) OSPREY_RETURN_IF_ERROR(backup_->onResizeEnd());
+  for (auto& [part, p] : partOf_) {
+    const MemChunk& whole = *p.whole->chunk;
+    MemChunk& chunk = *part->chunk;
+    chunk.base = whole.base;
+    chunk.device = whole.device;
+    chunk.offset = whole.offset + p.offset;
+    chunk.size = part->bytes();
+  }
   stats_.arenaPeakBytes = main_->arenaPeakBytes() + (backup_ ? backup_->arenaPeakBytes() : 0);
   stats_.activationBytesSum = activationSum;
   stats_.staticBytes = main_->staticBytes() + (backup_ ? backup_->staticBytes() : 0);
@@ -277,7 +342,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   if (profiling_) profile_.clear();
   for (auto& cmd : commands_) {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
-    if (cmd.viewOf) continue;                              // shares its input's memory
+    if (cmd.viewOf || cmd.inputsInOutput) continue;        // shares its input's memory
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     if (cmd.isCopy) {
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));

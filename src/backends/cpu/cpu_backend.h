@@ -36,6 +36,8 @@ class CPUBackend : public Backend {
   Status onResizeEnd() override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
+  // Host memory: a tensor inside another is its base pointer plus a larger offset.
+  bool canPlaceInside(const RuntimeTensor&) const override { return true; }
   // NC8HW8 for 4-D float32 activations when OSPREY_CPU_LAYOUT asks for it (kernels/nc8hw8.h).
   Layout activationLayout(const RuntimeTensor& t) const override;
   ThreadPool* threadPool() const { return runtime_->threadPool(); }

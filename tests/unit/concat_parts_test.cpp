@@ -1,0 +1,146 @@
+// Concats whose inputs the pipeline places inside their output (SessionImpl::findConcatParts):
+// the producers write there, the Concat runs nothing, and memory is not reused while any part
+// is still needed. Cases it must refuse (an input twice, a graph input, strided regions, a
+// Concat of Concats) still give the right values.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <map>
+
+#include "../ops/op_test_util.h"
+#include "graph_builder.h"
+#include "osprey/osprey.h"
+
+namespace osprey::test {
+namespace {
+
+struct Ran {
+  std::vector<Tensor> outputs;
+  int views = 0, executions = 0;
+};
+
+Ran run(const Graph& g, const Tensor& x) {
+  auto model = std::make_shared<Model>();
+  model->graph = g;
+  std::shared_ptr<Interpreter> interp;
+  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  std::unique_ptr<Session> session;
+  Status st = interp->createSession(ScheduleConfig(), BackendConfig(), &session);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  Ran ran;
+  if (!session) return ran;
+  for (int i = 0; i < 2; ++i) {  // the second run finds the arena as the first one left it
+    st = session->run({{"x", x}}, &ran.outputs);
+    EXPECT_TRUE(st.isOk()) << st.message();
+  }
+  ran.views = session->stats().views;
+  ran.executions = session->stats().executions;
+  return ran;
+}
+
+int concat(GraphBuilder& b, std::vector<int> inputs, int64_t axis) {
+  const int y = b.op(OpType::Concat, std::move(inputs));
+  b.g.nodes.back().setInt("axis", axis);
+  return y;
+}
+
+// Element i of the concatenation along `axis` of tensors whose values come from `parts`.
+void expectConcat(const Tensor& y, const std::vector<std::vector<float>>& parts, int64_t outer) {
+  size_t at = 0;
+  for (int64_t o = 0; o < outer; ++o)
+    for (const auto& p : parts) {
+      const size_t inner = p.size() / outer;
+      for (size_t i = 0; i < inner; ++i, ++at) ASSERT_EQ(y.data<float>()[at], p[o * inner + i]) << "element " << at;
+    }
+  EXPECT_EQ(at, static_cast<size_t>(y.elements()));
+}
+
+std::vector<float> apply(const Tensor& x, float (*f)(float)) {
+  std::vector<float> v(x.elements());
+  for (size_t i = 0; i < v.size(); ++i) v[i] = f(x.data<float>()[i]);
+  return v;
+}
+float relu(float v) { return v > 0.f ? v : 0.f; }
+float neg(float v) { return -v; }
+float negRelu(float v) { return -relu(v); }
+
+TEST(ConcatParts, ProducersWriteIntoTheOutput) {
+  GraphBuilder b;
+  const int x = b.input("x", {1, 3, 5, 7});
+  const int a = b.op(OpType::Relu, {x});
+  const int n = b.op(OpType::Neg, {x});
+  const int y = concat(b, {a, n}, 1);
+  b.output(b.op(OpType::Exp, {y}));
+  b.output(y);
+  const Tensor in = randomTensor(DataType::Float32, {1, 3, 5, 7}, 1);
+  const Ran ran = run(b.g, in);
+  EXPECT_EQ(ran.views, 1);
+  EXPECT_EQ(ran.executions, 3);  // Relu, Neg, Exp
+  ASSERT_EQ(ran.outputs.size(), 2u);
+  expectConcat(ran.outputs[1], {apply(in, relu), apply(in, neg)}, 1);
+  for (int64_t i = 0; i < ran.outputs[1].elements(); ++i)
+    EXPECT_FLOAT_EQ(ran.outputs[0].data<float>()[i], std::exp(ran.outputs[1].data<float>()[i]));
+}
+
+// A part read after the Concat's last reader, and a part computed from another part (DenseNet's
+// pattern): tensors planned meanwhile (the Exp) must not take the parts' memory.
+TEST(ConcatParts, PartsStayAliveForTheirOwnReaders) {
+  GraphBuilder b;
+  const int x = b.input("x", {1, 4, 6, 5});
+  const int a = b.op(OpType::Relu, {x});
+  const int n = b.op(OpType::Neg, {a});
+  const int y = concat(b, {a, n}, 1);
+  b.output(b.op(OpType::Abs, {y}));
+  const int e = b.op(OpType::Exp, {x});
+  b.output(b.op(OpType::Add, {a, e}));
+  const Tensor in = randomTensor(DataType::Float32, {1, 4, 6, 5}, 2);
+  const Ran ran = run(b.g, in);
+  EXPECT_EQ(ran.views, 1);
+  ASSERT_EQ(ran.outputs.size(), 2u);
+  expectConcat(ran.outputs[0], {apply(in, relu), apply(in, relu)}, 1);
+  for (int64_t i = 0; i < in.elements(); ++i) {
+    const float v = in.data<float>()[i];
+    EXPECT_FLOAT_EQ(ran.outputs[1].data<float>()[i], relu(v) + std::exp(v));
+  }
+}
+
+TEST(ConcatParts, RefusedCasesStillConcatenate) {
+  const Tensor in = randomTensor(DataType::Float32, {2, 3, 4, 5}, 3);
+  {  // the same input twice
+    GraphBuilder b;
+    const int x = b.input("x", {2, 3, 4, 5});
+    const int a = b.op(OpType::Relu, {x});
+    b.output(concat(b, {a, a}, 0));
+    const Ran ran = run(b.g, in);
+    EXPECT_EQ(ran.views, 0);
+    expectConcat(ran.outputs[0], {apply(in, relu), apply(in, relu)}, 1);
+  }
+  {  // a graph input among the parts
+    GraphBuilder b;
+    const int x = b.input("x", {2, 3, 4, 5});
+    b.output(concat(b, {b.op(OpType::Neg, {x}), x}, 0));
+    const Ran ran = run(b.g, in);
+    EXPECT_EQ(ran.views, 0);
+    expectConcat(ran.outputs[0], {apply(in, neg), std::vector<float>(in.data<float>(), in.data<float>() + in.elements())}, 1);
+  }
+  {  // batch 2 along the channels: each input is two strided blocks of the output
+    GraphBuilder b;
+    const int x = b.input("x", {2, 3, 4, 5});
+    b.output(concat(b, {b.op(OpType::Relu, {x}), b.op(OpType::Neg, {x})}, 1));
+    const Ran ran = run(b.g, in);
+    EXPECT_EQ(ran.views, 0);
+    expectConcat(ran.outputs[0], {apply(in, relu), apply(in, neg)}, 2);
+  }
+  {  // a Concat of Concats: the inner one is placed, the outer one copies it
+    GraphBuilder b;
+    const int x = b.input("x", {2, 3, 4, 5});
+    const int inner = concat(b, {b.op(OpType::Relu, {x}), b.op(OpType::Neg, {x})}, 0);
+    b.output(concat(b, {inner, b.op(OpType::Neg, {b.op(OpType::Relu, {x})})}, 0));
+    const Ran ran = run(b.g, in);
+    EXPECT_EQ(ran.views, 1);
+    expectConcat(ran.outputs[0], {apply(in, relu), apply(in, neg), apply(in, negRelu)}, 1);
+  }
+}
+
+}  // namespace
+}  // namespace osprey::test
