@@ -416,13 +416,16 @@ TEST(CpuKernels, Pools) {
   checkPool(OpType::MaxPool, {1, 3, 13, 13}, 3, 1, 2, false, false, 2, seed++);  // dilated
   // Rows wide enough for the vectorised 3x3 stride-2 interior, with NaN and ties as in the reference.
   for (bool ceil : {false, true})
-    for (int64_t pad : {0, 1}) checkPool(OpType::MaxPool, {1, 3, 20, 41 + pad}, 3, 2, pad, ceil, false, 1, seed++);
+    for (int64_t pad : {0, 1})
+      for (int64_t width : {41, 75, 112}) checkPool(OpType::MaxPool, {1, 3, 20, width + pad}, 3, 2, pad, ceil, false, 1, seed++);
   Node node;
   node.type = OpType::MaxPool;
   node.setInts("kernel_shape", {3, 3});
   node.setInts("strides", {2, 2});
-  Tensor x = randomTensor(DataType::Float32, {1, 1, 5, 40}, seed++);
-  for (int64_t i = 0; i < x.elements(); i += 7) x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = randomTensor(DataType::Float32, {1, 1, 5, 77}, seed++);  // 16- and 8-wide steps and the rest
+  // Every 5th value: 77 % 5 != 0, so the NaN columns differ from row to row (a NaN first tap of
+  // the first row, and of the later rows, both occur).
+  for (int64_t i = 0; i < x.elements(); i += 5) x.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
   for (int64_t i = 3; i < x.elements(); i += 11) x.data<float>()[i] = 0.5f;
   std::vector<Tensor> outputs;
   ASSERT_TRUE(runOp(node, {in(x)}, 1, &outputs));

@@ -156,6 +156,7 @@ CpuFunctions detect() {
       f.gemm = f32_gemm_8x32__avx512f;
       f.gemmMr = 8, f.gemmNr = 32;
       f.gemmTail = kAvx512TailKernels;
+      f.maxPool3x3s2 = f32_maxpool3x3s2__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
     }

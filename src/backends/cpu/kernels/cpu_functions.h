@@ -194,6 +194,8 @@ bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, co
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
+                               int64_t rowLength, float* out);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f

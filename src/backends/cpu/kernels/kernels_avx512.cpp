@@ -141,6 +141,44 @@ inline __m512 swish512(__m512 x) { return _mm512_div_ps(x, onePlusExpNeg512(x));
 
 }  // namespace
 
+namespace {
+
+// The first `n` of 16 lanes (n clamped to [0, 16]).
+inline __mmask16 firstLanes(int64_t n) {
+  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
+}
+
+}  // namespace
+
+// Sixteen outputs per step: each row's three taps come out of two pairs of loads by one
+// two-source permute each (the AVX2 kernel shuffles twice per tap), in the reference's order.
+// The last step is masked: a scalar tail of up to 15 outputs cost as much as the vector steps
+// on a 55-wide row.
+void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
+                               int64_t rowLength, float* out) {
+  const __m512i evenIdx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i oddIdx = _mm512_add_epi32(evenIdx, _mm512_set1_epi32(1));
+  const float* rows[3] = {r0, r1, r2};
+  for (int64_t ow = lo; ow < hi; ow += 16) {
+    // Loads stop at rowLength; lanes past it only feed outputs past hi, which are not stored.
+    const int64_t avail = rowLength - 2 * ow;
+    const __mmask16 ma = firstLanes(avail), mb = firstLanes(avail - 16), mc = firstLanes(avail - 2),
+                    md = firstLanes(avail - 18);
+    __m512 acc = _mm512_setzero_ps();
+    for (int kh = 0; kh < 3; ++kh) {
+      const float* r = rows[kh] + 2 * ow;
+      const __m512 a = _mm512_maskz_loadu_ps(ma, r), b = _mm512_maskz_loadu_ps(mb, r + 16);
+      const __m512 c = _mm512_maskz_loadu_ps(mc, r + 2), d = _mm512_maskz_loadu_ps(md, r + 18);
+      const __m512 tap0 = _mm512_permutex2var_ps(a, evenIdx, b), tap1 = _mm512_permutex2var_ps(a, oddIdx, b);
+      const __m512 tap2 = _mm512_permutex2var_ps(c, evenIdx, d);
+      // max_ps(v, acc) is v > acc ? v : acc, the reference's rule, starting from the first tap.
+      acc = kh == 0 ? tap0 : _mm512_max_ps(tap0, acc);
+      acc = _mm512_max_ps(tap2, _mm512_max_ps(tap1, acc));
+    }
+    _mm512_mask_storeu_ps(out + ow, firstLanes(hi - ow), acc);
+  }
+}
+
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n) { mapFloats512<sigmoid512>(x, y, n); }
 void f32_swish__avx512f(const float* x, float* y, int64_t n) { mapFloats512<swish512>(x, y, n); }
 
