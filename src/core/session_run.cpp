@@ -228,7 +228,7 @@ Status SessionImpl::planMemory() {
       auto part = partOf_.find(t);
       if (part != partOf_.end()) {  // the Concat's output holds it: acquired with its first part
         OSPREY_RETURN_IF_ERROR(acquire(part->second.whole, cmd.backend, StorageType::DYNAMIC));
-        t->chunk = std::make_shared<MemChunk>();  // placed by placeParts() once the plan is made
+        t->chunk = std::make_shared<MemChunk>();  // placed inside the output's once the plan is made
         t->backend = part->second.whole->backend;
         continue;
       }
@@ -342,7 +342,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   if (profiling_) profile_.clear();
   for (auto& cmd : commands_) {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
-    if (cmd.viewOf || cmd.inputsInOutput) continue;        // shares its input's memory
+    if (cmd.viewOf || cmd.inputsInOutput) continue;        // shares its inputs' memory
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     if (cmd.isCopy) {
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));

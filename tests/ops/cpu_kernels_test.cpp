@@ -625,5 +625,24 @@ TEST(CpuKernels, PackedGemmResidualBothTables) {
   }
 }
 
+TEST(CpuKernels, PackedGemmStridedRowBias) {
+  // A row bias read with a stride (staged per row block, not read in place) over several row
+  // blocks of one block of C: each row block must keep its own staged bias.
+  ThreadPool pool(2);
+  const int64_t shapes[][3] = {{29, 45, 40}, {50, 70, 16}, {72, 33, 300}};
+  uint32_t seed = 80;
+  for (const auto& shape : shapes) {
+    const int64_t M = shape[0], N = shape[1], K = shape[2];
+    Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
+    Tensor strided = randomTensor(DataType::Float32, {2 * M}, seed++), bias(DataType::Float32, {M});
+    for (int64_t i = 0; i < M; ++i) bias.data<float>()[i] = strided.data<float>()[2 * i];
+    GemmEpilogue ep;
+    ep.bias = strided.data<float>();
+    ep.biasRowStride = 2;
+    ep.act.kind = Kind::Relu;
+    expectPackedGemmAllForms(&pool, a, b, M, N, K, N, ep, gemmExpectation(a, b, bias, nullptr, 0, M, N, K, 1.f), "");
+  }
+}
+
 }  // namespace
 }  // namespace osprey::test

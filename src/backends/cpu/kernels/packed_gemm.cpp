@@ -37,7 +37,6 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
              : ep.act.kind == FusedActivation::Kind::Clip ? ep.act.a
                                                            : -std::numeric_limits<float>::infinity();
   stage.hi = ep.act.kind == FusedActivation::Kind::Clip ? ep.act.b : std::numeric_limits<float>::infinity();
-  alignas(64) float biasStage[kGemmMaxMr];
   alignas(64) float aStage[kKc * kGemmMaxMr];
   alignas(64) float bStage[kKc * kGemmMaxNr];
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
@@ -49,6 +48,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
     int64_t aRowStride, aColStride, rows;
     bool exactRows;
     GemmOutputStage stage;
+    float bias[kGemmMaxMr];  // the row bias, when it cannot be read in place
   };
   RowBlock rowBlocks[kMaxRowBlocks];
   const int64_t nRowBlocks = (i1 - i0 + blockMr - 1) / blockMr;
@@ -80,10 +80,9 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
       r.stage = stage;
       if (ep.bias && ep.biasRowStride == 1 && mr == blockMr) {
         r.stage.rowBias = ep.bias + i;
-      } else if (ep.bias) {  // only the last row block can be partial: one staging buffer serves
-        for (int64_t row = 0; row < blockMr; ++row)
-          biasStage[row] = row < mr ? ep.bias[(i + row) * ep.biasRowStride] : 0.f;
-        r.stage.rowBias = biasStage;
+      } else if (ep.bias) {
+        for (int64_t row = 0; row < blockMr; ++row) r.bias[row] = row < mr ? ep.bias[(i + row) * ep.biasRowStride] : 0.f;
+        r.stage.rowBias = r.bias;
       }
     }
     const bool useStage = last && fused;
