@@ -4,6 +4,7 @@
 #include <map>
 #include <tuple>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/layout.h"
 #include "core/session_impl.h"
@@ -134,7 +135,7 @@ void SessionImpl::findConcatParts() {
   for (auto& cmd : commands_)
     for (auto* t : cmd.outputs)
       if (t) producer[t] = &cmd;
-  std::unordered_map<const RuntimeTensor*, bool> isWhole;
+  std::unordered_set<const RuntimeTensor*> wholes;
   for (auto& cmd : commands_) {
     if (cmd.isCopy || cmd.viewOf || cmd.op.type != OpType::Raster || !cmd.op.raster || cmd.outputs.size() != 1) continue;
     const RasterPlan& plan = *cmd.op.raster;
@@ -150,22 +151,21 @@ void SessionImpl::findConcatParts() {
       auto from = in ? producer.find(in) : producer.end();
       ok = from != producer.end() && !from->second->isCopy && !from->second->viewOf && from->second->backend == cmd.backend &&
            !in->constData && in->dtype == whole->dtype && in->layout == Layout::NCHW && r.count() == in->elements() &&
-           contiguousCopy(r) && !partOf_.count(in) && !isWhole.count(in) && cmd.backend->canPlaceInside(*in);
+           contiguousCopy(r) && !partOf_.count(in) && !wholes.count(in) && cmd.backend->canPlaceInside(*in);
       if (!ok) break;
       ranges.push_back({r.dst.offset, in});
     }
     if (!ok) continue;
     std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
     int64_t next = 0;
-    std::unordered_map<const RuntimeTensor*, bool> seen;
+    std::unordered_set<const RuntimeTensor*> seen;
     for (auto& [offset, in] : ranges) {
-      ok = ok && offset == next && !seen[in];  // one place per part: Concat(a, a) copies
-      seen[in] = true;
+      ok = ok && offset == next && seen.insert(in).second;  // one place per part: Concat(a, a) copies
       next = offset + in->elements();
     }
     if (!ok || next != whole->elements()) continue;
     for (auto& [offset, in] : ranges) partOf_[in] = {whole, static_cast<size_t>(offset) * dataTypeSize(whole->dtype)};
-    isWhole[whole] = true;
+    wholes.insert(whole);
     cmd.inputsInOutput = true;
     cmd.execution.reset();
     ++stats_.views;
