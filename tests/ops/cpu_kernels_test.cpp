@@ -48,6 +48,13 @@ class WinogradSetting {
   ~WinogradSetting() { unsetenv("OSPREY_CPU_WINOGRAD"); }
 };
 
+// Sets OSPREY_CPU_DIRECT_CONV for one scope: the im2col tests keep to im2col on stem shapes.
+class DirectConvSetting {
+ public:
+  explicit DirectConvSetting(bool on) { setenv("OSPREY_CPU_DIRECT_CONV", on ? "1" : "0", 1); }
+  ~DirectConvSetting() { unsetenv("OSPREY_CPU_DIRECT_CONV"); }
+};
+
 void checkConv(const ConvCase& k, uint32_t seed) {
   const BuiltConv conv = buildConvCase(k, seed);
   SCOPED_TRACE(describeConvCase(k));
@@ -81,6 +88,7 @@ TEST(CpuKernels, ConvPointwiseDeepK) {
 
 TEST(CpuKernels, ConvIm2col) {
   WinogradSetting off(false);
+  DirectConvSetting directOff(false);
   uint32_t seed = 20;
   checkConv({1, 3, 13, 13, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);        // strided, padded
@@ -97,6 +105,7 @@ TEST(CpuKernels, ConvIm2col) {
 
 TEST(CpuKernels, ConvIm2colStripes) {
   WinogradSetting off(false);
+  DirectConvSetting directOff(false);
   // Deep K makes the L2-sized stripes of output positions one GEMM panel wide, so these run
   // per-thread stripes (the last one partial) rather than one whole im2col matrix.
   uint32_t seed = 30;
@@ -109,6 +118,64 @@ TEST(CpuKernels, ConvIm2colStripes) {
   checkConv({1, 3, 65, 67, 8, 3, 3, 1, 1, 1, 1, true, Kind::Clip}, seed++);
   checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 3, 130, 134, 13, 3, 3, 1, 2, 1, 1, false, Kind::None, true}, seed++);
+}
+
+// Few input channels (stems) run the direct kernel where the table has one: 1-4 channels, strides
+// 1 and 2, output rows of 15-17, 33 and 111 columns (masked last steps, a row edge inside a step),
+// 1 to 40 output channels (a last partial block of 16), padding on any side (whole padding rows
+// skipped), every epilogue, batch 2, two threads; dilation 2 and a residual fall back to im2col.
+TEST(CpuKernels, ConvDirect) {
+  uint32_t seed = 800;
+  checkConv({1, 3, 9, 33, 16, 3, 3, 1, 2, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 3, 20, 222, 17, 3, 3, 1, 2, 0, 1, true, Kind::None}, seed++);       // 111 columns
+  checkConv({2, 3, 19, 31, 24, 7, 7, 1, 2, 3, 1, false, Kind::Clip, false, 2}, seed++);
+  checkConv({1, 1, 7, 15, 1, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid}, seed++);
+  checkConv({1, 2, 8, 16, 40, 5, 3, 1, 1, 0, 1, true, Kind::HardSwish, false, 2, {2, 0, 1, 1}}, seed++);
+  checkConv({1, 4, 6, 17, 7, 1, 1, 1, 1, 0, 1, true, Kind::LeakyRelu}, seed++);      // 1x1
+  checkConv({1, 3, 12, 34, 5, 4, 4, 1, 2, 0, 1, true, Kind::Relu, false, 1, {0, 3, 3, 0}}, seed++);
+  checkConv({1, 3, 4, 20, 16, 3, 3, 1, 1, 2, 1, true, Kind::None}, seed++);          // 2 padding rows
+  checkConv({1, 3, 13, 13, 8, 3, 3, 1, 1, 1, 2, true, Kind::Relu}, seed++);          // dilated: im2col
+  checkConv({1, 3, 13, 13, 8, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);    // residual: im2col
+}
+
+// The direct row kernel of the selected and the scalar table against the sum computed here, with
+// padding rows (null) and columns on both sides, both strides and a partial channel block.
+TEST(CpuKernels, DirectConvRowTablesAgree) {
+  const int64_t inW = 37, kernelW = 5, rowCount = 6, outChannels = 21, blocks = 2;
+  Tensor xT = randomTensor(DataType::Float32, {rowCount, inW}, 41);
+  Tensor wT = randomTensor(DataType::Float32, {blocks, rowCount, kernelW, kDirectConvBlock}, 42);
+  Tensor biasT = randomTensor(DataType::Float32, {outChannels}, 43);
+  std::vector<const float*> rows;
+  for (int64_t r = 0; r < rowCount; ++r) rows.push_back(r == 2 ? nullptr : xT.data<float>() + r * inW);
+  for (int64_t stride : {1, 2}) {
+    DirectConvRowArgs args;
+    args.rowCount = rowCount, args.inW = inW, args.kernelW = kernelW, args.stride = stride, args.padW = 2;
+    args.outW = (inW + 4 - kernelW) / stride + 1, args.outChannels = outChannels, args.outPlaneStride = 50;
+    args.lo = -0.5f, args.hi = 0.75f;
+    for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+      if (!fn->directConvRow) continue;
+      std::vector<float> y(outChannels * args.outPlaneStride, 9.f);
+      fn->directConvRow(args, rows.data(), wT.data<float>(), biasT.data<float>(), y.data());
+      for (int64_t o = 0; o < outChannels; ++o)
+        for (int64_t ow = 0; ow < args.outPlaneStride; ++ow) {
+          if (ow >= args.outW) {
+            EXPECT_EQ(y[o * args.outPlaneStride + ow], 9.f) << fn->isa << " wrote past the row";
+            continue;
+          }
+          double want = biasT.data<float>()[o];
+          for (int64_t r = 0; r < rowCount; ++r)
+            for (int64_t kw = 0; rows[r] && kw < kernelW; ++kw) {
+              const int64_t col = ow * stride + kw - args.padW;
+              if (col >= 0 && col < inW)
+                want += double(rows[r][col]) *
+                        wT.data<float>()[(((o / 16) * rowCount + r) * kernelW + kw) * kDirectConvBlock + o % 16];
+            }
+          want = std::min<double>(args.hi, std::max<double>(args.lo, want));
+          EXPECT_NEAR(y[o * args.outPlaneStride + ow], want, 1e-5) << fn->isa << " stride " << stride << " o " << o
+                                                                   << " ow " << ow;
+        }
+    }
+  }
 }
 
 // Winograd F(2x2, 3x3): odd output sizes (a last tile of one column or row), no padding, one-sided

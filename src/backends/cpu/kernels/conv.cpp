@@ -3,7 +3,8 @@
 // NCHW input (on small maps with output positions as the GEMM's rows), every other runs im2col
 // into planned scratch first: per thread in stripes of output positions that stay in L2 when
 // there are enough of them, else whole. Bias, the residual Z (input 3) and the fused activation
-// run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp.
+// run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp,
+// stems (few input channels) the one in direct_conv.cpp.
 #include <algorithm>
 
 #include "backends/cpu/cpu_backend.h"
@@ -359,6 +360,7 @@ std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef&
   if (group < 1 || x.shape[1] % group != 0 || w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0)
     return nullptr;  // the reference kernel reports the model error
   if (w.shape[1] == 1 && group > 1) return createDepthwiseConvExecution(backend, op, inputs, outputs);
+  if (auto direct = createDirectConvExecution(backend, op, inputs, outputs)) return direct;
   if (auto winograd = createWinogradConvExecution(backend, op, inputs, outputs)) return winograd;
   return std::make_unique<ConvExecution>(backend, op);
 }

@@ -93,6 +93,25 @@ void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const f
   for (int64_t i = 0; i < n; ++i) y[i] = (x[i] - mean) * invStd * gamma[i] + (beta ? beta[i] : 0.f);
 }
 
+void f32_direct_conv_row__scalar(const DirectConvRowArgs& a, const float* const* rows, const float* w,
+                                 const float* bias, float* y) {
+  const int64_t taps = a.rowCount * a.kernelW;
+  for (int64_t o = 0; o < a.outChannels; ++o) {
+    const float* wo = w + (o / kDirectConvBlock) * taps * kDirectConvBlock + o % kDirectConvBlock;
+    for (int64_t ow = 0; ow < a.outW; ++ow) {
+      float acc = bias ? bias[o] : 0.f;
+      for (int64_t r = 0; r < a.rowCount; ++r) {
+        if (!rows[r]) continue;
+        for (int64_t kw = 0; kw < a.kernelW; ++kw) {
+          const int64_t col = ow * a.stride + kw - a.padW;
+          if (col >= 0 && col < a.inW) acc += rows[r][col] * wo[(r * a.kernelW + kw) * kDirectConvBlock];
+        }
+      }
+      y[o * a.outPlaneStride + ow] = acc < a.lo ? a.lo : (acc > a.hi ? a.hi : acc);  // NaN stays NaN
+    }
+  }
+}
+
 void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride) {
   winogradInputRow2x3(rows, tiles, v, posStride);
 }
@@ -110,6 +129,7 @@ CpuFunctions makeScalar() {
   f.gemvPanel = f32_gemv_panel__scalar;
   f.depthwisePlane = f32_dwconv2d__scalar;
   f.maxPool3x3s2 = f32_maxpool3x3s2__scalar;
+  f.directConvRow = f32_direct_conv_row__scalar;
   f.sigmoid = f32_sigmoid__scalar;
   f.erf = f32_erf__scalar;
   f.exp = f32_exp__scalar;
@@ -139,6 +159,7 @@ CpuFunctions detect() {
     f.gemvPanel = f32_gemv_panel__avx2_fma;
     f.depthwisePlane = f32_dwconv2d__avx2_fma;
     f.maxPool3x3s2 = f32_maxpool3x3s2__avx2_fma;
+    f.directConvRow = nullptr;  // im2col and the 6x16 GEMM beat the scalar direct loop
     f.sigmoid = f32_sigmoid__avx2_fma;
     f.erf = f32_erf__avx2_fma;
     f.exp = f32_exp__avx2_fma;
@@ -157,6 +178,7 @@ CpuFunctions detect() {
       f.gemmMr = 8, f.gemmNr = 32;
       f.gemmTail = kAvx512TailKernels;
       f.maxPool3x3s2 = f32_maxpool3x3s2__avx512f;
+      f.directConvRow = f32_direct_conv_row__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
     }

@@ -43,6 +43,22 @@ struct DepthwiseArgs {
 };
 using DepthwisePlaneKernel = void (*)(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 
+// One output row of a direct 2-D convolution over few input channels (a network's stem, where
+// im2col would copy each input value once per tap). rows[r] (r = input channel * kernelH + kh)
+// is the input row that window row r reads, inW floats, or null where it lies in the padding.
+// Tap kw of output column ow reads column ow * stride + kw - padW (0 outside the row); stride
+// is 1 or 2. w holds each block of kDirectConvBlock output channels as [rowCount][kernelW][block]
+// (zero past outChannels). Writes y[o * outPlaneStride + ow] = bias[o] + sum (bias may be null),
+// clamped to [lo, hi] as the GEMM's output stage does, for o < outChannels and ow < outW.
+constexpr int64_t kDirectConvBlock = 16;
+struct DirectConvRowArgs {
+  int64_t rowCount = 0, inW = 0, kernelW = 0, stride = 1, padW = 0;
+  int64_t outW = 0, outChannels = 0, outPlaneStride = 0;
+  float lo = 0.f, hi = 0.f;
+};
+using DirectConvRowKernel = void (*)(const DirectConvRowArgs& args, const float* const* rows, const float* w,
+                                     const float* bias, float* y);
+
 // out[ow] = max of the 3x3 window at columns 2*ow .. 2*ow+2 of rows r0..r2, for ow in [lo, hi);
 // each r may be read at indices below rowLength. Same NaN rule as the reference MaxPool.
 using MaxPoolRowKernel = void (*)(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
@@ -126,6 +142,7 @@ struct CpuFunctions {
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   MaxPoolRowKernel maxPool3x3s2 = nullptr;
+  DirectConvRowKernel directConvRow = nullptr;  // null: such convolutions run im2col
   UnaryKernel sigmoid = nullptr;
   UnaryKernel erf = nullptr;
   UnaryKernel exp = nullptr;
@@ -153,6 +170,8 @@ void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, flo
 void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
 void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                               int64_t rowLength, float* out);
+void f32_direct_conv_row__scalar(const DirectConvRowArgs& args, const float* const* rows, const float* w,
+                                 const float* bias, float* y);
 void f32_sigmoid__scalar(const float* x, float* y, int64_t n);
 void f32_erf__scalar(const float* x, float* y, int64_t n);
 void f32_exp__scalar(const float* x, float* y, int64_t n);
@@ -196,6 +215,8 @@ void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, f
 void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
 void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                                int64_t rowLength, float* out);
+void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* const* rows, const float* w,
+                                  const float* bias, float* y);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f

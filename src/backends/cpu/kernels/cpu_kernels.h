@@ -20,6 +20,11 @@ std::unique_ptr<Execution> createDepthwiseConvExecution(CPUBackend* backend, con
 std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, const OpRef& op,
                                                        const std::vector<RuntimeTensor*>& inputs,
                                                        const std::vector<RuntimeTensor*>& outputs);
+// A direct convolution for the few-input-channel convolutions it suits (a stem; null otherwise,
+// or when OSPREY_CPU_DIRECT_CONV=0); called by createConvExecution after its own checks.
+std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const OpRef& op,
+                                                     const std::vector<RuntimeTensor*>& inputs,
+                                                     const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createGemmExecution(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,
                                                const std::vector<RuntimeTensor*>& outputs);

@@ -5,6 +5,7 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include <algorithm>
 #include <limits>
 
 namespace osprey {
@@ -177,6 +178,63 @@ void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2
     }
     _mm512_mask_storeu_ps(out + ow, firstLanes(hi - ow), acc);
   }
+}
+
+namespace {
+
+// Lanes j of 16 with 0 <= first + j < width.
+inline __mmask16 lanesInside(int64_t first, int64_t width) {
+  return static_cast<__mmask16>(firstLanes(width - first) & ~firstLanes(-first));
+}
+
+// Sixteen output channels by sixteen columns per step: each tap's input vector (one load, or two
+// and a two-source permute for stride 2) feeds 16 FMAs with broadcast weights, so the FMAs, not
+// the loads, set the pace. Padding columns are masked off in the loads; padding rows are null
+// and skipped.
+template <int kStride>
+void directConvRow512(const DirectConvRowArgs& a, const float* const* rows, const float* w, const float* bias,
+                      float* y) {
+  constexpr int64_t kBlock = kDirectConvBlock;
+  const __m512i evenIdx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512 lo = _mm512_set1_ps(a.lo), hi = _mm512_set1_ps(a.hi);
+  const int64_t tapStride = a.kernelW * kBlock;  // floats between two rows' weights
+  for (int64_t o0 = 0; o0 < a.outChannels; o0 += kBlock) {
+    const float* wb = w + o0 * a.rowCount * a.kernelW;
+    const int64_t channels = std::min<int64_t>(kBlock, a.outChannels - o0);
+    for (int64_t ow = 0; ow < a.outW; ow += 16) {
+      __m512 acc[kBlock];
+      #pragma GCC unroll 16
+      for (int c = 0; c < kBlock; ++c) acc[c] = _mm512_set1_ps(bias && c < channels ? bias[o0 + c] : 0.f);
+      for (int64_t kw = 0; kw < a.kernelW; ++kw) {
+        const int64_t col = ow * kStride + kw - a.padW;  // the column lane 0 reads
+        const __mmask16 m0 = lanesInside(col, a.inW), m1 = lanesInside(col + 16, a.inW);
+        const float* wt = wb + kw * kBlock;
+        for (int64_t r = 0; r < a.rowCount; ++r, wt += tapStride) {
+          if (!rows[r]) continue;
+          __m512 v = _mm512_maskz_loadu_ps(m0, rows[r] + col);
+          if (kStride == 2) v = _mm512_permutex2var_ps(v, evenIdx, _mm512_maskz_loadu_ps(m1, rows[r] + col + 16));
+          #pragma GCC unroll 16
+          for (int c = 0; c < kBlock; ++c) acc[c] = _mm512_fmadd_ps(v, _mm512_set1_ps(wt[c]), acc[c]);
+        }
+      }
+      const __mmask16 store = firstLanes(a.outW - ow);
+      #pragma GCC unroll 16
+      for (int c = 0; c < kBlock; ++c)
+        if (c < channels)
+          _mm512_mask_storeu_ps(y + (o0 + c) * a.outPlaneStride + ow, store,
+                                _mm512_min_ps(hi, _mm512_max_ps(lo, acc[c])));
+    }
+  }
+}
+
+}  // namespace
+
+void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* const* rows, const float* w,
+                                  const float* bias, float* y) {
+  if (args.stride == 2)
+    directConvRow512<2>(args, rows, w, bias, y);
+  else
+    directConvRow512<1>(args, rows, w, bias, y);
 }
 
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n) { mapFloats512<sigmoid512>(x, y, n); }

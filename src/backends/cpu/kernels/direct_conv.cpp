@@ -1,0 +1,128 @@
+// CPU Conv computed directly from the input rows for convolutions over few input channels (a
+// network's stem: 3 channels of an image). im2col copies each input value once per tap (27 times
+// for a 3x3 stem, 49 for ResNet's 7x7) into a matrix whose K is too short to keep the GEMM busy;
+// here each output row reads its window's input rows in place, sixteen output channels at a time
+// (the function table's directConvRow). Weights are packed once at resize (STATIC).
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <limits>
+
+#include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/packed_gemm.h"
+#include "core/thread_pool.h"
+#include "ops/window.h"
+
+namespace osprey {
+
+namespace {
+
+// Above this many input channels im2col's K is deep enough for the GEMM, which then wins.
+constexpr int64_t kMaxInChannels = 4;
+constexpr int64_t kMaxWindowRows = 64;  // input channels x kernel height: the kernel's row table
+constexpr int64_t kMaxKernelW = 16;
+
+class DirectConvExecution : public Execution {
+ public:
+  DirectConvExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), node_(*op.node) {}
+
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
+    OSPREY_RETURN_IF_ERROR(readConvWindow(node_, x.shape, w.shape, &window_));
+    OSPREY_RETURN_IF_ERROR(FusedActivation::fromNode(node_, &act_));
+    batch_ = x.shape[0];
+    inChannels_ = x.shape[1];
+    outChannels_ = w.shape[0];
+    args_.rowCount = inChannels_ * window_.kernel[1];
+    args_.inW = window_.in[2];
+    args_.kernelW = window_.kernel[2];
+    args_.stride = window_.stride[2];
+    args_.padW = window_.padBegin[2];
+    args_.outW = window_.out[2];
+    args_.outChannels = outChannels_;
+    args_.outPlaneStride = window_.out[1] * window_.out[2];
+    // Relu and Clip clamp in the kernel; any other activation runs on each finished row.
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    args_.lo = act_.kind == FusedActivation::Kind::Relu ? 0.f : act_.kind == FusedActivation::Kind::Clip ? act_.a : -kInf;
+    args_.hi = act_.kind == FusedActivation::Kind::Clip ? act_.b : kInf;
+    rowActivation_ = act_.kind != FusedActivation::Kind::None && act_.kind != FusedActivation::Kind::Relu &&
+                     act_.kind != FusedActivation::Kind::Clip;
+    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
+    return Status::ok();
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const CpuFunctions& fn = cpuFunctions();
+    const float* x = reinterpret_cast<const float*>(inputs[0]->host());
+    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* packed = reinterpret_cast<const float*>(packed_.host());
+    float* y = reinterpret_cast<float*>(outputs[0]->host());
+    const int64_t inH = window_.in[1], inW = window_.in[2], outH = window_.out[1], outW = window_.out[2];
+    const int64_t kernelH = window_.kernel[1];
+    parallelFor(pool, batch_ * outH, [&](int64_t begin, int64_t end) {
+      const float* rows[kMaxWindowRows];
+      for (int64_t i = begin; i < end; ++i) {
+        const int64_t n = i / outH, oh = i % outH;
+        const float* xn = x + n * inChannels_ * inH * inW;
+        for (int64_t c = 0; c < inChannels_; ++c)
+          for (int64_t kh = 0; kh < kernelH; ++kh) {
+            const int64_t ih = oh * window_.stride[1] - window_.padBegin[1] + kh * window_.dilation[1];
+            rows[c * kernelH + kh] = ih >= 0 && ih < inH ? xn + (c * inH + ih) * inW : nullptr;
+          }
+        float* yRow = y + n * outChannels_ * args_.outPlaneStride + oh * outW;
+        fn.directConvRow(args_, rows, packed, bias, yRow);
+        if (rowActivation_)
+          for (int64_t o = 0; o < outChannels_; ++o) applyActivation(fn, act_, yRow + o * args_.outPlaneStride, outW);
+      }
+    });
+    return Status::ok();
+  }
+
+ private:
+  // [outChannels / block][channel * kernelH + kh][kw][block], zero past outChannels.
+  Status packWeights(const float* w) {
+    const int64_t blocks = (outChannels_ + kDirectConvBlock - 1) / kDirectConvBlock;
+    const int64_t taps = args_.rowCount * args_.kernelW;
+    packed_.dtype = DataType::Float32;
+    packed_.shape = {blocks * taps * kDirectConvBlock};
+    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
+    if (!packedMem_) return Status::outOfMemory("cannot allocate packed weights for Conv " + node_.name);
+    float* dst = reinterpret_cast<float*>(packed_.host());
+    std::fill(dst, dst + blocks * taps * kDirectConvBlock, 0.f);
+    for (int64_t o = 0; o < outChannels_; ++o)
+      for (int64_t t = 0; t < taps; ++t)  // w[o] is [channel][kh][kw]: tap t in this order
+        dst[((o / kDirectConvBlock) * taps + t) * kDirectConvBlock + o % kDirectConvBlock] = w[o * taps + t];
+    return Status::ok();
+  }
+
+  const Node& node_;
+  Window window_;
+  FusedActivation act_;
+  DirectConvRowArgs args_;
+  bool rowActivation_ = false;
+  int64_t batch_ = 0, inChannels_ = 0, outChannels_ = 0;
+  RuntimeTensor packed_;
+  std::unique_ptr<MemObj> packedMem_;
+};
+
+}  // namespace
+
+std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const OpRef& op,
+                                                     const std::vector<RuntimeTensor*>& inputs,
+                                                     const std::vector<RuntimeTensor*>& outputs) {
+  const char* env = std::getenv("OSPREY_CPU_DIRECT_CONV");
+  if (!cpuFunctions().directConvRow || (env && std::strcmp(env, "0") == 0)) return nullptr;
+  const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
+  if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || x.shape[1] > kMaxInChannels) return nullptr;
+  if (inputs.size() > 3 && inputs[3]) return nullptr;  // a residual Z: the GEMM's epilogue adds it
+  Window window;
+  if (!readConvWindow(*op.node, x.shape, w.shape, &window)) return nullptr;
+  if (window.dilation[2] != 1 || (window.stride[2] != 1 && window.stride[2] != 2)) return nullptr;
+  if (window.kernel[2] > kMaxKernelW || x.shape[1] * window.kernel[1] > kMaxWindowRows) return nullptr;
+  if (window.outSize() == 0) return nullptr;
+  return std::make_unique<DirectConvExecution>(backend, op);
+}
+
+}  // namespace osprey
