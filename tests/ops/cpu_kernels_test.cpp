@@ -192,19 +192,19 @@ TEST(CpuKernels, ConvWinograd) {
   checkConv({1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2}, seed++);  // 4 KiB-multiple strides
 }
 
-// Small maps with channels that fill 32-wide column blocks run output positions as the GEMM's
-// rows (7x7: 49 positions in 7 blocks of 8) and transpose into NCHW: pointwise and im2col, a
-// last partial block of rows (9 and 49 positions) and of columns (120 channels), K > 256,
-// batch 2, groups, the residual and two threads.
+// Small maps with channels that fill 32-wide column blocks and a K deep enough to pay for the
+// transpose run output positions as the GEMM's rows (7x7: 49 positions in 7 blocks of 8) and
+// transpose into NCHW: pointwise and im2col, a last partial block of rows (9 and 49 positions)
+// and of columns (120 channels), K > 256, batch 2, groups, the residual and two threads.
 TEST(CpuKernels, ConvPositionRows) {
   WinogradSetting off(false);
   uint32_t seed = 60;
-  checkConv({1, 70, 7, 7, 64, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 170, 7, 7, 64, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, seed++);
   checkConv({2, 300, 7, 7, 120, 1, 1, 1, 1, 0, 1, true, Kind::None, true, 2}, seed++);
   checkConv({1, 64, 3, 3, 64, 1, 1, 1, 1, 0, 1, false, Kind::Sigmoid}, seed++);
   checkConv({1, 40, 9, 9, 64, 3, 3, 1, 1, 1, 1, true, Kind::LeakyRelu}, seed++);
   checkConv({1, 30, 14, 14, 64, 3, 3, 1, 2, 1, 1, true, Kind::Clip, true, 2}, seed++);
-  checkConv({1, 16, 7, 7, 128, 1, 1, 2, 1, 0, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 400, 7, 7, 128, 1, 1, 2, 1, 0, 1, true, Kind::Relu}, seed++);
 }
 
 TEST(CpuKernels, ConvGrouped) {
