@@ -122,7 +122,7 @@ std::unique_ptr<Execution> createPool(CPUBackend* backend, const OpRef& op, cons
 
 // GlobalAveragePool: the mean of each (n, c) plane. The reference sums in double one element at
 // a time; here 32 independent float partial sums (vectorised, each over n / 32 elements, the
-// tail into the first ones) are added pairwise at the end.
+// tail into the first ones) are added pairwise at the end, and small planes sum in one chain each.
 class GlobalAveragePoolExecution : public Execution {
  public:
   explicit GlobalAveragePoolExecution(CPUBackend* backend) : Execution(backend) {}
@@ -134,8 +134,21 @@ class GlobalAveragePoolExecution : public Execution {
     const int64_t planes = x.shape[0] * x.shape[1], size = planes ? x.elements() / planes : 0;
     ThreadPool* pool = planes * size >= 16384 ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
     parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
+      int64_t p = begin;
+      // Small planes (7x7, 8x8) eight at a time, one chain of additions per plane: the partial
+      // sums below spent most of a 7x7 plane's time in their tail and pairwise sum (EfficientNet-B0's
+      // 1152 planes of 7x7: 0.033 -> 0.009 ms). A chain of at most kChainMax additions in float stays
+      // within a few 1e-6.
+      constexpr int64_t kChainMax = 64, kGroup = 8;  // 14x14 planes ran slower this way
+      if (size <= kChainMax)
+        for (; p + kGroup <= end; p += kGroup) {
+          float sums[kGroup] = {};
+          for (int64_t i = 0; i < size; ++i)
+            for (int64_t j = 0; j < kGroup; ++j) sums[j] += xs[(p + j) * size + i];
+          for (int64_t j = 0; j < kGroup; ++j) ys[p + j] = sums[j] / static_cast<float>(size);
+        }
       constexpr int64_t kLanes = 32;
-      for (int64_t p = begin; p < end; ++p) {
+      for (; p < end; ++p) {
         const float* xp = xs + p * size;
         float lanes[kLanes] = {};
         int64_t i = 0;
