@@ -178,6 +178,37 @@ TEST(CpuKernels, DirectConvRowTablesAgree) {
   }
 }
 
+// Positions-as-rows results moved into planes by both tables: 16 and fewer channels, position
+// counts around the 16-wide step, with and without bias and residual; nothing written past them.
+TEST(CpuKernels, TransposeToPlanesTablesAgree) {
+  const int64_t lds = 21, ldy = 40;
+  Tensor srcT = randomTensor(DataType::Float32, {37, lds}, 51);
+  Tensor biasT = randomTensor(DataType::Float32, {16}, 52);
+  Tensor residualT = randomTensor(DataType::Float32, {16, ldy}, 53);
+  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+    if (!fn->transposeToPlanes) continue;
+    for (int64_t channels : {16, 5})
+      for (int64_t positions : {1, 16, 17, 37})
+        for (bool extras : {false, true}) {
+          std::vector<float> y(16 * ldy, 9.f);
+          const float* bias = extras ? biasT.data<float>() : nullptr;
+          const float* residual = extras ? residualT.data<float>() : nullptr;
+          fn->transposeToPlanes(srcT.data<float>(), lds, positions, channels, bias, residual, -0.5f, 0.75f, y.data(),
+                                ldy);
+          for (int64_t c = 0; c < 16; ++c)
+            for (int64_t p = 0; p < ldy; ++p) {
+              float want = 9.f;
+              if (c < channels && p < positions) {
+                want = srcT.data<float>()[p * lds + c] + (bias ? bias[c] : 0.f) + (residual ? residual[c * ldy + p] : 0.f);
+                want = std::min(0.75f, std::max(-0.5f, want));
+              }
+              EXPECT_NEAR(y[c * ldy + p], want, 1e-6) << fn->isa << " channels " << channels << " positions "
+                                                      << positions << " c " << c << " p " << p;
+            }
+        }
+  }
+}
+
 // Winograd F(2x2, 3x3): odd output sizes (a last tile of one column or row), no padding, one-sided
 // padding, batch 2, two threads, K blocking (Cin > 256), every epilogue.
 TEST(CpuKernels, ConvWinograd) {

@@ -112,6 +112,16 @@ void f32_direct_conv_row__scalar(const DirectConvRowArgs& a, const float* const*
   }
 }
 
+void f32_transpose_to_planes__scalar(const float* src, int64_t lds, int64_t positions, int64_t channels,
+                                     const float* bias, const float* residual, float lo, float hi, float* y,
+                                     int64_t ldy) {
+  for (int64_t p = 0; p < positions; ++p)
+    for (int64_t c = 0; c < channels; ++c) {
+      const float v = src[p * lds + c] + (bias ? bias[c] : 0.f) + (residual ? residual[c * ldy + p] : 0.f);
+      y[c * ldy + p] = v < lo ? lo : (v > hi ? hi : v);  // NaN stays NaN
+    }
+}
+
 void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride) {
   winogradInputRow2x3(rows, tiles, v, posStride);
 }
@@ -130,6 +140,7 @@ CpuFunctions makeScalar() {
   f.depthwisePlane = f32_dwconv2d__scalar;
   f.maxPool3x3s2 = f32_maxpool3x3s2__scalar;
   f.directConvRow = f32_direct_conv_row__scalar;
+  f.transposeToPlanes = f32_transpose_to_planes__scalar;
   f.sigmoid = f32_sigmoid__scalar;
   f.erf = f32_erf__scalar;
   f.exp = f32_exp__scalar;
@@ -179,6 +190,7 @@ CpuFunctions detect() {
       f.gemmTail = kAvx512TailKernels;
       f.maxPool3x3s2 = f32_maxpool3x3s2__avx512f;
       f.directConvRow = f32_direct_conv_row__avx512f;
+      f.transposeToPlanes = f32_transpose_to_planes__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
     }

@@ -59,6 +59,14 @@ struct DirectConvRowArgs {
 using DirectConvRowKernel = void (*)(const DirectConvRowArgs& args, const float* const* rows, const float* w,
                                      const float* bias, float* y);
 
+// Sixteen channels of an output computed with positions as rows, moved into planes:
+// y[c * ldy + p] = src[p * lds + c] + bias[c] + residual[c * ldy + p] (bias and residual may be
+// null), clamped to [lo, hi] as the GEMM's output stage does, for c < channels (at most 16) and
+// p < positions.
+using TransposeToPlanesKernel = void (*)(const float* src, int64_t lds, int64_t positions, int64_t channels,
+                                         const float* bias, const float* residual, float lo, float hi, float* y,
+                                         int64_t ldy);
+
 // out[ow] = max of the 3x3 window at columns 2*ow .. 2*ow+2 of rows r0..r2, for ow in [lo, hi);
 // each r may be read at indices below rowLength. Same NaN rule as the reference MaxPool.
 using MaxPoolRowKernel = void (*)(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
@@ -142,7 +150,8 @@ struct CpuFunctions {
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   MaxPoolRowKernel maxPool3x3s2 = nullptr;
-  DirectConvRowKernel directConvRow = nullptr;  // null: such convolutions run im2col
+  DirectConvRowKernel directConvRow = nullptr;
+  TransposeToPlanesKernel transposeToPlanes = nullptr;  // null: such convolutions run im2col
   UnaryKernel sigmoid = nullptr;
   UnaryKernel erf = nullptr;
   UnaryKernel exp = nullptr;
@@ -172,6 +181,8 @@ void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2,
                               int64_t rowLength, float* out);
 void f32_direct_conv_row__scalar(const DirectConvRowArgs& args, const float* const* rows, const float* w,
                                  const float* bias, float* y);
+void f32_transpose_to_planes__scalar(const float* src, int64_t lds, int64_t positions, int64_t channels,
+                                     const float* bias, const float* residual, float lo, float hi, float* y, int64_t ldy);
 void f32_sigmoid__scalar(const float* x, float* y, int64_t n);
 void f32_erf__scalar(const float* x, float* y, int64_t n);
 void f32_exp__scalar(const float* x, float* y, int64_t n);
@@ -217,6 +228,8 @@ void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2
                                int64_t rowLength, float* out);
 void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* const* rows, const float* w,
                                   const float* bias, float* y);
+void f32_transpose_to_planes__avx512f(const float* src, int64_t lds, int64_t positions, int64_t channels,
+                                      const float* bias, const float* residual, float lo, float hi, float* y, int64_t ldy);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f

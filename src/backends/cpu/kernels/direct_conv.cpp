@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -43,11 +42,7 @@ class DirectConvExecution : public Execution {
     args_.outChannels = outChannels_;
     args_.outPlaneStride = window_.out[1] * window_.out[2];
     // Relu and Clip clamp in the kernel; any other activation runs on each finished row.
-    constexpr float kInf = std::numeric_limits<float>::infinity();
-    args_.lo = act_.kind == FusedActivation::Kind::Relu ? 0.f : act_.kind == FusedActivation::Kind::Clip ? act_.a : -kInf;
-    args_.hi = act_.kind == FusedActivation::Kind::Clip ? act_.b : kInf;
-    rowActivation_ = act_.kind != FusedActivation::Kind::None && act_.kind != FusedActivation::Kind::Relu &&
-                     act_.kind != FusedActivation::Kind::Clip;
+    rowActivation_ = !clampBounds(act_, &args_.lo, &args_.hi);
     if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
     return Status::ok();
   }

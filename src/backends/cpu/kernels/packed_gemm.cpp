@@ -28,15 +28,10 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   const bool preload = ep.residual && ep.alpha == 1.f;
   GemmEpilogue rest = ep;
   if (preload) rest.residual = nullptr;
-  const bool simpleAct = ep.act.kind == FusedActivation::Kind::None || ep.act.kind == FusedActivation::Kind::Relu ||
-                         ep.act.kind == FusedActivation::Kind::Clip;
+  GemmOutputStage stage;
+  const bool simpleAct = clampBounds(ep.act, &stage.lo, &stage.hi);
   const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0) &&
                      !rest.residual;
-  GemmOutputStage stage;
-  stage.lo = ep.act.kind == FusedActivation::Kind::Relu ? 0.f
-             : ep.act.kind == FusedActivation::Kind::Clip ? ep.act.a
-                                                           : -std::numeric_limits<float>::infinity();
-  stage.hi = ep.act.kind == FusedActivation::Kind::Clip ? ep.act.b : std::numeric_limits<float>::infinity();
   alignas(64) float aStage[kKc * kGemmMaxMr];
   alignas(64) float bStage[kKc * kGemmMaxNr];
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
@@ -160,6 +155,14 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
     }
     applyActivation(fn, ep.act, row, cols);
   }
+}
+
+bool clampBounds(const FusedActivation& act, float* lo, float* hi) {
+  constexpr float kInf = std::numeric_limits<float>::infinity();
+  *lo = act.kind == FusedActivation::Kind::Relu ? 0.f : act.kind == FusedActivation::Kind::Clip ? act.a : -kInf;
+  *hi = act.kind == FusedActivation::Kind::Clip ? act.b : kInf;
+  return act.kind == FusedActivation::Kind::None || act.kind == FusedActivation::Kind::Relu ||
+         act.kind == FusedActivation::Kind::Clip;
 }
 
 void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* x, int64_t n) {

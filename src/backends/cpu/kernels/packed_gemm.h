@@ -56,6 +56,9 @@ void packGemmB(const CpuFunctions& fn, const float* src, int64_t rowStride, int6
 void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
                    float* c, int64_t ldc);
 
+// The bounds [lo, hi] that act clamps to when it is None, Relu or Clip (true); false for any other.
+bool clampBounds(const FusedActivation& act, float* lo, float* hi);
+
 // x[i] = act(x[i]) for i < n, through the function table's vector kernels where it has one.
 void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* x, int64_t n);
 
