@@ -206,7 +206,9 @@ void directConvRow512(const DirectConvRowArgs& a, const float* const* rows, cons
       #pragma GCC unroll 16
       for (int c = 0; c < kBlock; ++c) acc[c] = _mm512_set1_ps(bias && c < channels ? bias[o0 + c] : 0.f);
       for (int64_t kw = 0; kw < a.kernelW; ++kw) {
-        const int64_t col = ow * kStride + kw - a.padW;  // the column lane 0 reads
+        // The column lane 0 reads; lanes outside the row are masked off, so a load that starts in
+        // the left padding touches nothing before the row.
+        const int64_t col = ow * kStride + kw - a.padW;
         const __mmask16 m0 = lanesInside(col, a.inW), m1 = lanesInside(col + 16, a.inW);
         const float* wt = wb + kw * kBlock;
         for (int64_t r = 0; r < a.rowCount; ++r, wt += tapStride) {
