@@ -144,12 +144,9 @@ class ConvExecution : public Execution {
 
   // The weights of each group as the GEMM's A (channels as rows) or B (channels as columns).
   Status packWeights(const float* w) {
-    packedMem_.reset();
     const size_t perGroup = packedSize();
-    packed_.dtype = DataType::Float32;
-    packed_.shape = {static_cast<int64_t>(perGroup * group_)};
-    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
-    if (!packedMem_) return Status::outOfMemory("cannot allocate packed weights for Conv " + node_.name);
+    OSPREY_RETURN_IF_ERROR(
+        acquirePackedWeights(backend(), static_cast<int64_t>(perGroup * group_), node_.name, &packed_, &packedMem_));
     float* dst = reinterpret_cast<float*>(packed_.host());
     for (int64_t g = 0; g < group_; ++g) {
       const float* src = w + g * groupOut_ * K_;
@@ -293,6 +290,16 @@ void copyTapColumns(const Window& g, const float* x, const float* phases, int64_
 }
 
 }  // namespace
+
+Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, RuntimeTensor* packed,
+                            std::unique_ptr<MemObj>* memory) {
+  memory->reset();
+  packed->dtype = DataType::Float32;
+  packed->shape = {floats};
+  *memory = backend->onAcquire(packed, StorageType::STATIC);
+  if (!*memory) return Status::outOfMemory("cannot allocate packed weights for Conv " + convName);
+  return Status::ok();
+}
 
 // col[c * kernelSize + tap][outPos] = the input value that tap reads for outPos (0 in padding).
 void im2col(const Window& g, const float* x, const float* phases, int64_t channels, float* col, ThreadPool* pool) {

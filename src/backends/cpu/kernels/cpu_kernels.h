@@ -62,6 +62,11 @@ std::unique_ptr<Execution> createAttentionExecution(CPUBackend* backend, const O
                                                     const std::vector<RuntimeTensor*>& inputs,
                                                     const std::vector<RuntimeTensor*>& outputs);
 
+// Float32 STATIC memory of `floats` for a Conv's weights packed once at resize, bound to `packed`
+// (the CPU backend zero-fills it); the out-of-memory error names the Conv.
+Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, RuntimeTensor* packed,
+                            std::unique_ptr<MemObj>* memory);
+
 // col[c * kernelSize + tap][outPos] for `channels` planes of x, zero where a tap reads padding.
 // phases (stride 2 only, else null): x's rows split into their even then odd columns, each half
 // (W + 1) / 2 wide, which the copies read instead of gathering from x.

@@ -111,10 +111,8 @@ class DepthwiseConvExecution : public Execution {
 
   // The layout of the NC8HW8 row kernel (packNc8DepthwiseWeights), once, in STATIC memory.
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias) {
-    packed_.dtype = DataType::Float32;
-    packed_.shape = {blocks() * (taps() + 1) * kLanes};
-    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
-    if (!packedMem_) return Status::outOfMemory("cannot allocate packed weights for Conv " + node_.name);
+    OSPREY_RETURN_IF_ERROR(
+        acquirePackedWeights(backend(), blocks() * (taps() + 1) * kLanes, node_.name, &packed_, &packedMem_));
     packNc8DepthwiseWeights(reinterpret_cast<const float*>(w.host()),
                             bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps(),
                             reinterpret_cast<float*>(packed_.host()));

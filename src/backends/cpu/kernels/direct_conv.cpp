@@ -76,16 +76,13 @@ class DirectConvExecution : public Execution {
   }
 
  private:
-  // [outChannels / block][channel * kernelH + kh][kw][block], zero past outChannels.
+  // [outChannels / block][channel * kernelH + kh][kw][block]; past outChannels the memory stays zero.
   Status packWeights(const float* w) {
     const int64_t blocks = (outChannels_ + kDirectConvBlock - 1) / kDirectConvBlock;
     const int64_t taps = args_.rowCount * args_.kernelW;
-    packed_.dtype = DataType::Float32;
-    packed_.shape = {blocks * taps * kDirectConvBlock};
-    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
-    if (!packedMem_) return Status::outOfMemory("cannot allocate packed weights for Conv " + node_.name);
+    OSPREY_RETURN_IF_ERROR(
+        acquirePackedWeights(backend(), blocks * taps * kDirectConvBlock, node_.name, &packed_, &packedMem_));
     float* dst = reinterpret_cast<float*>(packed_.host());
-    std::fill(dst, dst + blocks * taps * kDirectConvBlock, 0.f);
     for (int64_t o = 0; o < outChannels_; ++o)
       for (int64_t t = 0; t < taps; ++t)  // w[o] is [channel][kh][kw]: tap t in this order
         dst[((o / kDirectConvBlock) * taps + t) * kDirectConvBlock + o % kDirectConvBlock] = w[o * taps + t];

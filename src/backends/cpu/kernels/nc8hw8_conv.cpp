@@ -9,6 +9,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/cpu_kernels.h"
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/nc8hw8.h"
 #include "backends/cpu/kernels/packed_gemm.h"
@@ -79,10 +80,8 @@ class Nc8hw8ConvExecution : public Execution {
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias) {
     const int64_t taps = g_.kernelSize(), inBlocks = blocksOf(depthwise_ ? 1 : inChannels_), outBlocks = blocksOf(outChannels_);
     const int64_t weightFloats = depthwise_ ? outBlocks * taps * 8 : outBlocks * taps * inBlocks * 64;
-    packed_.dtype = DataType::Float32;
-    packed_.shape = {weightFloats + outBlocks * 8};
-    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);  // zero-filled
-    if (!packedMem_) return Status::outOfMemory("cannot allocate packed NC8HW8 Conv weights");
+    OSPREY_RETURN_IF_ERROR(  // zero-filled: padding lanes and taps stay zero
+        acquirePackedWeights(backend(), weightFloats + outBlocks * 8, node_.name, &packed_, &packedMem_));
     float* dst = reinterpret_cast<float*>(packed_.host());
     const float* src = reinterpret_cast<const float*>(w.host());
     bias_ = dst + weightFloats;

@@ -110,10 +110,8 @@ class WinogradConvExecution : public Execution {
   Status packWeights(const float* w) {
     const CpuFunctions& fn = cpuFunctions();
     const size_t perPosition = packedASize(fn, cout_, cin_);
-    packed_.dtype = DataType::Float32;
-    packed_.shape = {static_cast<int64_t>(perPosition * kPositions)};
-    packedMem_ = backend()->onAcquire(&packed_, StorageType::STATIC);
-    if (!packedMem_) return Status::outOfMemory("cannot allocate Winograd weights for Conv " + node_.name);
+    const int64_t floats = static_cast<int64_t>(perPosition * kPositions);
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), floats, node_.name, &packed_, &packedMem_));
     std::vector<float> u(static_cast<size_t>(kPositions * cout_ * cin_));
     for (int64_t o = 0; o < cout_; ++o) {
       for (int64_t c = 0; c < cin_; ++c) {
