@@ -660,16 +660,16 @@ void expectPackedGemmAllForms(ThreadPool* pool, const Tensor& a, const Tensor& b
   }
 }
 
-// Relu(alpha * A B + bias[row] + residual) in double.
+// Relu (or Sigmoid) of alpha * A B + bias[row] + residual, in double.
 std::vector<double> gemmExpectation(const Tensor& a, const Tensor& b, const Tensor& bias, const float* residual,
-                                    int64_t ldr, int64_t M, int64_t N, int64_t K, float alpha) {
+                                    int64_t ldr, int64_t M, int64_t N, int64_t K, float alpha, bool sigmoid = false) {
   std::vector<double> expected(M * N);
   for (int64_t i = 0; i < M; ++i)
     for (int64_t j = 0; j < N; ++j) {
       double s = 0;
       for (int64_t k = 0; k < K; ++k) s += double(a.data<float>()[i * K + k]) * b.data<float>()[k * N + j];
       s = alpha * s + bias.data<float>()[i] + (residual ? residual[i * ldr + j] : 0.f);
-      expected[i * N + j] = s > 0 ? s : 0;
+      expected[i * N + j] = sigmoid ? 1.0 / (1.0 + std::exp(-s)) : s > 0 ? s : 0;
     }
   return expected;
 }
@@ -699,27 +699,30 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
 
 TEST(CpuKernels, PackedGemmResidualBothTables) {
   // The residual through every packedGemm path (blocked, thin rows, thin columns), both tables,
-  // into a C with a row stride wider than N.
+  // into a C with a row stride wider than N: added by the micro-kernel (Relu, alpha 1; whole and
+  // partial blocks), preloaded into C (Sigmoid, alpha 1) or added in the epilogue (alpha 0.5).
   ThreadPool pool(3);
-  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {7, 17, 0}, {15, 40, 300}};
+  const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19},
+                               {7, 17, 0},    {15, 40, 300}, {48, 96, 40}};
   uint32_t seed = 50;
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2], ldc = N + 3;
     Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
     Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
     Tensor z = randomTensor(DataType::Float32, {M, ldc}, seed++, -2, 2);
-    for (float alpha : {1.f, 0.5f}) {  // alpha 1: the residual preloaded into C; else in the epilogue
-      GemmEpilogue ep;
-      ep.alpha = alpha;
-      ep.bias = bias.data<float>();
-      ep.biasRowStride = 1;
-      ep.residual = z.data<float>();
-      ep.residualRowStride = ldc;
-      ep.act.kind = Kind::Relu;
-      expectPackedGemmAllForms(&pool, a, b, M, N, K, ldc, ep,
-                               gemmExpectation(a, b, bias, z.data<float>(), ldc, M, N, K, alpha),
-                               " alpha=" + std::to_string(alpha));
-    }
+    for (bool sigmoid : {false, true})
+      for (float alpha : {1.f, 0.5f}) {
+        GemmEpilogue ep;
+        ep.alpha = alpha;
+        ep.bias = bias.data<float>();
+        ep.biasRowStride = 1;
+        ep.residual = z.data<float>();
+        ep.residualRowStride = ldc;
+        ep.act.kind = sigmoid ? Kind::Sigmoid : Kind::Relu;
+        expectPackedGemmAllForms(&pool, a, b, M, N, K, ldc, ep,
+                                 gemmExpectation(a, b, bias, z.data<float>(), ldc, M, N, K, alpha, sigmoid),
+                                 " alpha=" + std::to_string(alpha) + (sigmoid ? " sigmoid" : " relu"));
+      }
   }
 }
 

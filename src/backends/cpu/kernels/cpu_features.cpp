@@ -29,6 +29,7 @@ void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64
       float v = acc[i][j];
       if (stage) {
         v += bias;
+        if (stage->residual) v += stage->residual[i * stage->residualStride + j];
         v = v < stage->lo ? stage->lo : (v > stage->hi ? stage->hi : v);
       }
       c[i * ldc + j] = v;

@@ -12,9 +12,12 @@ constexpr int64_t kGemmMaxMr = 8;
 constexpr int64_t kGemmMaxNr = 32;
 
 // The output stage a micro-kernel can apply to a finished block itself: + rowBias[i] (when
-// not null), then clamped to [lo, hi] (Relu, Clip, or +-infinity for none).
+// not null), + residual[i * residualStride + j] (when not null: Conv's Z, read while the block
+// is in registers), then clamped to [lo, hi] (Relu, Clip, or +-infinity for none).
 struct GemmOutputStage {
   const float* rowBias = nullptr;
+  const float* residual = nullptr;
+  int64_t residualStride = 0;
   float lo = 0.f, hi = 0.f;
 };
 

@@ -25,6 +25,12 @@ void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int
   } else {
     c00 = c01 = c10 = c11 = c20 = c21 = c30 = c31 = c40 = c41 = c50 = c51 = _mm256_setzero_ps();
   }
+  // The next block's output and residual lines, as in the AVX-512 kernel (see there).
+  if (!accumulate)
+    for (int r = 0; r < 6; ++r) _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 16), _MM_HINT_ET0);
+  if (stage && stage->residual)
+    for (int r = 0; r < 6; ++r)
+      _mm_prefetch(reinterpret_cast<const char*>(stage->residual + r * stage->residualStride + 16), _MM_HINT_T0);
   const float* a0 = a;
   const float* a1 = a + aRowStride;
   const float* a2 = a + 2 * aRowStride;
@@ -54,6 +60,10 @@ void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int
       if (stage->rowBias) {
         const __m256 bias = _mm256_broadcast_ss(stage->rowBias + row);
         v0 = _mm256_add_ps(v0, bias), v1 = _mm256_add_ps(v1, bias);
+      }
+      if (stage->residual) {
+        const float* z = stage->residual + row * stage->residualStride;
+        v0 = _mm256_add_ps(v0, _mm256_loadu_ps(z)), v1 = _mm256_add_ps(v1, _mm256_loadu_ps(z + 8));
       }
       // max/min return their second operand for NaN: this order keeps NaN, as the scalar clamp does.
       v0 = _mm256_min_ps(hi, _mm256_max_ps(lo, v0)), v1 = _mm256_min_ps(hi, _mm256_max_ps(lo, v1));

@@ -33,6 +33,24 @@ void gemmRowsX32(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStr
       acc0[r] = acc1[r] = initBias ? _mm512_set1_ps(initBias[r]) : _mm512_setzero_ps();
     }
   }
+  // On large maps the output and the residual miss in cache: a demand miss at the end of a
+  // short-K block stalls its stores. The caller's next block usually lies to the right (the
+  // same rows, 32 columns on): fetch its lines now, while this block's sums run (EfficientNet's
+  // 16 -> 96 1x1 on 112x112 at one thread: 0.58 -> 0.50 ms). Lines past the end are harmless.
+  if (!accumulate) {
+    #pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 32), _MM_HINT_ET0);
+      _mm_prefetch(reinterpret_cast<const char*>(c + r * ldc + 48), _MM_HINT_ET0);
+    }
+  }
+  if (stage && stage->residual) {
+    #pragma GCC unroll 8
+    for (int r = 0; r < kRows; ++r) {
+      _mm_prefetch(reinterpret_cast<const char*>(stage->residual + r * stage->residualStride + 32), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(stage->residual + r * stage->residualStride + 48), _MM_HINT_T0);
+    }
+  }
   if (aRowStride == 1) {  // packed A: the rows' values of step k are contiguous
     for (int64_t k = 0; k < kc; ++k) {
       // B in place (NCHW activations): the row's next-but-one column block, because on large
@@ -70,6 +88,13 @@ void gemmRowsX32(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStr
       for (int r = 0; r < kRows; ++r) {
         const __m512 bias = _mm512_set1_ps(stage->rowBias[r]);
         acc0[r] = _mm512_add_ps(acc0[r], bias), acc1[r] = _mm512_add_ps(acc1[r], bias);
+      }
+    }
+    if (stage->residual) {
+      #pragma GCC unroll 8
+      for (int r = 0; r < kRows; ++r) {
+        const float* z = stage->residual + r * stage->residualStride;
+        acc0[r] = _mm512_add_ps(acc0[r], _mm512_loadu_ps(z)), acc1[r] = _mm512_add_ps(acc1[r], _mm512_loadu_ps(z + 16));
       }
     }
     // max/min return their second operand for NaN: this order keeps NaN, as the scalar clamp does.

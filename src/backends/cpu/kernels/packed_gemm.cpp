@@ -22,19 +22,20 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c,
                int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
-  // A residual (with alpha 1) starts the sum: the block of C, or its staged copy, is loaded with
-  // it before the first K block, so it costs no pass of its own. Bias per row and Relu/Clip run
-  // inside the micro-kernel; anything else in applyEpilogue (`rest`: the epilogue less the preload).
-  const bool preload = ep.residual && ep.alpha == 1.f;
-  GemmEpilogue rest = ep;
-  if (preload) rest.residual = nullptr;
+  // Bias per row, a residual and Relu/Clip run inside the micro-kernel, which adds the residual
+  // while the block is in registers. Under another activation a residual (with alpha 1) starts
+  // the sum instead: the block of C, or its staged copy, is loaded with it before the first K
+  // block. Anything else runs in applyEpilogue (`rest`: the epilogue less what ran before).
   GemmOutputStage stage;
   const bool simpleAct = clampBounds(ep.act, &stage.lo, &stage.hi);
-  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0) &&
-                     !rest.residual;
+  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
+  const bool preload = ep.residual && ep.alpha == 1.f && !fused;
+  GemmEpilogue rest = ep;
+  if (preload || fused) rest.residual = nullptr;
   alignas(64) float aStage[kKc * kGemmMaxMr];
   alignas(64) float bStage[kKc * kGemmMaxNr];
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
+  alignas(64) float zStage[kGemmMaxMr * kGemmMaxNr];
   // What each row block needs, found once per K block instead of once per column tile: with a
   // short K (16-64) the per-call setup cost a tenth of the micro-kernel's time.
   struct RowBlock {
@@ -105,9 +106,28 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         const RowBlock& r = rowBlocks[rb];
         const int64_t i = i0 + rb * blockMr, mr = r.rows;
         float* cp = c + i * ldc + j;
-        const GemmOutputStage* st = useStage ? &r.stage : nullptr;
+        const bool whole = r.exactRows && nr == blockNr;
+        GemmOutputStage tileStage;
+        const GemmOutputStage* st = nullptr;
+        if (useStage) {
+          tileStage = r.stage;
+          if (ep.residual && whole) {
+            tileStage.residual = ep.residual + i * ep.residualRowStride + j;
+            tileStage.residualStride = ep.residualRowStride;
+          } else if (ep.residual) {  // the kernel reads whole rows of blockNr: stage the tile's residual
+            for (int64_t row = 0; row < blockMr; ++row) {
+              float* dst = zStage + row * blockNr;
+              const int64_t cols = row < mr ? nr : 0;
+              if (cols) std::memcpy(dst, ep.residual + (i + row) * ep.residualRowStride + j, sizeof(float) * cols);
+              std::fill(dst + cols, dst + blockNr, 0.f);
+            }
+            tileStage.residual = zStage;
+            tileStage.residualStride = blockNr;
+          }
+          st = &tileStage;
+        }
         const float* z = preload && k0 == 0 ? ep.residual + i * ep.residualRowStride + j : nullptr;
-        if (r.exactRows && nr == blockNr) {
+        if (whole) {
           if (z)
             for (int64_t row = 0; row < mr; ++row)
               std::memcpy(cp + row * ldc, z + row * ep.residualRowStride, sizeof(float) * nr);
