@@ -14,7 +14,7 @@ const Entry kEntries[] = {
     {"LeakyRelu", FusedActivation::Kind::LeakyRelu}, {"Sigmoid", FusedActivation::Kind::Sigmoid},
     {"HardSigmoid", FusedActivation::Kind::HardSigmoid}, {"HardSwish", FusedActivation::Kind::HardSwish},
     {"Tanh", FusedActivation::Kind::Tanh},       {"Elu", FusedActivation::Kind::Elu},
-    {"Gelu", FusedActivation::Kind::Gelu},
+    {"Gelu", FusedActivation::Kind::Gelu},       {"Swish", FusedActivation::Kind::Swish},
 };
 }  // namespace
 
@@ -49,6 +49,7 @@ bool FusedActivation::fromOp(const Node& node, FusedActivation* out) {
     case OpType::Tanh: out->kind = Kind::Tanh; return true;
     case OpType::Elu: out->kind = Kind::Elu; out->a = node.getFloat("alpha", 1.f); return true;
     case OpType::Gelu: out->kind = Kind::Gelu; out->a = node.getString("approximate", "none") == "tanh" ? 1.f : 0.f; return true;
+    case OpType::Swish: out->kind = Kind::Swish; out->a = node.getFloat("alpha", 1.f); return true;
     default: return false;  // Clip's bounds are inputs: the converter handles it
   }
 }

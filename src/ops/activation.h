@@ -1,7 +1,7 @@
 // Activations that the converter fuses into Conv, ConvTranspose, Gemm and MatMul. The fused op
 // carries attributes `activation` (an op name: Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid,
-// HardSwish, Tanh, Elu, Gelu) and `activation_params` (floats: Clip min/max, LeakyRelu alpha,
-// HardSigmoid alpha/beta, Elu alpha, Gelu approximate as 0/1).
+// HardSwish, Tanh, Elu, Gelu, Swish) and `activation_params` (floats: Clip min/max, LeakyRelu
+// alpha, HardSigmoid alpha/beta, Elu alpha, Gelu approximate as 0/1, Swish alpha).
 #pragma once
 #include <cmath>
 #include <string>
@@ -12,7 +12,7 @@
 namespace osprey {
 
 struct FusedActivation {
-  enum class Kind { None, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Elu, Gelu };
+  enum class Kind { None, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Elu, Gelu, Swish };
   Kind kind = Kind::None;
   float a = 0.f, b = 0.f;
 
@@ -35,6 +35,7 @@ struct FusedActivation {
       case Kind::Gelu:
         if (a != 0.f) return 0.5f * x * (1.f + std::tanh(0.7978845608028654f * (x + 0.044715f * x * x * x)));
         return 0.5f * x * (1.f + std::erf(x * 0.7071067811865476f));
+      case Kind::Swish: return x / (1.f + std::exp(-a * x));
     }
     return x;
   }

@@ -427,7 +427,7 @@ TEST(ConvTest, Errors) {
   k.setInts("kernel_shape", {3, 2});
   EXPECT_FALSE(runConv(OpType::Conv, k, {1, 3, 8, 8}, {4, 3, 3, 3}).isOk());
   Node act;
-  act.setString("activation", "Swish");
+  act.setString("activation", "Softplus");
   EXPECT_FALSE(runConv(OpType::Conv, act, {1, 3, 8, 8}, {4, 3, 3, 3}).isOk());
   EXPECT_FALSE(runConv(OpType::Conv, n, {1, 1, 3, 3, 3, 3}, {1, 1, 1, 1, 1, 1}).isOk());  // 4 spatial dims
 }

@@ -15,7 +15,7 @@ BuiltConv buildConvCase(const CpuConvCase& k, uint32_t seed) {
   if (k.act != FusedActivation::Kind::None) {
     FusedActivation act;
     act.kind = k.act;
-    act.a = k.act == FusedActivation::Kind::Clip ? 0.f : 0.1f;
+    act.a = k.act == FusedActivation::Kind::Clip ? 0.f : k.act == FusedActivation::Kind::Swish ? 1.f : 0.1f;
     act.b = k.act == FusedActivation::Kind::Clip ? 0.5f : 0.f;
     act.store(b.node);
   }

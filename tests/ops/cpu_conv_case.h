@@ -24,7 +24,8 @@ struct BuiltConv {
   Shape outShape;
 };
 
-// Clip runs on [0, 0.5], the other activations with alpha 0.1; inputs in [-1, 1], Z in [-2, 2].
+// Clip runs on [0, 0.5], Swish with alpha 1 (the SiLU of EfficientNet), the other activations
+// with alpha 0.1; inputs in [-1, 1], Z in [-2, 2].
 BuiltConv buildConvCase(const CpuConvCase& k, uint32_t seed);
 // The case in words, for SCOPED_TRACE.
 std::string describeConvCase(const CpuConvCase& k);

@@ -122,6 +122,28 @@ TEST(CpuKernels, ConvIm2colStripes) {
 
 // Few input channels (stems) run the direct kernel where the table has one: 1-4 channels, strides
 // 1 and 2, output rows of 15-17, 33 and 111 columns (masked last steps, a row edge inside a step),
+// Swish fused into the Conv (the converter folds x * Sigmoid(x) after a Conv into it) through
+// every algorithm: 1x1 with channels or positions as rows, im2col, Winograd, depthwise, the
+// direct stem, the residual; alpha 1 runs the table's vector kernel, other alphas the scalar one.
+TEST(CpuKernels, ConvSwish) {
+  uint32_t seed = 900;
+  const ConvCase cases[] = {
+      {1, 16, 13, 17, 40, 1, 1, 1, 1, 0, 1, true, Kind::Swish},            // 1x1, channels as rows
+      {1, 300, 7, 7, 64, 1, 1, 1, 1, 0, 1, true, Kind::Swish, true},       // positions as rows, residual
+      {1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, true, Kind::Swish},             // im2col, strided
+      {1, 16, 20, 22, 24, 3, 3, 1, 1, 1, 1, true, Kind::Swish, false, 2},  // Winograd
+      {1, 24, 15, 16, 24, 3, 3, 24, 2, 1, 1, true, Kind::Swish},           // depthwise
+      {1, 3, 20, 35, 16, 3, 3, 1, 2, 1, 1, true, Kind::Swish},             // direct stem
+  };
+  for (const ConvCase& k : cases) {
+    checkConv(k, seed++);
+    BuiltConv conv = buildConvCase(k, seed++);
+    setActivation(conv.node, Kind::Swish, 0.5f);
+    SCOPED_TRACE(describeConvCase(k) + " alpha 0.5");
+    checkAgainstReference(conv.node, conv.inputs, k.threads);
+  }
+}
+
 // 1 to 40 output channels (a last partial block of 16), padding on any side (whole padding rows
 // skipped), every epilogue, batch 2, two threads; dilation 2 and a residual fall back to im2col.
 TEST(CpuKernels, ConvDirect) {

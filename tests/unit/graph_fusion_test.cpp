@@ -9,6 +9,7 @@
 
 #include "../ops/op_test_util.h"
 #include "converter/passes/passes.h"
+#include "ops/activation.h"
 #include "graph_builder.h"
 
 namespace osprey::test {
@@ -404,6 +405,25 @@ TEST(ResidualFusion, ConvAddLeftAloneWhenTheResidualDoesNotFit) {
   GraphBuilder fusedAlready = residualGraph(true, false);
   fusedAlready.g.nodes[1].setString("activation", "Relu");
   EXPECT_EQ(passes::fuseConvResidual(fusedAlready.g), 0);
+}
+
+TEST(ActivationFusion, ConvSiluBecomesConvWithSwish) {
+  // EfficientNet's Conv -> Sigmoid -> Mul: one Conv whose epilogue applies Swish.
+  GraphBuilder b;
+  const int x = b.input("x", {1, 3, 6, 7});
+  const int w = b.floats({0.5f, -1.f, 0.25f, 2.f, -0.5f, 1.f}, {2, 3, 1, 1});
+  const int conv = b.op(OpType::Conv, {x, w});
+  b.output(b.op(OpType::Mul, {conv, b.op(OpType::Sigmoid, {conv})}));
+  Graph fused = b.g;
+  EXPECT_EQ(passes::fuseSwish(fused), 1);
+  EXPECT_EQ(passes::fuseActivations(fused), 1);
+  ASSERT_EQ(fused.nodes.size(), 1u);
+  EXPECT_EQ(fused.nodes[0].type, OpType::Conv);
+  FusedActivation act;
+  ASSERT_TRUE(FusedActivation::fromNode(fused.nodes[0], &act));
+  EXPECT_EQ(act.kind, FusedActivation::Kind::Swish);
+  EXPECT_EQ(act.a, 1.f);
+  expectSameOutputs(b.g, fused, {1, 3, 6, 7}, 1e-6);
 }
 
 TEST(ActivationFusion, SiluBecomesSwish) {

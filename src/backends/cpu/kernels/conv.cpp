@@ -179,17 +179,12 @@ class ConvExecution : public Execution {
     parallelFor(pool, (groupOut_ + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
       for (int64_t blk = begin; blk < end; ++blk) {
         const int64_t o0 = blk * kBlock, o1 = std::min(groupOut_, o0 + kBlock);
-        if (clampOnly) {  // bias, the residual and Relu / Clip on the way
-          fn.transposeToPlanes(rows + o0, groupOut_, positions, o1 - o0, ep.bias ? ep.bias + o0 : nullptr,
-                               ep.residual ? ep.residual + o0 * ep.residualRowStride : nullptr, lo, hi,
-                               y + o0 * positions, positions);
-          continue;
-        }
-        for (int64_t p = 0; p < positions; ++p) {
-          const float* src = rows + p * groupOut_;
-          for (int64_t o = o0; o < o1; ++o) y[o * positions + p] = src[o];
-        }
-        applyEpilogue(fn, ep, o0, o1 - o0, 0, positions, y + o0 * positions, positions);
+        // Bias, the residual and Relu / Clip on the way; another activation over the block's
+        // planes after, while they are in cache.
+        fn.transposeToPlanes(rows + o0, groupOut_, positions, o1 - o0, ep.bias ? ep.bias + o0 : nullptr,
+                             ep.residual ? ep.residual + o0 * ep.residualRowStride : nullptr, lo, hi,
+                             y + o0 * positions, positions);
+        if (!clampOnly) applyActivation(fn, ep.act, y + o0 * positions, (o1 - o0) * positions);
       }
     });
   }

@@ -23,15 +23,19 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
                int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
   // Bias per row, a residual and Relu/Clip run inside the micro-kernel, which adds the residual
-  // while the block is in registers. Under another activation a residual (with alpha 1) starts
-  // the sum instead: the block of C, or its staged copy, is loaded with it before the first K
-  // block. Anything else runs in applyEpilogue (`rest`: the epilogue less what ran before).
+  // while the block is in registers; another activation runs over the finished block. With a
+  // bias per column or a beta, a residual (with alpha 1) starts the sum instead: the block of C,
+  // or its staged copy, is loaded with it before the first K block. Anything else runs in
+  // applyEpilogue (`rest`: the epilogue less what ran before).
   GemmOutputStage stage;
-  const bool simpleAct = clampBounds(ep.act, &stage.lo, &stage.hi);
-  const bool fused = simpleAct && ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
-  const bool preload = ep.residual && ep.alpha == 1.f && !fused;
+  const bool simpleAct = clampBounds(ep.act, &stage.lo, &stage.hi);  // else +-infinity: no clamp
+  const bool staged = ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
+  const bool preload = ep.residual && ep.alpha == 1.f && !staged;
+  const bool fused = staged && simpleAct;
   GemmEpilogue rest = ep;
-  if (preload || fused) rest.residual = nullptr;
+  if (staged) rest.bias = nullptr;
+  if (staged || preload) rest.residual = nullptr;
+  if (fused) rest.act = FusedActivation();
   alignas(64) float aStage[kKc * kGemmMaxMr];
   alignas(64) float bStage[kKc * kGemmMaxNr];
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
@@ -81,7 +85,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         r.stage.rowBias = r.bias;
       }
     }
-    const bool useStage = last && fused;
+    const bool useStage = last && staged;
     for (int64_t j = j0; j < j1; j += blockNr) {
       const int64_t nr = std::min(blockNr, N - j);
       const float* bp;
@@ -198,6 +202,8 @@ void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* 
     fn.gelu(x, x, n);  // vectorised erf: libm's erf per element would cost more than the GEMM
   } else if (act.kind == Kind::Sigmoid) {
     fn.sigmoid(x, x, n);
+  } else if (act.kind == Kind::Swish && act.a == 1.f) {
+    fn.swish(x, x, n);
   } else {
     for (int64_t j = 0; j < n; ++j) x[j] = act.apply(x[j]);
   }

@@ -23,6 +23,7 @@ __device__ __forceinline__ float applyActivation(const DeviceActivation& act, fl
     case K::Gelu:
       if (act.a != 0.f) return 0.5f * x * (1.f + tanhf(0.7978845608028654f * (x + 0.044715f * x * x * x)));
       return 0.5f * x * (1.f + erff(x * 0.7071067811865476f));
+    case K::Swish: return x / (1.f + expf(-act.a * x));
   }
   return x;
 }

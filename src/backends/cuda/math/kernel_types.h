@@ -10,7 +10,7 @@ enum class ElementType : int { F32 = 0, F16 = 1, BF16 = 2 };
 
 // A fused activation (src/ops/activation.h); `kind` has the values of FusedActivation::Kind,
 // which math_types.cpp checks at compile time.
-enum class ActivationKind : int { None, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Elu, Gelu };
+enum class ActivationKind : int { None, Relu, Clip, LeakyRelu, Sigmoid, HardSigmoid, HardSwish, Tanh, Elu, Gelu, Swish };
 struct DeviceActivation {
   ActivationKind kind = ActivationKind::None;
   float a = 0.f, b = 0.f;

@@ -18,6 +18,7 @@ OSPREY_SAME_KIND(HardSwish);
 OSPREY_SAME_KIND(Tanh);
 OSPREY_SAME_KIND(Elu);
 OSPREY_SAME_KIND(Gelu);
+OSPREY_SAME_KIND(Swish);
 #undef OSPREY_SAME_KIND
 
 bool toElementType(DataType dtype, ElementType* out) {

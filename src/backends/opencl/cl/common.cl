@@ -135,6 +135,7 @@ inline void stImage(__write_only image2d_t p, int shift, int i, float v) {
 #define ACT_TANH 7
 #define ACT_ELU 8
 #define ACT_GELU 9
+#define ACT_SWISH 10
 
 // In REAL: half under half math, so a, b are cast once and every constant is REAL.
 inline REAL activate(REAL x, int kind, float actA, float actB) {
@@ -152,6 +153,7 @@ inline REAL activate(REAL x, int kind, float actA, float actB) {
       if (actA != 0.f)
         return (REAL)0.5f * x * ((REAL)1 + tanh((REAL)0.7978845608028654f * (x + (REAL)0.044715f * x * x * x)));
       return (REAL)0.5f * x * ((REAL)1 + erf(x * (REAL)0.7071067811865476f));
+    case ACT_SWISH: return x / ((REAL)1 + exp(-a * x));
     default: return x;
   }
 }

@@ -1,13 +1,13 @@
 // Elementwise unary and binary ops. Binary ops broadcast numpy-style: both inputs are read
 // through strides over the output's (up to 6-D) index, with stride 0 along broadcast dims.
-#define U_EXP 10
-#define U_LOG 11
-#define U_SQRT 12
-#define U_RECIPROCAL 13
-#define U_NEG 14
-#define U_ABS 15
-#define U_ERF 16
-#define U_SWISH 17
+// Past the fused-activation codes of common.cl (activate() takes those).
+#define U_EXP 20
+#define U_LOG 21
+#define U_SQRT 22
+#define U_RECIPROCAL 23
+#define U_NEG 24
+#define U_ABS 25
+#define U_ERF 26
 
 __kernel void unary(IN(0) x, int xOff, OUT(1) y, int yOff, int n, int op, float a, float b) {
   const int i = get_global_id(0);
@@ -22,7 +22,6 @@ __kernel void unary(IN(0) x, int xOff, OUT(1) y, int yOff, int n, int op, float 
     case U_NEG: r = -v; break;
     case U_ABS: r = fabs(v); break;
     case U_ERF: r = erf(v); break;
-    case U_SWISH: r = v / ((REAL)1 + exp(-(REAL)a * v)); break;
     default: r = activate(v, op, a, b); break;
   }
   ST(1, y, yOff, i, r);

@@ -20,8 +20,9 @@ std::vector<int> broadcastStrides(const Shape& shape, size_t rank) {
 
 namespace {
 
-// Unary op codes: the fused-activation kinds (1..9) plus the math ops of elementwise.cl.
-enum UnaryCode { kExp = 10, kLog, kSqrt, kReciprocal, kNeg, kAbs, kErf, kSwish };
+// Unary op codes: the fused-activation kinds (1..10, Swish among them) plus the math ops of
+// elementwise.cl, numbered from 20.
+enum UnaryCode { kExp = 20, kLog, kSqrt, kReciprocal, kNeg, kAbs, kErf };
 
 class UnaryExecution : public CLExecution {
  public:
@@ -144,8 +145,6 @@ std::unique_ptr<Execution> createUnary(OpenCLBackend* b, const OpRef& op, const 
     case OpType::Erf:
       code = kErf;
       break;
-    case OpType::Swish:
-      return std::make_unique<UnaryExecution>(b, kSwish, op.node->getFloat("alpha", 1.f), 0.f);
     default:
       return nullptr;
   }
