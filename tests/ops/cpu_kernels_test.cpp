@@ -721,8 +721,9 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
 
 TEST(CpuKernels, PackedGemmResidualBothTables) {
   // The residual through every packedGemm path (blocked, thin rows, thin columns), both tables,
-  // into a C with a row stride wider than N: added by the micro-kernel (Relu, alpha 1; whole and
-  // partial blocks), preloaded into C (Sigmoid, alpha 1) or added in the epilogue (alpha 0.5).
+  // into a C with a row stride wider than N: added by the micro-kernel with alpha 1 (whole and
+  // partial blocks; Relu clamped there too, Sigmoid applied over the finished block), or in the
+  // epilogue (alpha 0.5).
   ThreadPool pool(3);
   const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19},
                                {7, 17, 0},    {15, 40, 300}, {48, 96, 40}};
