@@ -23,18 +23,15 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
                int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
   // Bias per row, a residual and Relu/Clip run inside the micro-kernel, which adds the residual
-  // while the block is in registers; another activation runs over the finished block. With a
-  // bias per column or a beta, a residual (with alpha 1) starts the sum instead: the block of C,
-  // or its staged copy, is loaded with it before the first K block. Anything else runs in
-  // applyEpilogue (`rest`: the epilogue less what ran before).
+  // while the block is in registers; another activation runs over the finished block. With an
+  // alpha, a beta or a bias per column, the whole epilogue runs in applyEpilogue (`rest`: the
+  // epilogue less what the micro-kernel did).
   GemmOutputStage stage;
   const bool simpleAct = clampBounds(ep.act, &stage.lo, &stage.hi);  // else +-infinity: no clamp
   const bool staged = ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
-  const bool preload = ep.residual && ep.alpha == 1.f && !staged;
   const bool fused = staged && simpleAct;
   GemmEpilogue rest = ep;
-  if (staged) rest.bias = nullptr;
-  if (staged || preload) rest.residual = nullptr;
+  if (staged) rest.bias = nullptr, rest.residual = nullptr;
   if (fused) rest.act = FusedActivation();
   alignas(64) float aStage[kKc * kGemmMaxMr];
   alignas(64) float bStage[kKc * kGemmMaxNr];
@@ -54,7 +51,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   const int64_t nRowBlocks = (i1 - i0 + blockMr - 1) / blockMr;
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
-    const bool accumulate = k0 > 0 || preload, last = k0 + kc == K;
+    const bool accumulate = k0 > 0, last = k0 + kc == K;
     for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
       const int64_t i = i0 + rb * blockMr, mr = std::min(blockMr, M - i);
       RowBlock& r = rowBlocks[rb];
@@ -130,18 +127,11 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
           }
           st = &tileStage;
         }
-        const float* z = preload && k0 == 0 ? ep.residual + i * ep.residualRowStride + j : nullptr;
         if (whole) {
-          if (z)
-            for (int64_t row = 0; row < mr; ++row)
-              std::memcpy(cp + row * ldc, z + row * ep.residualRowStride, sizeof(float) * nr);
           r.kernel(kc, r.a, r.aRowStride, r.aColStride, bp, ldb, cp, ldc, accumulate, st);
           continue;
         }
-        if (z)
-          for (int64_t row = 0; row < mr; ++row)
-            std::memcpy(cStage + row * blockNr, z + row * ep.residualRowStride, sizeof(float) * nr);
-        else if (accumulate)
+        if (accumulate)
           for (int64_t row = 0; row < mr; ++row) std::memcpy(cStage + row * blockNr, cp + row * ldc, sizeof(float) * nr);
         r.kernel(kc, r.a, r.aRowStride, r.aColStride, bp, ldb, cStage, blockNr, accumulate, st);
         for (int64_t row = 0; row < mr; ++row) std::memcpy(cp + row * ldc, cStage + row * blockNr, sizeof(float) * nr);
