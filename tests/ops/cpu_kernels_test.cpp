@@ -618,6 +618,35 @@ TEST(CpuKernels, UnaryTablesAgree) {
   }
 }
 
+TEST(CpuKernels, SoftmaxRowTablesAgree) {
+  // Both tables against softmax(scale * x) in double: lengths around the vector width (body,
+  // pairs of vectors, masked tail), a negative scale (the largest scale * x is then at the
+  // smallest x) and a row where most values underflow to 0; in place and not.
+  uint32_t seed = 300;
+  for (int64_t n : {1, 5, 8, 9, 16, 17, 23, 197})
+    for (float scale : {1.f, 0.125f, -0.7f, 40.f}) {
+      Tensor x = randomTensor(DataType::Float32, {n}, seed++, -20.0, 20.0);
+      const float* xv = x.data<float>();
+      double maxValue = -1e300, sum = 0;
+      for (int64_t i = 0; i < n; ++i) maxValue = std::max(maxValue, double(scale) * xv[i]);
+      std::vector<double> expected(n);
+      for (int64_t i = 0; i < n; ++i) sum += expected[i] = std::exp(double(scale) * xv[i] - maxValue);
+      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()})
+        for (bool inPlace : {false, true}) {
+          std::vector<float> y(xv, xv + n);
+          fn->softmaxRow(inPlace ? y.data() : xv, y.data(), n, scale);
+          for (int64_t i = 0; i < n; ++i) {
+            // Beyond the exp polynomial's 2e-6: the float rounding of scale * x (and of the
+            // maximum), one unit in the last place of the exponent's argument.
+            const double argument = std::fabs(double(scale) * xv[i]) + std::fabs(maxValue);
+            const double p = expected[i] / sum;
+            ASSERT_NEAR(y[i], p, 1e-7 + (2e-6 + 1.2e-7 * argument) * p)
+                << fn->isa << " n=" << n << " scale=" << scale << " i=" << i << (inPlace ? " in place" : "");
+          }
+        }
+    }
+}
+
 // The Winograd transforms of the selected table against the scalar ones, on a row of 13 tiles
 // (a vector body and a tail), against the definition B^T d B and A^T m A computed here.
 TEST(CpuKernels, WinogradTransformTablesAgree) {

@@ -15,9 +15,9 @@ Tensor reference(const Node& node, const std::vector<OpInput>& inputs) {
   return st ? outputs[0] : Tensor();
 }
 
-void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, double tol = 1e-5) {
+void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, double tol = 1e-5, int threads = 1) {
   std::vector<Tensor> outputs;
-  Status st = runOp(node, inputs, 1, &outputs);
+  Status st = runOp(node, inputs, threads, &outputs);
   ASSERT_TRUE(st) << st.message();
   Tensor expected = reference(node, inputs);
   ASSERT_EQ(outputs[0].shape(), expected.shape());
@@ -61,6 +61,7 @@ TEST(CpuTransformerKernels, GeluErfFormAndSwish) {
 struct AttentionCase {
   int64_t batch, qSeq, kvSeq, qHeads, kvHeads, dim, vDim;
   bool scale;
+  int threads = 1;
 };
 
 TEST(CpuTransformerKernels, Attention3D) {
@@ -69,6 +70,11 @@ TEST(CpuTransformerKernels, Attention3D) {
       {2, 130, 33, 2, 2, 16, 24, true},  // three query-row blocks, different value size
       {1, 65, 65, 4, 2, 8, 8, false},    // grouped-query heads
       {1, 128, 128, 12, 12, 64, 64, true},
+      // Query rows split evenly for the threads: 197 rows of 3 heads as 4 blocks of 50 (49 in the
+      // last) at 2 threads; 4 rows at 3 threads as blocks of 2, 2 and an empty one.
+      {1, 197, 197, 3, 3, 64, 64, false, 2},
+      {1, 4, 9, 1, 1, 8, 8, false, 3},
+      {2, 130, 33, 2, 2, 16, 24, true, 3},
   };
   uint32_t seed = 10;
   for (const AttentionCase& c : cases) {
@@ -79,7 +85,8 @@ TEST(CpuTransformerKernels, Attention3D) {
     if (c.scale) node.setFloat("scale", 0.3f);
     checkAgainstReference(node, {in(randomTensor(DataType::Float32, {c.batch, c.qSeq, c.qHeads * c.dim}, seed++, -2, 2)),
                                  in(randomTensor(DataType::Float32, {c.batch, c.kvSeq, c.kvHeads * c.dim}, seed++, -2, 2)),
-                                 in(randomTensor(DataType::Float32, {c.batch, c.kvSeq, c.kvHeads * c.vDim}, seed++))});
+                                 in(randomTensor(DataType::Float32, {c.batch, c.kvSeq, c.kvHeads * c.vDim}, seed++))},
+                          1e-5, c.threads);
   }
 }
 

@@ -83,6 +83,15 @@ void f32_swish__scalar(const float* x, float* y, int64_t n) {
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] / (1.f + std::exp(-x[i]));
 }
 
+void f32_softmax_row__scalar(const float* x, float* y, int64_t n, float scale) {
+  float maxValue = scale * x[0];
+  for (int64_t i = 1; i < n; ++i) maxValue = scale * x[i] > maxValue ? scale * x[i] : maxValue;
+  float sum = 0.f;
+  for (int64_t i = 0; i < n; ++i) sum += y[i] = std::exp(scale * x[i] - maxValue);
+  const float inv = 1.f / sum;
+  for (int64_t i = 0; i < n; ++i) y[i] *= inv;
+}
+
 void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                float* y) {
   float sum = 0.f;
@@ -147,6 +156,7 @@ CpuFunctions makeScalar() {
   f.exp = f32_exp__scalar;
   f.gelu = f32_gelu__scalar;
   f.swish = f32_swish__scalar;
+  f.softmaxRow = f32_softmax_row__scalar;
   f.layerNormRow = f32_layernorm_row__scalar;
   f.winogradInput2x3 = f32_winograd_input_2x3__scalar;
   f.winogradOutput2x3 = f32_winograd_output_2x3__scalar;
@@ -177,6 +187,7 @@ CpuFunctions detect() {
     f.exp = f32_exp__avx2_fma;
     f.gelu = f32_gelu__avx2_fma;
     f.swish = f32_swish__avx2_fma;
+    f.softmaxRow = f32_softmax_row__avx2_fma;
     f.layerNormRow = f32_layernorm_row__avx2_fma;
     f.winogradInput2x3 = f32_winograd_input_2x3__avx2_fma;
     f.winogradOutput2x3 = f32_winograd_output_2x3__avx2_fma;

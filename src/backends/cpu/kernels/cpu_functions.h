@@ -78,6 +78,10 @@ using MaxPoolRowKernel = void (*)(const float* r0, const float* r1, const float*
 // y[i] = f(x[i]) for i < n (y may equal x).
 using UnaryKernel = void (*)(const float* x, float* y, int64_t n);
 
+// One row of Softmax: y[i] = exp(scale * x[i] - m) / sum_j exp(scale * x[j] - m) for i < n,
+// m the largest scale * x[j] (y may equal x; n >= 1).
+using SoftmaxRowKernel = void (*)(const float* x, float* y, int64_t n, float scale);
+
 // One row of LayerNormalization: y = (x - mean) / sqrt(var + epsilon) * gamma + beta over n
 // values (beta may be null; y may equal x).
 using LayerNormRowKernel = void (*)(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
@@ -160,6 +164,7 @@ struct CpuFunctions {
   UnaryKernel exp = nullptr;
   UnaryKernel gelu = nullptr;  // erf form
   UnaryKernel swish = nullptr;  // x * sigmoid(x)
+  SoftmaxRowKernel softmaxRow = nullptr;
   LayerNormRowKernel layerNormRow = nullptr;
   WinogradInputKernel winogradInput2x3 = nullptr;
   WinogradOutputKernel winogradOutput2x3 = nullptr;
@@ -191,6 +196,7 @@ void f32_erf__scalar(const float* x, float* y, int64_t n);
 void f32_exp__scalar(const float* x, float* y, int64_t n);
 void f32_gelu__scalar(const float* x, float* y, int64_t n);
 void f32_swish__scalar(const float* x, float* y, int64_t n);
+void f32_softmax_row__scalar(const float* x, float* y, int64_t n, float scale);
 void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                float* y);
 void f32_nc8_conv_6x16__scalar(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
@@ -218,6 +224,7 @@ void f32_erf__avx2_fma(const float* x, float* y, int64_t n);
 void f32_exp__avx2_fma(const float* x, float* y, int64_t n);
 void f32_gelu__avx2_fma(const float* x, float* y, int64_t n);
 void f32_swish__avx2_fma(const float* x, float* y, int64_t n);
+void f32_softmax_row__avx2_fma(const float* x, float* y, int64_t n, float scale);
 void f32_layernorm_row__avx2_fma(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                  float* y);
 void f32_gemv_panel__avx2_fma(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr,

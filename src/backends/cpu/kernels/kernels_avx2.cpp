@@ -207,6 +207,50 @@ float horizontalSum(__m256 v) {
 void f32_gelu__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<gelu256>(x, y, n); }
 void f32_swish__avx2_fma(const float* x, float* y, int64_t n) { mapFloats<swish256>(x, y, n); }
 
+void f32_softmax_row__avx2_fma(const float* x, float* y, int64_t n, float scale) {
+  // Lanes past n take -inf: no part in the maximum, exp gives them 0 for the sum.
+  const int64_t whole = n / 8 * 8, rest = n - whole;
+  const __m256i tailMask = _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int>(rest)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  const __m256 minusInf = _mm256_set1_ps(-__builtin_inff()), scaleV = _mm256_set1_ps(scale);
+  auto tail = [&](const float* p) {
+    return _mm256_blendv_ps(minusInf, _mm256_mul_ps(_mm256_maskload_ps(p, tailMask), scaleV),
+                            _mm256_castsi256_ps(tailMask));
+  };
+  __m256 m0 = minusInf, m1 = minusInf;
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    m0 = _mm256_max_ps(m0, _mm256_mul_ps(_mm256_loadu_ps(x + i), scaleV));
+    m1 = _mm256_max_ps(m1, _mm256_mul_ps(_mm256_loadu_ps(x + i + 8), scaleV));
+  }
+  if (i < whole) m0 = _mm256_max_ps(m0, _mm256_mul_ps(_mm256_loadu_ps(x + i), scaleV));
+  if (rest) m1 = _mm256_max_ps(m1, tail(x + whole));
+  __m128 m = _mm_max_ps(_mm256_castps256_ps128(_mm256_max_ps(m0, m1)), _mm256_extractf128_ps(_mm256_max_ps(m0, m1), 1));
+  m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+  m = _mm_max_ss(m, _mm_movehdup_ps(m));
+  const __m256 shift = _mm256_set1_ps(_mm_cvtss_f32(m));
+  __m256 sum0 = _mm256_setzero_ps(), sum1 = _mm256_setzero_ps();
+  for (i = 0; i + 16 <= n; i += 16) {
+    const __m256 e0 = exp256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), scaleV, shift));
+    const __m256 e1 = exp256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i + 8), scaleV, shift));
+    _mm256_storeu_ps(y + i, e0), _mm256_storeu_ps(y + i + 8, e1);
+    sum0 = _mm256_add_ps(sum0, e0), sum1 = _mm256_add_ps(sum1, e1);
+  }
+  if (i < whole) {
+    const __m256 e = exp256(_mm256_fmsub_ps(_mm256_loadu_ps(x + i), scaleV, shift));
+    _mm256_storeu_ps(y + i, e);
+    sum0 = _mm256_add_ps(sum0, e);
+  }
+  if (rest) {
+    const __m256 e = exp256(_mm256_sub_ps(tail(x + whole), shift));
+    _mm256_maskstore_ps(y + whole, tailMask, e);
+    sum1 = _mm256_add_ps(sum1, e);
+  }
+  const __m256 inv = _mm256_set1_ps(1.f / horizontalSum(_mm256_add_ps(sum0, sum1)));
+  for (i = 0; i < whole; i += 8) _mm256_storeu_ps(y + i, _mm256_mul_ps(_mm256_loadu_ps(y + i), inv));
+  if (rest) _mm256_maskstore_ps(y + whole, tailMask, _mm256_mul_ps(_mm256_maskload_ps(y + whole, tailMask), inv));
+}
+
 void f32_layernorm_row__avx2_fma(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                  float* y) {
   __m256 acc0 = _mm256_setzero_ps(), acc1 = _mm256_setzero_ps();

@@ -51,7 +51,7 @@ bool perLastAxis(const RuntimeTensor* p, int64_t n) {
   return !p->shape.empty() && p->shape.back() == n;
 }
 
-constexpr int64_t kAttentionRows = 64;  // query rows per task: scores stay in L2
+constexpr int64_t kAttentionRows = 64;  // at most this many query rows per task: scores stay in L2
 
 class AttentionExecution : public Execution {
  public:
@@ -70,7 +70,16 @@ class AttentionExecution : public Execution {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const int threads = pool ? pool->threads() : 1;
     const CpuFunctions& fn = cpuFunctions();
-    scratch_.assign(threads, std::vector<float>(packedBSize(fn, dim_, kvSeq_) + kAttentionRows * kvSeq_));
+    // Query rows split evenly into blocks, as many blocks for each thread where a few more
+    // blocks do it: 197 rows as 64 + 64 + 64 + 5 left one thread twice the other's rows.
+    blocks_ = std::max<int64_t>(1, (qSeq_ + kAttentionRows - 1) / kAttentionRows);
+    for (int64_t b = blocks_; b < blocks_ + threads && b <= qSeq_; ++b)
+      if (batch_ * qHeads_ * b % threads == 0) {
+        blocks_ = b;
+        break;
+      }
+    blockRows_ = std::max<int64_t>(1, (qSeq_ + blocks_ - 1) / blocks_);
+    scratch_.assign(threads, std::vector<float>(packedBSize(fn, dim_, kvSeq_) + blockRows_ * kvSeq_));
     return Status::ok();
   }
 
@@ -84,7 +93,7 @@ class AttentionExecution : public Execution {
       return Status::ok();
     }
     const CpuFunctions& fn = cpuFunctions();
-    const int64_t blocks = (qSeq_ + kAttentionRows - 1) / kAttentionRows, tasks = batch_ * qHeads_ * blocks;
+    const int64_t blocks = blocks_, tasks = batch_ * qHeads_ * blocks;
     const int64_t qStride = qHeads_ * dim_, kStride = kvHeads_ * dim_, vStride = kvHeads_ * vDim_, yStride = qHeads_ * vDim_;
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const int64_t slots = static_cast<int64_t>(scratch_.size());
@@ -95,7 +104,8 @@ class AttentionExecution : public Execution {
         int64_t packedFor = -1;  // (batch, kv head) whose K^T is in packedK
         for (int64_t t = slot; t < tasks; t += slots) {
           const int64_t bh = t / blocks, b = bh / qHeads_, h = bh % qHeads_, hk = h / (qHeads_ / kvHeads_);
-          const int64_t row0 = (t % blocks) * kAttentionRows, rows = std::min(kAttentionRows, qSeq_ - row0);
+          const int64_t row0 = (t % blocks) * blockRows_, rows = std::min(blockRows_, qSeq_ - row0);
+          if (rows <= 0) continue;
           if (packedFor != b * kvHeads_ + hk) {
             packGemmB(fn, k + b * kvSeq_ * kStride + hk * dim_, 1, kStride, dim_, kvSeq_, packedK);
             packedFor = b * kvHeads_ + hk;
@@ -107,7 +117,7 @@ class AttentionExecution : public Execution {
           kb.data = packedK;
           kb.packed = true;
           packedGemm(nullptr, fn, rows, kvSeq_, dim_, qa, kb, scores, kvSeq_, GemmEpilogue());
-          softmaxRows(fn, scores, rows);
+          for (int64_t r = 0; r < rows; ++r) fn.softmaxRow(scores + r * kvSeq_, scores + r * kvSeq_, kvSeq_, scale_);
           GemmA pa;
           pa.data = scores;
           pa.rowStride = kvSeq_;
@@ -123,24 +133,9 @@ class AttentionExecution : public Execution {
   }
 
  private:
-  // softmax(scale * s) along each row, the maximum subtracted first.
-  void softmaxRows(const CpuFunctions& fn, float* s, int64_t rows) const {
-    for (int64_t r = 0; r < rows; ++r) {
-      float* row = s + r * kvSeq_;
-      float maxValue = row[0];
-      for (int64_t j = 1; j < kvSeq_; ++j) maxValue = row[j] > maxValue ? row[j] : maxValue;
-      const float shift = scale_ * maxValue;
-      for (int64_t j = 0; j < kvSeq_; ++j) row[j] = scale_ * row[j] - shift;
-      fn.exp(row, row, kvSeq_);
-      float sum = 0.f;
-      for (int64_t j = 0; j < kvSeq_; ++j) sum += row[j];
-      const float inv = 1.f / sum;
-      for (int64_t j = 0; j < kvSeq_; ++j) row[j] *= inv;
-    }
-  }
-
   const Node& node_;
   int64_t qHeads_ = 0, kvHeads_ = 0, batch_ = 0, qSeq_ = 0, kvSeq_ = 0, dim_ = 0, vDim_ = 0;
+  int64_t blocks_ = 1, blockRows_ = 1;  // query rows per (batch, head): blocks_ tasks of blockRows_
   float scale_ = 1.f;
   std::vector<std::vector<float>> scratch_;  // per thread: packed K^T, then scores
 };

@@ -43,21 +43,10 @@ class SoftmaxExecution : public Execution {
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t inner = inputs[0]->shape.back();
     const int64_t rows = inner ? inputs[0]->elements() / inner : 0;
-    const UnaryKernel expKernel = cpuFunctions().exp;
+    const SoftmaxRowKernel softmaxRow = cpuFunctions().softmaxRow;
     ThreadPool* pool = rows * inner >= kChunk ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
     parallelFor(pool, rows, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        const float* xr = x + r * inner;
-        float* yr = y + r * inner;
-        float maxValue = xr[0];
-        for (int64_t i = 1; i < inner; ++i) maxValue = xr[i] > maxValue ? xr[i] : maxValue;
-        for (int64_t i = 0; i < inner; ++i) yr[i] = xr[i] - maxValue;
-        expKernel(yr, yr, inner);
-        float sum = 0.f;
-        for (int64_t i = 0; i < inner; ++i) sum += yr[i];
-        const float scale = 1.f / sum;
-        for (int64_t i = 0; i < inner; ++i) yr[i] *= scale;
-      }
+      for (int64_t r = begin; r < end; ++r) softmaxRow(x + r * inner, y + r * inner, inner, 1.f);
     });
     return Status::ok();
   }
