@@ -426,6 +426,34 @@ TEST(ActivationFusion, ConvSiluBecomesConvWithSwish) {
   expectSameOutputs(b.g, fused, {1, 3, 6, 7}, 1e-6);
 }
 
+TEST(ActivationFusion, FloatMatMulTakesGeluIntegerMatMulDoesNot) {
+  // ViT's MLP: MatMul (+ bias) -> Gelu becomes one MatMul with the activation, once shape
+  // inference has recorded the product as float; an integer product keeps its Relu.
+  GraphBuilder b;
+  const int x = b.input("x", {2, 5, 4});
+  std::vector<float> w(4 * 6);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = 0.1f * static_cast<float>(i % 7) - 0.3f;
+  b.output(b.op(OpType::Gelu, {b.op(OpType::MatMul, {x, b.floats(w, {4, 6})})}));
+  Graph unknown = b.g;
+  EXPECT_EQ(passes::fuseActivations(unknown), 0);  // no dtype recorded yet for the product
+  passes::foldShapes(b.g);
+  Graph fused = b.g;
+  EXPECT_EQ(passes::fuseActivations(fused), 1);
+  ASSERT_EQ(fused.nodes.size(), 1u);
+  EXPECT_EQ(fused.nodes[0].type, OpType::MatMul);
+  FusedActivation act;
+  ASSERT_TRUE(FusedActivation::fromNode(fused.nodes[0], &act));
+  EXPECT_EQ(act.kind, FusedActivation::Kind::Gelu);
+  expectSameOutputs(b.g, fused, {2, 5, 4}, 1e-5);
+
+  GraphBuilder integer;
+  const int xi = integer.input("x", {3, 4}), wi = integer.input("w", {4, 2});
+  integer.g.tensors[xi].dtype = integer.g.tensors[wi].dtype = DataType::Int32;
+  integer.output(integer.op(OpType::Relu, {integer.op(OpType::MatMul, {xi, wi})}));
+  passes::foldShapes(integer.g);
+  EXPECT_EQ(passes::fuseActivations(integer.g), 0);
+}
+
 TEST(ActivationFusion, SiluBecomesSwish) {
   for (bool gateFirst : {false, true}) {
     GraphBuilder b;

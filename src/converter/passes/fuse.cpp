@@ -140,8 +140,9 @@ int fuseActivations(Graph& g) {
     int x = act.inputs[0];
     if (x < 0 || producer[x] < 0 || readers[x] != 1 || isGraphOutput(g, x)) continue;
     Node& op = g.nodes[producer[x]];
-    // MatMul is left alone: it may be integer, and activations compute in float.
-    bool target = op.type == OpType::Conv || op.type == OpType::ConvTranspose || op.type == OpType::Gemm;
+    // A MatMul only when it is known to be float: it may be integer, and activations compute in float.
+    bool target = op.type == OpType::Conv || op.type == OpType::ConvTranspose || op.type == OpType::Gemm ||
+                  (op.type == OpType::MatMul && g.tensors[x].dtype == DataType::Float32);
     if (!target || op.hasAttr("activation") || op.outputs.size() != 1) continue;
     fa.store(op);
     op.outputs[0] = act.outputs[0];
