@@ -593,18 +593,19 @@ TEST(CpuKernels, UnaryTablesAgree) {
   Tensor x = randomTensor(DataType::Float32, {1031}, 9, -30.0, 30.0);
   const float* xv = x.data<float>();
   std::vector<float> fast(1031), slow(1031);
-  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::erf, &CpuFunctions::exp, &CpuFunctions::swish}) {
+  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::erf, &CpuFunctions::exp, &CpuFunctions::swish,
+                      &CpuFunctions::gelu}) {
     (cpuFunctions().*member)(xv, fast.data(), 1031);
     (scalarCpuFunctions().*member)(xv, slow.data(), 1031);
     for (int i = 0; i < 1031; ++i)
       EXPECT_NEAR(fast[i], slow[i], 1e-6 + 1e-5 * std::fabs(slow[i])) << cpuFunctions().isa << " x=" << xv[i];
   }
-  // Sigmoid and Swish at the ends of the float range and on NaN, in the vector body and the tail.
+  // Sigmoid, Swish and GELU at the ends of the float range and on NaN, in the vector body and the tail.
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   const std::vector<float> special{-inf, -1e30f, -104.f, -88.f, -87.f, -20.f, -0.f, 0.f, 1e-30f,
                                    20.f, 88.f, 1e30f, inf, nan, -inf, inf, nan};
   const int64_t n = static_cast<int64_t>(special.size());
-  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::swish}) {
+  for (auto member : {&CpuFunctions::sigmoid, &CpuFunctions::swish, &CpuFunctions::gelu}) {
     std::vector<float> f(n), g(n);
     (cpuFunctions().*member)(special.data(), f.data(), n);
     (scalarCpuFunctions().*member)(special.data(), g.data(), n);

@@ -205,6 +205,7 @@ CpuFunctions detect() {
       f.transposeToPlanes = f32_transpose_to_planes__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
+      f.gelu = f32_gelu__avx512f;
     }
   }
 #endif

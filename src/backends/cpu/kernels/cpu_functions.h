@@ -174,7 +174,7 @@ struct CpuFunctions {
   Nc8DeinterleaveKernel nc8Deinterleave = nullptr;
 };
 
-// The table for this CPU (AVX-512F GEMM, Sigmoid and Swish with the AVX2+FMA rest, AVX2+FMA, or scalar).
+// The table for this CPU (AVX-512F GEMM, Sigmoid, Swish and GELU with the AVX2+FMA rest, AVX2+FMA, or scalar).
 const CpuFunctions& cpuFunctions();
 // The portable table, always available (tests compare it with the selected one).
 const CpuFunctions& scalarCpuFunctions();
@@ -242,6 +242,7 @@ void f32_transpose_to_planes__avx512f(const float* src, int64_t lds, int64_t pos
                                       const float* bias, const float* residual, float lo, float hi, float* y, int64_t ldy);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
+void f32_gelu__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
