@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include "backends/cpu/kernels/depthwise_kernel.h"
+#include "backends/cpu/kernels/erfc_fit.h"
 #include "backends/cpu/kernels/winograd_kernel.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
@@ -158,18 +159,15 @@ inline __m256 onePlusExpNeg(__m256 x) {
 
 inline __m256 sigmoid256(__m256 x) { return _mm256_div_ps(_mm256_set1_ps(1.f), onePlusExpNeg(x)); }
 
-// erf(x) = sign(x) * (1 - erfc(|x|)), erfc by the Chebyshev fit of Numerical Recipes
-// (fractional error below 1.2e-7).
+// erf(x) = sign(x) * (1 - erfc(|x|)), erfc by the fit of erfc_fit.h.
 inline __m256 erf256(__m256 x) {
   const __m256 signMask = _mm256_set1_ps(-0.f);
   const __m256 sign = _mm256_and_ps(x, signMask);
   const __m256 z = _mm256_andnot_ps(signMask, x);
   const __m256 one = _mm256_set1_ps(1.f);
   const __m256 t = _mm256_div_ps(one, _mm256_fmadd_ps(_mm256_set1_ps(0.5f), z, one));
-  static const float c[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
-                            -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
-  __m256 p = _mm256_set1_ps(c[0]);
-  for (int i = 1; i < 10; ++i) p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(c[i]));
+  __m256 p = _mm256_set1_ps(kErfcFit[0]);
+  for (int i = 1; i < kErfcFitTerms; ++i) p = _mm256_fmadd_ps(p, t, _mm256_set1_ps(kErfcFit[i]));
   const __m256 erfc = _mm256_mul_ps(t, exp256(_mm256_sub_ps(p, _mm256_mul_ps(z, z))));
   return _mm256_or_ps(_mm256_sub_ps(one, erfc), sign);
 }

@@ -1,6 +1,7 @@
 // AVX-512F micro-kernels. This file alone is compiled with -mavx512f -mfma (see CMakeLists.txt);
 // nothing here runs unless cpu_features.cpp found AVX-512F on the CPU.
 #include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/erfc_fit.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -129,11 +130,11 @@ const GemmMicroKernel kAvx512TailKernels[8] = {nullptr,           gemmRowsX32<1>
 
 namespace {
 
-// e^t for t already clamped to [-87.34, 88.72], the zmm twin of kernels_avx2.cpp's
-// onePlusExpNeg less its 1 + (same polynomial, same 2^n built from the shifter's low bits; see
-// there). Zen 4 splits a zmm operation in two, but these loops are bound by instruction count,
-// which 16 lanes halve.
-inline __m512 expClamped512(__m512 t) {
+// e^t + c for t already clamped to [-87.34, 88.72], in one rounding: the zmm twin of
+// kernels_avx2.cpp's onePlusExpNeg (same polynomial, same 2^n built from the shifter's low bits;
+// see there). Zen 4 splits a zmm operation in two, but these loops are bound by instruction
+// count, which 16 lanes halve.
+inline __m512 expClampedPlus512(__m512 t, __m512 c) {
   const __m512 shifter = _mm512_set1_ps(12582912.f);
   const __m512 shifted = _mm512_fmadd_ps(t, _mm512_set1_ps(1.44269504088896341f), shifter);
   const __m512 n = _mm512_sub_ps(shifted, shifter);
@@ -148,28 +149,26 @@ inline __m512 expClamped512(__m512 t) {
   p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
   const __m512 scale = _mm512_castsi512_ps(
       _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(127)), 23));
-  return _mm512_mul_ps(p, scale);
+  return _mm512_fmadd_ps(p, scale, c);
 }
 
 inline __m512 onePlusExpNeg512(__m512 x) {
   const __m512 t = _mm512_min_ps(_mm512_set1_ps(88.72283f),
                                  _mm512_max_ps(_mm512_set1_ps(-87.33654f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
-  return _mm512_add_ps(expClamped512(t), _mm512_set1_ps(1.f));
+  return expClampedPlus512(t, _mm512_set1_ps(1.f));
 }
 
-// GELU's erf form by the erfc fit of kernels_avx2.cpp's erf256: with z = |x| / sqrt2 and
+// GELU's erf form by the erfc fit of erfc_fit.h: with z = |x| / sqrt2 and
 // h = erfc(z) / 2, x * (1 - h) for x >= 0 and x * h below. The exponent p(t) - z^2 is at most
 // 0, so only its lower end is clamped; where it is clamped erfc is below 1e-38 and GELU is x.
 inline __m512 gelu512(__m512 x) {
   const __m512 one = _mm512_set1_ps(1.f);
   const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.7071067811865476f));
   const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
-  static const float c[] = {0.17087277f, -0.82215223f, 1.48851587f, -1.13520398f, 0.27886807f,
-                            -0.18628806f, 0.09678418f, 0.37409196f, 1.00002368f, -1.26551223f};
-  __m512 p = _mm512_set1_ps(c[0]);
-  for (int i = 1; i < 10; ++i) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(c[i]));
+  __m512 p = _mm512_set1_ps(kErfcFit[0]);
+  for (int i = 1; i < kErfcFitTerms; ++i) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(kErfcFit[i]));
   const __m512 exponent = _mm512_max_ps(_mm512_set1_ps(-87.33654f), _mm512_fnmadd_ps(z, z, p));
-  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(t, _mm512_set1_ps(0.5f)), expClamped512(exponent));
+  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(t, _mm512_set1_ps(0.5f)), expClampedPlus512(exponent, _mm512_setzero_ps()));
   const __mmask16 positive = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
   return _mm512_mul_ps(x, _mm512_mask_sub_ps(h, positive, one, h));
 }
