@@ -407,6 +407,16 @@ TEST(ResidualFusion, ConvAddLeftAloneWhenTheResidualDoesNotFit) {
   EXPECT_EQ(passes::fuseConvResidual(fusedAlready.g), 0);
 }
 
+// The fused graph is one `type` node whose epilogue applies `kind` with parameter a.
+void expectOneOpWithActivation(const Graph& fused, OpType type, FusedActivation::Kind kind, float a) {
+  ASSERT_EQ(fused.nodes.size(), 1u);
+  EXPECT_EQ(fused.nodes[0].type, type);
+  FusedActivation act;
+  ASSERT_TRUE(FusedActivation::fromNode(fused.nodes[0], &act));
+  EXPECT_EQ(act.kind, kind);
+  EXPECT_EQ(act.a, a);
+}
+
 TEST(ActivationFusion, ConvSiluBecomesConvWithSwish) {
   // EfficientNet's Conv -> Sigmoid -> Mul: one Conv whose epilogue applies Swish.
   GraphBuilder b;
@@ -417,12 +427,7 @@ TEST(ActivationFusion, ConvSiluBecomesConvWithSwish) {
   Graph fused = b.g;
   EXPECT_EQ(passes::fuseSwish(fused), 1);
   EXPECT_EQ(passes::fuseActivations(fused), 1);
-  ASSERT_EQ(fused.nodes.size(), 1u);
-  EXPECT_EQ(fused.nodes[0].type, OpType::Conv);
-  FusedActivation act;
-  ASSERT_TRUE(FusedActivation::fromNode(fused.nodes[0], &act));
-  EXPECT_EQ(act.kind, FusedActivation::Kind::Swish);
-  EXPECT_EQ(act.a, 1.f);
+  expectOneOpWithActivation(fused, OpType::Conv, FusedActivation::Kind::Swish, 1.f);
   expectSameOutputs(b.g, fused, {1, 3, 6, 7}, 1e-6);
 }
 
@@ -439,11 +444,7 @@ TEST(ActivationFusion, FloatMatMulTakesGeluIntegerMatMulDoesNot) {
   passes::foldShapes(b.g);
   Graph fused = b.g;
   EXPECT_EQ(passes::fuseActivations(fused), 1);
-  ASSERT_EQ(fused.nodes.size(), 1u);
-  EXPECT_EQ(fused.nodes[0].type, OpType::MatMul);
-  FusedActivation act;
-  ASSERT_TRUE(FusedActivation::fromNode(fused.nodes[0], &act));
-  EXPECT_EQ(act.kind, FusedActivation::Kind::Gelu);
+  expectOneOpWithActivation(fused, OpType::MatMul, FusedActivation::Kind::Gelu, 0.f);  // a = 0: the erf form
   expectSameOutputs(b.g, fused, {2, 5, 4}, 1e-5);
 
   GraphBuilder integer;
