@@ -727,25 +727,30 @@ std::vector<double> gemmExpectation(const Tensor& a, const Tensor& b, const Tens
 }
 
 TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
-  // The driver directly: both function tables, a pool of 3 threads, every operand form, and
-  // thin products (few rows of A or few columns of B) that take the GEMV paths, and products
-  // whose blocks are evened out between the threads (rows or columns cut into equal blocks that
-  // are not multiples of the register block), and last row blocks of every partial size.
-  ThreadPool pool(3);
+  // The driver directly: both function tables, pools of 2 and 3 threads, every operand form,
+  // thin products (few rows of A or few columns of B) that take the GEMV paths, products whose
+  // threads' shares are runs of column panels or of row panels with a partial last panel
+  // (169 x 1000: columns, several blocks per share; 49 x 160: rows, as the columns deal out
+  // unevenly; 1000 x 13: rows), fewer panels than threads, and last row blocks of every partial size.
   const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33},
-                               {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20},
+                               {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20}, {169, 1000, 24},
+                               {49, 160, 50}, {5, 9, 10},
                                // A last row block of every size 1..7 (AVX-512's tail kernels on unpacked A)
                                {9, 40, 37}, {11, 70, 20}, {12, 33, 65}, {14, 96, 300}, {15, 31, 8}};
-  uint32_t seed = 3;
-  for (const auto& shape : shapes) {
-    const int64_t M = shape[0], N = shape[1], K = shape[2];
-    Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
-    Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
-    GemmEpilogue ep;
-    ep.bias = bias.data<float>();
-    ep.biasRowStride = 1;
-    ep.act.kind = Kind::Relu;
-    expectPackedGemmAllForms(&pool, a, b, M, N, K, N, ep, gemmExpectation(a, b, bias, nullptr, 0, M, N, K, 1.f), "");
+  for (int threads : {2, 3}) {
+    ThreadPool pool(threads);
+    uint32_t seed = 3;
+    for (const auto& shape : shapes) {
+      const int64_t M = shape[0], N = shape[1], K = shape[2];
+      Tensor a = randomTensor(DataType::Float32, {M, K}, seed++), b = randomTensor(DataType::Float32, {K, N}, seed++);
+      Tensor bias = randomTensor(DataType::Float32, {M}, seed++);
+      GemmEpilogue ep;
+      ep.bias = bias.data<float>();
+      ep.biasRowStride = 1;
+      ep.act.kind = Kind::Relu;
+      expectPackedGemmAllForms(&pool, a, b, M, N, K, N, ep, gemmExpectation(a, b, bias, nullptr, 0, M, N, K, 1.f),
+                               " threads=" + std::to_string(threads));
+    }
   }
 }
 
