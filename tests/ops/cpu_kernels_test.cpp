@@ -320,6 +320,24 @@ TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
   checkConv({1, 16, 9, 2000, 16, 3, 3, 16, 1, 1, 1, true, Kind::Relu}, seed++);  // rows wider than a band
 }
 
+// 3x3 stride-1 convolutions whose output has the input's size take the flat kernel where the
+// table has one (AVX-512): 16 consecutive positions per vector across row ends, so rows shorter
+// than a vector, widths that are not multiples of 16 (the wrap into the next row must be masked),
+// a single position, dilation 2 with padding 2, a channel multiplier, batch 2, the residual before
+// Relu / Clip, an activation after, and two threads.
+TEST(CpuKernels, ConvDepthwiseFlatPlanes) {
+  uint32_t seed = 100;
+  checkConv({1, 9, 7, 7, 9, 3, 3, 9, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 8, 14, 14, 8, 3, 3, 8, 1, 1, 1, true, Kind::Clip, false, 2}, seed++);
+  checkConv({2, 5, 13, 11, 5, 3, 3, 5, 1, 1, 1, false, Kind::None}, seed++);
+  checkConv({1, 3, 5, 3, 3, 3, 3, 3, 1, 1, 1, true, Kind::None}, seed++);
+  checkConv({1, 3, 2, 17, 3, 3, 3, 3, 1, 1, 1, true, Kind::Relu, true}, seed++);
+  checkConv({1, 2, 1, 1, 2, 3, 3, 2, 1, 1, 1, true, Kind::None}, seed++);
+  checkConv({1, 4, 15, 21, 4, 3, 3, 4, 1, 2, 2, true, Kind::Relu}, seed++);  // dilated, the same size
+  checkConv({1, 3, 9, 9, 6, 3, 3, 3, 1, 1, 1, true, Kind::Clip, true}, seed++);  // multiplier 2
+  checkConv({1, 6, 57, 33, 6, 3, 3, 6, 1, 1, 1, true, Kind::Sigmoid, true, 2}, seed++);
+}
+
 // Every CPU Conv path with the residual Z added before the activation.
 TEST(CpuKernels, ConvResidualPointwise) {
   uint32_t seed = 200;

@@ -45,6 +45,12 @@ struct DepthwiseArgs {
   const float* residual = nullptr;
 };
 using DepthwisePlaneKernel = void (*)(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
+// A 3x3 depthwise plane with stride 1 whose output has the input's size, taken as one flat
+// run of positions in vectors of kFlatLanes; masks[v * taps + t] holds the lanes of vector v
+// whose tap t lies inside the plane (depthwiseFlatMasks). Same epilogue as DepthwisePlaneKernel.
+constexpr int64_t kFlatLanes = 16;
+using DepthwiseFlatKernel = void (*)(const DepthwiseArgs& args, const uint16_t* masks, const float* x, const float* w,
+                                     float bias, float* y);
 
 // One output row of a direct 2-D convolution over few input channels (a network's stem, where
 // im2col would copy each input value once per tap). rows[r] (r = input channel * kernelH + kh)
@@ -156,6 +162,7 @@ struct CpuFunctions {
   const GemmMicroKernel* gemmTail = nullptr;
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
+  DepthwiseFlatKernel depthwiseFlat = nullptr;  // AVX-512 only
   MaxPoolRowKernel maxPool3x3s2 = nullptr;
   DirectConvRowKernel directConvRow = nullptr;
   TransposeToPlanesKernel transposeToPlanes = nullptr;  // null: such convolutions run im2col
@@ -241,6 +248,8 @@ void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* co
 void f32_transpose_to_planes__avx512f(const float* src, int64_t lds, int64_t positions, int64_t channels,
                                       const float* bias, const float* residual, float lo, float hi, float* y, int64_t ldy);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
+void f32_dwconv3x3_flat__avx512f(const DepthwiseArgs& args, const uint16_t* masks, const float* x, const float* w,
+                                 float bias, float* y);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
 void f32_gelu__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f

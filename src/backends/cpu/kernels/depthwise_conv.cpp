@@ -3,11 +3,16 @@
 // interleaved into a zero-padded band of rows in per-thread scratch, so that every vector lane is
 // a channel (small maps such as 7x7 waste no lanes on rows shorter than the vector) and every
 // output takes the kernel's unrolled interior path (no window is cut by padding); the output rows
-// are de-interleaved back into the planes. A channel multiplier above 1, and wide 3x3 stride-1
-// rows, run the per-plane kernel.
+// are de-interleaved back into the planes. Where the table has a flat kernel (AVX-512), 3x3
+// stride-1 convolutions whose output has the input's size run it on each plane instead: it reads
+// the planes in place, with full vectors even on 14x14 maps, and interleaves nothing (MobileNetV2
+// at two threads: 14x14 maps 0.041 -> 0.023 ms, 28x28 0.046 -> 0.036). 5x5 windows stay in
+// blocks, where 7x7 maps of 1152 channels ran 12% faster. A channel multiplier above 1, and
+// other wide 3x3 stride-1 rows, run the per-plane kernel.
 // Bias, the residual Z and Relu/Clip are fused; other activations run over the finished rows.
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -21,6 +26,23 @@ namespace {
 
 constexpr int64_t kLanes = 8;
 constexpr int64_t kBandFloats = 16 * 1024;  // 64 KiB of interleaved input rows per band
+
+// The masks of the flat kernel (DepthwiseFlatKernel): bit j of masks[v * taps + t] is set when
+// position v * kFlatLanes + j is an output position whose tap t reads inside the input.
+std::vector<uint16_t> depthwiseFlatMasks(const DepthwiseArgs& a) {
+  const int64_t positions = a.outH * a.outW, taps = a.kernelH * a.kernelW;
+  std::vector<uint16_t> masks((positions + kFlatLanes - 1) / kFlatLanes * taps, 0);
+  for (int64_t p = 0; p < positions; ++p) {
+    const int64_t oh = p / a.outW, ow = p % a.outW;
+    for (int64_t kh = 0; kh < a.kernelH; ++kh)
+      for (int64_t kw = 0; kw < a.kernelW; ++kw) {
+        const int64_t ih = oh * a.strideH + kh * a.dilationH - a.padH, iw = ow * a.strideW + kw * a.dilationW - a.padW;
+        if (ih >= 0 && ih < a.inH && iw >= 0 && iw < a.inW)
+          masks[(p / kFlatLanes) * taps + kh * a.kernelW + kw] |= static_cast<uint16_t>(1u << (p % kFlatLanes));
+      }
+  }
+  return masks;
+}
 
 class DepthwiseConvExecution : public Execution {
  public:
@@ -44,6 +66,13 @@ class DepthwiseConvExecution : public Execution {
       args_.reluMin = true, args_.clipLo = 0.f, args_.clipHi = std::numeric_limits<float>::infinity();
     } else if (act_.kind == FusedActivation::Kind::Clip) {
       args_.reluMin = true, args_.clipLo = act_.a, args_.clipHi = act_.b;
+    }
+    flat_ = cpuFunctions().depthwiseFlat && args_.kernelH == 3 && args_.kernelW == 3 && args_.strideH == 1 &&
+            args_.strideW == 1 && args_.outH == args_.inH && args_.outW == args_.inW;
+    if (flat_) {
+      blocked_ = false;
+      flatMasks_ = depthwiseFlatMasks(args_);
+      return Status::ok();
     }
     const RuntimeTensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
     // Wide 3x3 stride-1 rows fill the per-plane kernel's vectors, and there interleaving the input
@@ -86,6 +115,7 @@ class DepthwiseConvExecution : public Execution {
     const int64_t M = outChannels_, perGroup = outChannels_ / inChannels_;
     const int64_t inSize = args_.inH * args_.inW, outSize = args_.outH * args_.outW, kSize = args_.kernelH * args_.kernelW;
     const DepthwisePlaneKernel kernel = cpuFunctions().depthwisePlane;
+    const DepthwiseFlatKernel flatKernel = flat_ ? cpuFunctions().depthwiseFlat : nullptr;
     const bool separateActivation = !args_.reluMin && act_.kind != FusedActivation::Kind::None;
     parallelFor(pool, batch_ * M, [&](int64_t begin, int64_t end) {
       for (int64_t nm = begin; nm < end; ++nm) {
@@ -93,7 +123,11 @@ class DepthwiseConvExecution : public Execution {
         float* yc = y + nm * outSize;
         DepthwiseArgs args = args_;
         args.residual = z ? z + nm * outSize : nullptr;
-        kernel(args, x + (n * inChannels_ + m / perGroup) * inSize, w + m * kSize, bias ? bias[m] : 0.f, yc);
+        const float* plane = x + (n * inChannels_ + m / perGroup) * inSize;
+        if (flatKernel)
+          flatKernel(args, flatMasks_.data(), plane, w + m * kSize, bias ? bias[m] : 0.f, yc);
+        else
+          kernel(args, plane, w + m * kSize, bias ? bias[m] : 0.f, yc);
         if (separateActivation) applyActivation(cpuFunctions(), act_, yc, outSize);
       }
     });
@@ -194,7 +228,8 @@ class DepthwiseConvExecution : public Execution {
   FusedActivation act_;
   DepthwiseArgs args_;
   int64_t batch_ = 0, inChannels_ = 0, outChannels_ = 0;
-  bool blocked_ = false;
+  bool blocked_ = false, flat_ = false;
+  std::vector<uint16_t> flatMasks_;
   int threads_ = 1;
   int64_t rowOutputs_ = 0, tileW_ = 0, bandRows_ = 1, tileRows_ = 1;
   RuntimeTensor packed_, scratch_;
