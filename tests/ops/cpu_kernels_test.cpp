@@ -232,7 +232,9 @@ TEST(CpuKernels, TransposeToPlanesTablesAgree) {
 }
 
 // Winograd F(2x2, 3x3): odd output sizes (a last tile of one column or row), no padding, one-sided
-// padding, batch 2, two threads, K blocking (Cin > 256), every epilogue.
+// padding, batch 2, two threads, K blocking (Cin > 256), every epilogue. With the 32-wide tile
+// the small maps run tiles as rows (odd widths transposed row by row, an even width with an odd
+// height as one run, channel counts off 16), the larger ones channels as rows.
 TEST(CpuKernels, ConvWinograd) {
   WinogradSetting on(true);
   uint32_t seed = 700;
@@ -243,6 +245,9 @@ TEST(CpuKernels, ConvWinograd) {
   checkConv({1, 8, 17, 12, 8, 3, 3, 1, 1, 0, 1, true, Kind::LeakyRelu, true, 2, {0, 1, 1, 0}}, seed++);
   checkConv({1, 300, 12, 12, 17, 3, 3, 1, 1, 1, 1, true, Kind::None, true, 2}, seed++);
   checkConv({1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2}, seed++);  // 4 KiB-multiple strides
+  // Past 256 tiles the channels stay the GEMM's rows with the 32-wide tile too: odd sizes, batch 2.
+  checkConv({1, 9, 35, 33, 13, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({2, 8, 33, 40, 9, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid, true, 2}, seed++);
 }
 
 // Small maps with channels that fill 32-wide column blocks and a K deep enough to pay for the

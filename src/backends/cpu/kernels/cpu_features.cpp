@@ -140,6 +140,11 @@ void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t 
   winogradOutputRow2x3(m, posStride, tiles, y0, y1);
 }
 
+void f32_winograd_output_channels_2x3__scalar(const float* m, int64_t posStride, int64_t channels, float* y00,
+                                          float* y01, float* y10, float* y11) {
+  winogradOutputChannels2x3(m, posStride, channels, y00, y01, y10, y11);
+}
+
 namespace {
 
 CpuFunctions makeScalar() {
@@ -160,6 +165,7 @@ CpuFunctions makeScalar() {
   f.layerNormRow = f32_layernorm_row__scalar;
   f.winogradInput2x3 = f32_winograd_input_2x3__scalar;
   f.winogradOutput2x3 = f32_winograd_output_2x3__scalar;
+  f.winogradOutputChannels2x3 = f32_winograd_output_channels_2x3__scalar;
   f.nc8Conv = f32_nc8_conv_6x16__scalar;
   f.nc8DepthwiseRow = f32_nc8_dwconv_row__scalar;
   f.nc8Interleave = f32_nc8_interleave__scalar;
@@ -191,6 +197,7 @@ CpuFunctions detect() {
     f.layerNormRow = f32_layernorm_row__avx2_fma;
     f.winogradInput2x3 = f32_winograd_input_2x3__avx2_fma;
     f.winogradOutput2x3 = f32_winograd_output_2x3__avx2_fma;
+    f.winogradOutputChannels2x3 = f32_winograd_output_channels_2x3__avx2_fma;
     f.nc8Conv = f32_nc8_conv_6x16__avx2_fma;
     f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
     f.nc8Interleave = f32_nc8_interleave__avx2_fma;

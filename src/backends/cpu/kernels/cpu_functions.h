@@ -98,6 +98,10 @@ using LayerNormRowKernel = void (*)(const float* x, int64_t n, float epsilon, co
 // output transform reads m likewise and writes the 2x2 outputs into two rows.
 using WinogradInputKernel = void (*)(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 using WinogradOutputKernel = void (*)(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+// With tiles as the GEMM's rows: one tile's 2x2 outputs of each channel c < channels from
+// m[p * posStride + c], into the four output positions' rows of channels.
+using WinogradOutputChannelsKernel = void (*)(const float* m, int64_t posStride, int64_t channels, float* y00,
+                                              float* y01, float* y10, float* y11);
 
 // NC8HW8 activations ([N][C/8][H][W][8], docs/cpu.md): a convolution tile of `positions` (1..6)
 // output positions by `outBlocks` (1 or 2) blocks of 8 output channels, summed over `taps`
@@ -175,6 +179,7 @@ struct CpuFunctions {
   LayerNormRowKernel layerNormRow = nullptr;
   WinogradInputKernel winogradInput2x3 = nullptr;
   WinogradOutputKernel winogradOutput2x3 = nullptr;
+  WinogradOutputChannelsKernel winogradOutputChannels2x3 = nullptr;
   Nc8ConvKernel nc8Conv = nullptr;
   Nc8DepthwiseRowKernel nc8DepthwiseRow = nullptr;
   Nc8InterleaveKernel nc8Interleave = nullptr;
@@ -192,6 +197,8 @@ void f32_gemv_panel__scalar(int64_t K, const float* a, int64_t aStride, const fl
 void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+void f32_winograd_output_channels_2x3__scalar(const float* m, int64_t posStride, int64_t channels, float* y00,
+                                          float* y01, float* y10, float* y11);
 void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                               int64_t rowLength, float* out);
 void f32_direct_conv_row__scalar(const DirectConvRowArgs& args, const float* const* rows, const float* w,
@@ -241,6 +248,8 @@ bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, co
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+void f32_winograd_output_channels_2x3__avx2_fma(const float* m, int64_t posStride, int64_t channels, float* y00,
+                                          float* y01, float* y10, float* y11);
 void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                                int64_t rowLength, float* out);
 void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* const* rows, const float* w,

@@ -362,6 +362,11 @@ void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_
   winogradOutputRow2x3(m, posStride, tiles, y0, y1);
 }
 
+void f32_winograd_output_channels_2x3__avx2_fma(const float* m, int64_t posStride, int64_t channels, float* y00,
+                                          float* y01, float* y10, float* y11) {
+  winogradOutputChannels2x3(m, posStride, channels, y00, y01, y10, y11);
+}
+
 }  // namespace osprey
 
 #endif

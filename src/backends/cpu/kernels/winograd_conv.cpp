@@ -23,6 +23,7 @@ constexpr int64_t kMinChannels = 8;  // below this the transforms cost more than
 // Below this many tiles each transformed weight serves too few columns: the 16/9 larger weights
 // are read from memory at the speed of memory (ResNet's 7x7 maps: 16 tiles, slower than im2col).
 constexpr int64_t kMinTiles = 32;
+constexpr int64_t kTileRowsMaxTiles = 256;
 
 // The distance between two positions' matrices: a multiple of 4 KiB would put the 16 streams
 // that a transform writes at once into the same cache sets (a 56x56 map of 64 channels does).
@@ -49,9 +50,13 @@ class WinogradConvExecution : public Execution {
     tiles_ = tilesY_ * tilesX_;
     vStride_ = paddedStride(cin_ * tiles_);
     mStride_ = paddedStride(cout_ * tiles_);
-    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
+    const bool tileRows = preferTileRows(cpuFunctions(), tiles_);
+    if (!packedMem_ || tileRows != tileRows_) {
+      tileRows_ = tileRows;
+      OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
+    }
     scratch_.dtype = DataType::Float32;
-    scratch_.shape = {kPositions * (vStride_ + mStride_)};
+    scratch_.shape = {kPositions * (vStride_ + mStride_) + (tileRows_ ? 4 * tiles_ * cout_ : 0)};
     auto scratch = backend()->onAcquire(&scratch_, StorageType::DYNAMIC);  // released on return
     if (!scratch) return Status::outOfMemory("cannot allocate Winograd Conv scratch for " + node_.name);
     return Status::ok();
@@ -67,7 +72,7 @@ class WinogradConvExecution : public Execution {
     float* v = reinterpret_cast<float*>(scratch_.host());
     float* m = v + kPositions * vStride_;
     const float* packed = reinterpret_cast<const float*>(packed_.host());
-    const size_t perPosition = packedASize(fn, cout_, cin_);
+    const size_t perPosition = perPositionSize();
     const int64_t inPlane = inH_ * inW_, outPlane = outH_ * outW_;
     for (int64_t n = 0; n < batch_; ++n) {
       const float* xn = x + n * cin_ * inPlane;
@@ -75,6 +80,12 @@ class WinogradConvExecution : public Execution {
         for (int64_t r = begin; r < end; ++r) transformInputRow(fn, xn + (r / tilesY_) * inPlane, r % tilesY_,
                                                                  v + (r / tilesY_) * tiles_);
       });
+      float* yn = y + n * cout_ * outPlane;
+      const float* zn = z ? z + n * cout_ * outPlane : nullptr;
+      if (tileRows_) {
+        runTileRows(pool, v, bias, zn, yn);
+        continue;
+      }
       parallelFor(pool, kPositions, [&](int64_t begin, int64_t end) {
         for (int64_t p = begin; p < end; ++p) {
           GemmA a;
@@ -86,8 +97,6 @@ class WinogradConvExecution : public Execution {
           packedGemm(nullptr, fn, cout_, tiles_, cin_, a, b, m + p * mStride_, tiles_, GemmEpilogue());
         }
       });
-      float* yn = y + n * cout_ * outPlane;
-      const float* zn = z ? z + n * cout_ * outPlane : nullptr;
       parallelFor(pool, cout_, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
           for (int64_t ty = 0; ty < tilesY_; ++ty) transformOutputRow(fn, m + o * tiles_, ty, yn + o * outPlane);
@@ -106,10 +115,73 @@ class WinogradConvExecution : public Execution {
   }
 
  private:
-  // U[p] = (G g G^T)[p] for every (out, in) channel pair, each position packed as a GEMM's A.
+  // Tiles as the GEMM's rows and output channels as its columns (as conv.cpp's 1x1 convolutions
+  // on small maps): 49 tiles of a 13x13 or 14x14 map fill 7 blocks of 8 rows but only 2 blocks
+  // of 32 columns at 77%, and with weights as B each packed panel serves every tile of a row
+  // block; the products then go through the output transform by channel and a transpose into planes.
+  static bool preferTileRows(const CpuFunctions& fn, int64_t tiles) {
+    return fn.gemmNr >= 32 && fn.transposeToPlanes && tiles <= kTileRowsMaxTiles;
+  }
+
+  size_t perPositionSize() const {
+    const CpuFunctions& fn = cpuFunctions();
+    return tileRows_ ? packedBSize(fn, cin_, cout_) : packedASize(fn, cout_, cin_);
+  }
+
+  // M[p] = V[p]^T U[p]^T for every position, then the outputs of every tile by channel into
+  // rows of positions (a 2 x 2 tile grid, odd edges included), transposed into planes with the epilogue.
+  void runTileRows(ThreadPool* pool, const float* v, const float* bias, const float* z, float* y) const {
+    const CpuFunctions& fn = cpuFunctions();
+    float* m = const_cast<float*>(v) + kPositions * vStride_;
+    float* rows = m + kPositions * mStride_;
+    const float* packed = reinterpret_cast<const float*>(packed_.host());
+    const size_t perPosition = perPositionSize();
+    parallelFor(pool, kPositions, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        GemmA a;
+        a.data = v + p * vStride_;
+        a.rowStride = 1;
+        a.colStride = tiles_;
+        GemmB b;
+        b.data = packed + p * perPosition;
+        b.packed = true;
+        packedGemm(nullptr, fn, tiles_, cout_, cin_, a, b, m + p * mStride_, cout_, GemmEpilogue());
+      }
+    });
+    const int64_t gridW = 2 * tilesX_;
+    parallelFor(pool, tilesY_, [&](int64_t begin, int64_t end) {
+      for (int64_t ty = begin; ty < end; ++ty)
+        for (int64_t tx = 0; tx < tilesX_; ++tx) {
+          float* top = rows + (2 * ty * gridW + 2 * tx) * cout_;
+          float* bottom = top + gridW * cout_;
+          fn.winogradOutputChannels2x3(m + (ty * tilesX_ + tx) * cout_, mStride_, cout_, top, top + cout_, bottom,
+                                       bottom + cout_);
+        }
+    });
+    constexpr int64_t kBlock = 16;
+    const int64_t outPlane = outH_ * outW_;
+    float lo, hi;
+    const bool clampOnly = clampBounds(act_, &lo, &hi);
+    parallelFor(pool, (cout_ + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
+      for (int64_t blk = begin; blk < end; ++blk) {
+        const int64_t o0 = blk * kBlock, channels = std::min(cout_, o0 + kBlock) - o0;
+        const float* blockBias = bias ? bias + o0 : nullptr;
+        // An even row length leaves no grid column out: the whole plane is one run of positions.
+        const int64_t runs = outW_ == gridW ? 1 : outH_, runLength = outW_ == gridW ? outPlane : outW_;
+        for (int64_t r = 0; r < runs; ++r)
+          fn.transposeToPlanes(rows + r * gridW * cout_ + o0, cout_, runLength, channels, blockBias,
+                               z ? z + o0 * outPlane + r * outW_ : nullptr, lo, hi, y + o0 * outPlane + r * outW_,
+                               outPlane);
+        if (!clampOnly) applyActivation(fn, act_, y + o0 * outPlane, channels * outPlane);
+      }
+    });
+  }
+
+  // U[p] = (G g G^T)[p] for every (out, in) channel pair, each position packed as a GEMM's A
+  // (B with tiles as rows).
   Status packWeights(const float* w) {
     const CpuFunctions& fn = cpuFunctions();
-    const size_t perPosition = packedASize(fn, cout_, cin_);
+    const size_t perPosition = perPositionSize();
     const int64_t floats = static_cast<int64_t>(perPosition * kPositions);
     OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), floats, node_.name, &packed_, &packedMem_));
     std::vector<float> u(static_cast<size_t>(kPositions * cout_ * cin_));
@@ -131,8 +203,13 @@ class WinogradConvExecution : public Execution {
       }
     }
     float* dst = reinterpret_cast<float*>(packed_.host());
-    for (int64_t p = 0; p < kPositions; ++p)
-      packGemmA(fn, u.data() + p * cout_ * cin_, cin_, 1, cout_, cin_, dst + p * perPosition);
+    for (int64_t p = 0; p < kPositions; ++p) {
+      const float* up = u.data() + p * cout_ * cin_;
+      if (tileRows_)
+        packGemmB(fn, up, 1, cin_, cin_, cout_, dst + p * perPosition);
+      else
+        packGemmA(fn, up, cin_, 1, cout_, cin_, dst + p * perPosition);
+    }
     return Status::ok();
   }
 
@@ -193,6 +270,7 @@ class WinogradConvExecution : public Execution {
   FusedActivation act_;
   int64_t batch_ = 0, cin_ = 0, cout_ = 0, inH_ = 0, inW_ = 0, outH_ = 0, outW_ = 0, padTop_ = 0, padLeft_ = 0;
   int64_t tilesY_ = 0, tilesX_ = 0, tiles_ = 0, vStride_ = 0, mStride_ = 0;
+  bool tileRows_ = false;
   RuntimeTensor packed_, scratch_;
   std::unique_ptr<MemObj> packedMem_;
 };

@@ -57,5 +57,24 @@ inline void winogradOutputRow2x3(const float* m, int64_t posStride, int64_t tile
   }
 }
 
+// The same output transform over channels, for products laid out with tiles as rows: the 2x2
+// outputs of channel c from m[p * posStride + c], into rows y00 (top left), y01, y10, y11.
+inline void winogradOutputChannels2x3(const float* m, int64_t posStride, int64_t channels, float* __restrict y00,
+                                      float* __restrict y01, float* __restrict y10, float* __restrict y11) {
+  for (int64_t c = 0; c < channels; ++c) {
+    float s[2][4];
+    for (int b = 0; b < 4; ++b) {
+      const float m0 = m[b * posStride + c], m1 = m[(4 + b) * posStride + c];
+      const float m2 = m[(8 + b) * posStride + c], m3 = m[(12 + b) * posStride + c];
+      s[0][b] = m0 + m1 + m2;
+      s[1][b] = m1 - m2 - m3;
+    }
+    y00[c] = s[0][0] + s[0][1] + s[0][2];
+    y01[c] = s[0][1] - s[0][2] - s[0][3];
+    y10[c] = s[1][0] + s[1][1] + s[1][2];
+    y11[c] = s[1][1] - s[1][2] - s[1][3];
+  }
+}
+
 }  // namespace
 }  // namespace osprey
