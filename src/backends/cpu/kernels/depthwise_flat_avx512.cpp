@@ -9,17 +9,11 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include "backends/cpu/kernels/avx512_lanes.h"
+
 #include <limits>
 
 namespace osprey {
-
-namespace {
-
-inline __mmask16 firstLanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
-}
-
-}  // namespace
 
 // Two chains of FMAs per vector, every tap unrolled so that the weights stay in registers (a tap
 // loop left rolled read them from the stack: 1.5x slower).

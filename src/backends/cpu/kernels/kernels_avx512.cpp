@@ -6,6 +6,8 @@
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
 
+#include "backends/cpu/kernels/avx512_lanes.h"
+
 #include <algorithm>
 #include <limits>
 
@@ -185,15 +187,6 @@ inline void mapFloats512(const float* x, float* y, int64_t n) {
 
 inline __m512 sigmoid512(__m512 x) { return _mm512_div_ps(_mm512_set1_ps(1.f), onePlusExpNeg512(x)); }
 inline __m512 swish512(__m512 x) { return _mm512_div_ps(x, onePlusExpNeg512(x)); }
-
-}  // namespace
-
-namespace {
-
-// The first `n` of 16 lanes (n clamped to [0, 16]).
-inline __mmask16 firstLanes(int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xffff) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1);
-}
 
 }  // namespace
 
