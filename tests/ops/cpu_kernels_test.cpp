@@ -671,35 +671,53 @@ TEST(CpuKernels, SoftmaxRowTablesAgree) {
     }
 }
 
-// The Winograd transforms of the selected table against the scalar ones, on a row of 13 tiles
-// (a vector body and a tail), against the definition B^T d B and A^T m A computed here.
+// The Winograd transforms of the selected table and the scalar one against the definition
+// B^T d B and A^T m A computed here, on rows of 5, 13, 16 and 37 tiles (vector bodies and tails),
+// the output stage with and without bias, residual and clamp bounds;
+// nothing is written past the last tile.
 TEST(CpuKernels, WinogradTransformTablesAgree) {
-  const int64_t tiles = 13, stride = 17;
-  Tensor rowsT = randomTensor(DataType::Float32, {4, 2 * tiles + 2}, 31);
-  const float* r = rowsT.data<float>();
-  const float* rows[4] = {r, r + (2 * tiles + 2), r + 2 * (2 * tiles + 2), r + 3 * (2 * tiles + 2)};
   const double BT[4][4] = {{1, 0, -1, 0}, {0, 1, 1, 0}, {0, -1, 1, 0}, {0, 1, 0, -1}};
   const double AT[2][4] = {{1, 1, 1, 0}, {0, 1, -1, -1}};
-  Tensor mT = randomTensor(DataType::Float32, {16 * stride}, 32);
-  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
-    std::vector<float> v(16 * stride, 0.f), y0(2 * tiles), y1(2 * tiles);
-    fn->winogradInput2x3(rows, tiles, v.data(), stride);
-    fn->winogradOutput2x3(mT.data<float>(), stride, tiles, y0.data(), y1.data());
-    for (int64_t t = 0; t < tiles; ++t) {
-      for (int a = 0; a < 4; ++a)
-        for (int b = 0; b < 4; ++b) {
-          double want = 0;
-          for (int i = 0; i < 4; ++i)
-            for (int k = 0; k < 4; ++k) want += BT[a][i] * rows[i][2 * t + k] * BT[b][k];
-          EXPECT_NEAR(v[(4 * a + b) * stride + t], want, 1e-5) << fn->isa << " tile " << t << " p " << 4 * a + b;
-        }
-      for (int i = 0; i < 2; ++i)
-        for (int j = 0; j < 2; ++j) {
-          double want = 0;
-          for (int a = 0; a < 4; ++a)
-            for (int b = 0; b < 4; ++b) want += AT[i][a] * mT.data<float>()[(4 * a + b) * stride + t] * AT[j][b];
-          EXPECT_NEAR((i == 0 ? y0 : y1)[2 * t + j], want, 1e-5) << fn->isa << " tile " << t;
-        }
+  constexpr float kUntouched = -12345.f;
+  uint32_t seed = 31;
+  for (int64_t tiles : {5, 13, 16, 37}) {
+    const int64_t width = 2 * tiles + 2, stride = tiles + 5;
+    Tensor rowsT = randomTensor(DataType::Float32, {4, width}, seed++);
+    const float* r = rowsT.data<float>();
+    const float* rows[4] = {r, r + width, r + 2 * width, r + 3 * width};
+    Tensor mT = randomTensor(DataType::Float32, {16 * stride}, seed++);
+    Tensor zT = randomTensor(DataType::Float32, {2, 2 * tiles}, seed++);
+    for (bool staged : {false, true}) {
+      WinogradOutputStage stage;
+      if (staged) stage.bias = 0.3f, stage.z0 = zT.data<float>(), stage.z1 = stage.z0 + 2 * tiles, stage.lo = -0.5f, stage.hi = 1.5f;
+      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+        std::vector<float> v(16 * stride, kUntouched), y0(2 * tiles + 16, kUntouched), y1(2 * tiles + 16, kUntouched);
+        fn->winogradInput2x3(rows, tiles, v.data(), stride);
+        fn->winogradOutput2x3(mT.data<float>(), stride, tiles, y0.data(), y1.data(), stage);
+        const std::string where = std::string(fn->isa) + " tiles " + std::to_string(tiles) + (staged ? " staged" : "");
+        for (int64_t t = 0; t < stride; ++t)
+          for (int p = 0; p < 16; ++p) {
+            if (t >= tiles) {
+              EXPECT_EQ(v[p * stride + t], kUntouched) << where << " wrote V past the tiles";
+              continue;
+            }
+            double want = 0;
+            for (int i = 0; i < 4; ++i)
+              for (int k = 0; k < 4; ++k) want += BT[p / 4][i] * rows[i][2 * t + k] * BT[p % 4][k];
+            EXPECT_NEAR(v[p * stride + t], want, 1e-5) << where << " tile " << t << " p " << p;
+          }
+        for (int64_t t = 0; t < tiles; ++t)
+          for (int i = 0; i < 2; ++i)
+            for (int j = 0; j < 2; ++j) {
+              double want = 0;
+              for (int a = 0; a < 4; ++a)
+                for (int b = 0; b < 4; ++b) want += AT[i][a] * mT.data<float>()[(4 * a + b) * stride + t] * AT[j][b];
+              if (staged) want = std::min(1.5, std::max(-0.5, want + 0.3 + zT.data<float>()[i * 2 * tiles + 2 * t + j]));
+              EXPECT_NEAR((i == 0 ? y0 : y1)[2 * t + j], want, 1e-5) << where << " tile " << t;
+            }
+        for (int64_t k = 2 * tiles; k < 2 * tiles + 16; ++k)
+          EXPECT_TRUE(y0[k] == kUntouched && y1[k] == kUntouched) << where << " wrote past the row";
+      }
     }
   }
 }

@@ -3,6 +3,7 @@
 // and never name an ISA themselves, so one binary runs on any x86-64.
 #pragma once
 #include <cstdint>
+#include <limits>
 
 namespace osprey {
 
@@ -95,9 +96,18 @@ using LayerNormRowKernel = void (*)(const float* x, int64_t n, float epsilon, co
 
 // Winograd F(2x2, 3x3) over one row of tiles (winograd_kernel.h): the input transform reads
 // columns 2t .. 2t+3 of four rows and writes position p of tile t to v[p * posStride + t]; the
-// output transform reads m likewise and writes the 2x2 outputs into two rows.
+// output transform reads m likewise and writes the 2x2 outputs into two rows of one channel,
+// each output + bias + the residual at the same place in z0 / z1 (null: none), clamped to
+// [lo, hi] as the GEMM's output stage does.
+struct WinogradOutputStage {
+  float bias = 0.f;
+  const float* z0 = nullptr;
+  const float* z1 = nullptr;
+  float lo = -std::numeric_limits<float>::infinity(), hi = std::numeric_limits<float>::infinity();
+};
 using WinogradInputKernel = void (*)(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
-using WinogradOutputKernel = void (*)(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+using WinogradOutputKernel = void (*)(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
+                                      const WinogradOutputStage& stage);
 // With tiles as the GEMM's rows: one tile's 2x2 outputs of each channel c < channels from
 // m[p * posStride + c], into the four output positions' rows of channels.
 using WinogradOutputChannelsKernel = void (*)(const float* m, int64_t posStride, int64_t channels, float* y00,
@@ -196,7 +206,8 @@ void f32_gemm_6x16__scalar(int64_t kc, const float* a, int64_t aRowStride, int64
 void f32_gemv_panel__scalar(int64_t K, const float* a, int64_t aStride, const float* panel, int64_t nr, float* out);
 void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
-void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
+                                 const WinogradOutputStage& stage);
 void f32_winograd_output_channels_2x3__scalar(const float* m, int64_t posStride, int64_t channels, float* y00,
                                           float* y01, float* y10, float* y11);
 void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
@@ -247,7 +258,8 @@ void f32_gemv_panel__avx2_fma(int64_t K, const float* a, int64_t aStride, const 
 bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
-void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1);
+void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
+                                 const WinogradOutputStage& stage);
 void f32_winograd_output_channels_2x3__avx2_fma(const float* m, int64_t posStride, int64_t channels, float* y00,
                                           float* y01, float* y10, float* y11);
 void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,

@@ -358,8 +358,9 @@ void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, f
   winogradInputRow2x3(rows, tiles, v, posStride);
 }
 
-void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1) {
-  winogradOutputRow2x3(m, posStride, tiles, y0, y1);
+void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
+                                 const WinogradOutputStage& stage) {
+  winogradOutputRow2x3(m, posStride, tiles, y0, y1, stage);
 }
 
 void f32_winograd_output_channels_2x3__avx2_fma(const float* m, int64_t posStride, int64_t channels, float* y00,

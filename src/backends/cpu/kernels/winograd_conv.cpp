@@ -11,6 +11,7 @@
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/winograd_kernel.h"
 #include "core/thread_pool.h"
 #include "ops/window.h"
 
@@ -97,17 +98,18 @@ class WinogradConvExecution : public Execution {
           packedGemm(nullptr, fn, cout_, tiles_, cin_, a, b, m + p * mStride_, tiles_, GemmEpilogue());
         }
       });
+      float lo, hi;
+      const bool clampOnly = clampBounds(act_, &lo, &hi);
       parallelFor(pool, cout_, [&](int64_t begin, int64_t end) {
         for (int64_t o = begin; o < end; ++o) {
-          for (int64_t ty = 0; ty < tilesY_; ++ty) transformOutputRow(fn, m + o * tiles_, ty, yn + o * outPlane);
-          GemmEpilogue ep;
-          ep.bias = bias;
-          ep.biasRowStride = 1;
-          ep.residual = zn;
-          ep.residualRowStride = outPlane;
-          ep.act = act_;
-          if (bias || zn || act_.kind != FusedActivation::Kind::None)
-            applyEpilogue(fn, ep, o, 1, 0, outPlane, yn + o * outPlane, outPlane);
+          float* plane = yn + o * outPlane;
+          WinogradOutputStage stage;
+          stage.bias = bias ? bias[o] : 0.f;
+          stage.lo = lo, stage.hi = hi;
+          for (int64_t ty = 0; ty < tilesY_; ++ty)
+            transformOutputRow(fn, m + o * tiles_, ty, stage, zn ? zn + o * outPlane : nullptr, plane);
+          // Other activations over the finished plane, still in cache.
+          if (!clampOnly) applyActivation(fn, act_, plane, outPlane);
         }
       });
     }
@@ -246,21 +248,30 @@ class WinogradConvExecution : public Execution {
     }
   }
 
-  // Output rows 2ty and 2ty + 1 of one output channel from its products m[p * mStride + t].
-  void transformOutputRow(const CpuFunctions& fn, const float* m, int64_t ty, float* plane) const {
-    const int64_t posStride = mStride_;
+  // Output rows 2ty and 2ty + 1 of one output channel from its products m[p * mStride + t],
+  // finished by the stage with the residual plane z (null: none).
+  void transformOutputRow(const CpuFunctions& fn, const float* m, int64_t ty, WinogradOutputStage stage,
+                          const float* z, float* plane) const {
+    const int64_t posStride = mStride_, row = 2 * ty * outW_;
     const float* mr = m + ty * tilesX_;
-    float* y0 = plane + 2 * ty * outW_;
+    float* y0 = plane + row;
     const bool secondRow = 2 * ty + 1 < outH_;
     float* y1 = secondRow ? y0 + outW_ : nullptr;
     const int64_t whole = secondRow ? outW_ / 2 : 0;  // tiles whose four outputs all lie inside
-    if (whole > 0) fn.winogradOutput2x3(mr, posStride, whole, y0, y1);
-    for (int64_t t = whole; t < tilesX_; ++t) {  // an odd last column or row, one tile at a time
+    if (whole > 0) {
+      stage.z0 = z ? z + row : nullptr;
+      stage.z1 = z ? z + row + outW_ : nullptr;
+      fn.winogradOutput2x3(mr, posStride, whole, y0, y1, stage);
+    }
+    // An odd last column or row, one tile at a time into a pair of its own (the residual is read
+    // only where an output lies).
+    for (int64_t t = whole; t < tilesX_; ++t) {
       float pair0[2], pair1[2];
-      fn.winogradOutput2x3(mr + t, posStride, 1, pair0, pair1);
+      fn.winogradOutput2x3(mr + t, posStride, 1, pair0, pair1, WinogradOutputStage());
       for (int64_t s = 0; s < 2 && 2 * t + s < outW_; ++s) {
-        y0[2 * t + s] = pair0[s];
-        if (secondRow) y1[2 * t + s] = pair1[s];
+        const int64_t i = 2 * t + s;
+        y0[i] = winogradFinish(pair0[s], z ? z + row : nullptr, i, stage);
+        if (secondRow) y1[i] = winogradFinish(pair1[s], z ? z + row + outW_ : nullptr, i, stage);
       }
     }
   }

@@ -10,6 +10,8 @@
 #pragma once
 #include <cstdint>
 
+#include "backends/cpu/kernels/cpu_functions.h"
+
 namespace osprey {
 namespace {
 
@@ -38,10 +40,30 @@ inline void winogradInputRow2x3(const float* const* rows, int64_t tiles, float* 
   }
 }
 
+// One output finished by the stage (z: its residual, or null).
+inline float winogradFinish(float v, const float* z, int64_t i, const WinogradOutputStage& stage) {
+  v += stage.bias;
+  if (z) v += z[i];
+  v = v < stage.lo ? stage.lo : v;  // NaN stays NaN, as in the GEMM's output stage
+  return v > stage.hi ? stage.hi : v;
+}
+
+// The stage over n outputs of one row, a loop of its own so that the transform's loop and this
+// one both vectorise.
+inline void winogradFinishRow(float* __restrict y, const float* __restrict z, int64_t n,
+                              const WinogradOutputStage& stage) {
+  const float bias = stage.bias, lo = stage.lo, hi = stage.hi;
+  for (int64_t i = 0; i < n; ++i) {
+    float v = y[i] + bias + (z ? z[i] : 0.f);
+    v = v < lo ? lo : v;
+    y[i] = v > hi ? hi : v;
+  }
+}
+
 // The 2x2 outputs of tiles t < tiles from m[p * posStride + t]: y0[2t], y0[2t+1] (first output
-// row) and y1[2t], y1[2t+1] (second).
+// row) and y1[2t], y1[2t+1] (second), then the stage over both rows.
 inline void winogradOutputRow2x3(const float* m, int64_t posStride, int64_t tiles, float* __restrict y0,
-                                 float* __restrict y1) {
+                                 float* __restrict y1, const WinogradOutputStage& stage) {
   for (int64_t t = 0; t < tiles; ++t) {
     float s[2][4];  // A^T m: rows combined, per column b
     for (int b = 0; b < 4; ++b) {
@@ -55,6 +77,8 @@ inline void winogradOutputRow2x3(const float* m, int64_t posStride, int64_t tile
     y1[2 * t] = s[1][0] + s[1][1] + s[1][2];
     y1[2 * t + 1] = s[1][1] - s[1][2] - s[1][3];
   }
+  winogradFinishRow(y0, stage.z0, 2 * tiles, stage);
+  winogradFinishRow(y1, stage.z1, 2 * tiles, stage);
 }
 
 // The same output transform over channels, for products laid out with tiles as rows: the 2x2
