@@ -343,6 +343,23 @@ TEST(CpuKernels, ConvDepthwiseFlatPlanes) {
   checkConv({1, 6, 57, 33, 6, 3, 3, 6, 1, 1, 1, true, Kind::Sigmoid, true, 2}, seed++);
 }
 
+// 3x3 and 5x5 stride-2 depthwise convolutions with outputs at least 8 wide take the strided
+// kernel where the table has one (AVX-512), reading the planes in place: outputs 8, 16, 17 and 56
+// wide (one vector, a masked tail, several), odd and even input widths, padding 0-2 (the first
+// window reaching left of the plane, the last past its right end), one-sided padding, a channel
+// multiplier, batch 2, the residual before Relu / Clip, an activation after, two threads.
+TEST(CpuKernels, ConvDepthwiseStride2Planes) {
+  uint32_t seed = 150;
+  checkConv({1, 5, 16, 16, 5, 3, 3, 5, 2, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 4, 33, 35, 4, 3, 3, 4, 2, 1, 1, true, Kind::Clip, true, 2}, seed++);
+  checkConv({2, 3, 20, 34, 3, 3, 3, 3, 2, 0, 1, false, Kind::None}, seed++);
+  checkConv({1, 6, 112, 112, 6, 3, 3, 6, 2, 1, 1, true, Kind::Sigmoid, false, 2}, seed++);
+  checkConv({1, 3, 31, 33, 3, 5, 5, 3, 2, 2, 1, true, Kind::Relu, true}, seed++);
+  checkConv({1, 4, 32, 32, 4, 5, 5, 4, 2, 2, 1, true, Kind::None, false, 1, {1, 2, 2, 1}}, seed++);
+  checkConv({1, 3, 17, 19, 6, 3, 3, 3, 2, 1, 1, true, Kind::Clip, true}, seed++);  // multiplier 2
+  checkConv({1, 2, 19, 40, 2, 5, 5, 2, 2, 0, 1, true, Kind::None, false, 1, {0, 1, 0, 0}}, seed++);
+}
+
 // Every CPU Conv path with the residual Z added before the activation.
 TEST(CpuKernels, ConvResidualPointwise) {
   uint32_t seed = 200;

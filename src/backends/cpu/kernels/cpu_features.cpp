@@ -211,6 +211,7 @@ CpuFunctions detect() {
       f.maxPool3x3s2 = f32_maxpool3x3s2__avx512f;
       f.directConvRow = f32_direct_conv_row__avx512f;
       f.depthwiseFlat = f32_dwconv3x3_flat__avx512f;
+      f.depthwiseStride2 = f32_dwconv_stride2__avx512f;
       f.transposeToPlanes = f32_transpose_to_planes__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;

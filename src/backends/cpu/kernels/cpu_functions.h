@@ -177,6 +177,8 @@ struct CpuFunctions {
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   DepthwiseFlatKernel depthwiseFlat = nullptr;  // AVX-512 only
+  // Square 3x3 or 5x5 windows, stride 2, no dilation, on a plane in place; AVX-512 only.
+  DepthwisePlaneKernel depthwiseStride2 = nullptr;
   MaxPoolRowKernel maxPool3x3s2 = nullptr;
   DirectConvRowKernel directConvRow = nullptr;
   TransposeToPlanesKernel transposeToPlanes = nullptr;  // null: such convolutions run im2col
@@ -272,6 +274,7 @@ void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
 void f32_dwconv3x3_flat__avx512f(const DepthwiseArgs& args, const uint16_t* masks, const float* x, const float* w,
                                  float bias, float* y);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
+void f32_dwconv_stride2__avx512f(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_gelu__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
