@@ -132,9 +132,9 @@ class WinogradConvExecution : public Execution {
 
   // M[p] = V[p]^T U[p]^T for every position, then the outputs of every tile by channel into
   // rows of positions (a 2 x 2 tile grid, odd edges included), transposed into planes with the epilogue.
-  void runTileRows(ThreadPool* pool, const float* v, const float* bias, const float* z, float* y) const {
+  void runTileRows(ThreadPool* pool, float* v, const float* bias, const float* z, float* y) const {
     const CpuFunctions& fn = cpuFunctions();
-    float* m = const_cast<float*>(v) + kPositions * vStride_;
+    float* m = v + kPositions * vStride_;
     float* rows = m + kPositions * mStride_;
     const float* packed = reinterpret_cast<const float*>(packed_.host());
     const size_t perPosition = perPositionSize();
