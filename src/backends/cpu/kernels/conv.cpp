@@ -158,8 +158,7 @@ class ConvExecution : public Execution {
     return Status::ok();
   }
 
-  // rows[p][o] = sum over k of columns[k][p] * w[o][k]; then y[o][p] = epilogue(rows[p][o]),
-  // transposed in blocks of channels so that each block's output rows are finished in cache.
+  // rows[p][o] = sum over k of columns[k][p] * w[o][k]; then y[o][p] = epilogue(rows[p][o]).
   void runPositionRows(ThreadPool* pool, const float* columns, const float* packedW, const GemmEpilogue& ep,
                        float* y) const {
     const CpuFunctions& fn = cpuFunctions();
@@ -173,20 +172,8 @@ class ConvExecution : public Execution {
     b.data = packedW;
     b.packed = true;
     packedGemm(pool, fn, positions, groupOut_, K_, a, b, rows, groupOut_, GemmEpilogue());
-    constexpr int64_t kBlock = 16;
-    float lo, hi;
-    const bool clampOnly = clampBounds(ep.act, &lo, &hi);
-    parallelFor(pool, (groupOut_ + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
-      for (int64_t blk = begin; blk < end; ++blk) {
-        const int64_t o0 = blk * kBlock, o1 = std::min(groupOut_, o0 + kBlock);
-        // Bias, the residual and Relu / Clip on the way; another activation over the block's
-        // planes after, while they are in cache.
-        fn.transposeToPlanes(rows + o0, groupOut_, positions, o1 - o0, ep.bias ? ep.bias + o0 : nullptr,
-                             ep.residual ? ep.residual + o0 * ep.residualRowStride : nullptr, lo, hi,
-                             y + o0 * positions, positions);
-        if (!clampOnly) applyActivation(fn, ep.act, y + o0 * positions, (o1 - o0) * positions);
-      }
-    });
+    transposeToPlanesWithEpilogue(pool, fn, rows, groupOut_, groupOut_, 1, positions, 0, ep.bias, ep.residual, ep.act,
+                                  y);
   }
 
   // Columns of output positions per im2col stripe, so that a stripe's columns (K x stripe) stay

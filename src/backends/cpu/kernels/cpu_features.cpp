@@ -137,12 +137,12 @@ void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, flo
 }
 
 void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
-                                 const WinogradOutputStage& stage) {
+                                     const WinogradOutputStage& stage) {
   winogradOutputRow2x3(m, posStride, tiles, y0, y1, stage);
 }
 
 void f32_winograd_output_channels_2x3__scalar(const float* m, int64_t posStride, int64_t channels, float* y00,
-                                          float* y01, float* y10, float* y11) {
+                                              float* y01, float* y10, float* y11) {
   winogradOutputChannels2x3(m, posStride, channels, y00, y01, y10, y11);
 }
 

@@ -209,9 +209,9 @@ void f32_gemv_panel__scalar(int64_t K, const float* a, int64_t aStride, const fl
 void f32_dwconv2d__scalar(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__scalar(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 void f32_winograd_output_2x3__scalar(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
-                                 const WinogradOutputStage& stage);
+                                     const WinogradOutputStage& stage);
 void f32_winograd_output_channels_2x3__scalar(const float* m, int64_t posStride, int64_t channels, float* y00,
-                                          float* y01, float* y10, float* y11);
+                                              float* y01, float* y10, float* y11);
 void f32_maxpool3x3s2__scalar(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                               int64_t rowLength, float* out);
 void f32_direct_conv_row__scalar(const DirectConvRowArgs& args, const float* const* rows, const float* w,
@@ -261,9 +261,9 @@ bool f32_dwconv2d_padded__avx2_fma(const DepthwiseArgs& args, const float* x, co
 void f32_dwconv2d__avx2_fma(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_winograd_input_2x3__avx2_fma(const float* const* rows, int64_t tiles, float* v, int64_t posStride);
 void f32_winograd_output_2x3__avx2_fma(const float* m, int64_t posStride, int64_t tiles, float* y0, float* y1,
-                                 const WinogradOutputStage& stage);
+                                       const WinogradOutputStage& stage);
 void f32_winograd_output_channels_2x3__avx2_fma(const float* m, int64_t posStride, int64_t channels, float* y00,
-                                          float* y01, float* y10, float* y11);
+                                                float* y01, float* y10, float* y11);
 void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                                int64_t rowLength, float* out);
 void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* const* rows, const float* w,

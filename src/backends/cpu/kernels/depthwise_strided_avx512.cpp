@@ -26,7 +26,7 @@ inline __mmask16 columnsInside(int64_t start, int64_t width) {
 
 template <int K>
 void depthwiseStride2(const DepthwiseArgs& a, const float* x, const float* w, float bias, float* y) {
-  constexpr int kLoads = (K + 1) / 2;  // pairs of vectors from columns 0, 2, 4 past the window's start
+  constexpr int kLoads = (K + 1) / 2;  // column steps 0, 2, 4 past the window's start
   const __m512i evenIdx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i oddIdx = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   const __m512i oneIdx = _mm512_set1_epi32(1);

@@ -198,6 +198,27 @@ void applyEpilogue(const CpuFunctions& fn, const GemmEpilogue& ep, int64_t i0, i
   }
 }
 
+void transposeToPlanesWithEpilogue(ThreadPool* pool, const CpuFunctions& fn, const float* src, int64_t lds,
+                                   int64_t channels, int64_t runs, int64_t runLength, int64_t runStride,
+                                   const float* bias, const float* residual, const FusedActivation& act, float* y) {
+  constexpr int64_t kBlock = 16;
+  const int64_t planeSize = runs * runLength;
+  float lo, hi;
+  const bool clampOnly = clampBounds(act, &lo, &hi);
+  parallelFor(pool, (channels + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
+    for (int64_t blk = begin; blk < end; ++blk) {
+      const int64_t c0 = blk * kBlock, count = std::min(channels, c0 + kBlock) - c0;
+      // Bias, the residual and Relu / Clip on the way; another activation over the block's
+      // planes after, while they are in cache.
+      for (int64_t r = 0; r < runs; ++r)
+        fn.transposeToPlanes(src + r * runStride * lds + c0, lds, runLength, count, bias ? bias + c0 : nullptr,
+                             residual ? residual + c0 * planeSize + r * runLength : nullptr, lo, hi,
+                             y + c0 * planeSize + r * runLength, planeSize);
+      if (!clampOnly) applyActivation(fn, act, y + c0 * planeSize, count * planeSize);
+    }
+  });
+}
+
 bool clampBounds(const FusedActivation& act, float* lo, float* hi) {
   constexpr float kInf = std::numeric_limits<float>::infinity();
   *lo = act.kind == FusedActivation::Kind::Relu ? 0.f : act.kind == FusedActivation::Kind::Clip ? act.a : -kInf;

@@ -62,6 +62,15 @@ bool clampBounds(const FusedActivation& act, float* lo, float* hi);
 // x[i] = act(x[i]) for i < n, through the function table's vector kernels where it has one.
 void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* x, int64_t n);
 
+// A result with positions as rows (src[p * lds + c], as a GEMM with positions as its rows leaves
+// it) moved into channel planes y[c * planeSize + p], planeSize = runs * runLength, with + bias[c]
+// and + residual (laid out as y), then act, in blocks of 16 channels split over the threads, so
+// that each block's planes are finished in cache. The positions lie in `runs` runs of runLength;
+// run r starts at src + r * runStride * lds (a padded grid of positions leaves gaps between runs).
+void transposeToPlanesWithEpilogue(ThreadPool* pool, const CpuFunctions& fn, const float* src, int64_t lds,
+                                   int64_t channels, int64_t runs, int64_t runLength, int64_t runStride,
+                                   const float* bias, const float* residual, const FusedActivation& act, float* y);
+
 // C [M x N] with row stride ldc; packed operands must have been packed for the same fn.
 void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
                 const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue);

@@ -160,23 +160,10 @@ class WinogradConvExecution : public Execution {
                                        bottom + cout_);
         }
     });
-    constexpr int64_t kBlock = 16;
-    const int64_t outPlane = outH_ * outW_;
-    float lo, hi;
-    const bool clampOnly = clampBounds(act_, &lo, &hi);
-    parallelFor(pool, (cout_ + kBlock - 1) / kBlock, [&](int64_t begin, int64_t end) {
-      for (int64_t blk = begin; blk < end; ++blk) {
-        const int64_t o0 = blk * kBlock, channels = std::min(cout_, o0 + kBlock) - o0;
-        const float* blockBias = bias ? bias + o0 : nullptr;
-        // An even row length leaves no grid column out: the whole plane is one run of positions.
-        const int64_t runs = outW_ == gridW ? 1 : outH_, runLength = outW_ == gridW ? outPlane : outW_;
-        for (int64_t r = 0; r < runs; ++r)
-          fn.transposeToPlanes(rows + r * gridW * cout_ + o0, cout_, runLength, channels, blockBias,
-                               z ? z + o0 * outPlane + r * outW_ : nullptr, lo, hi, y + o0 * outPlane + r * outW_,
-                               outPlane);
-        if (!clampOnly) applyActivation(fn, act_, y + o0 * outPlane, channels * outPlane);
-      }
-    });
+    // An even row length leaves no grid column out: the whole plane is one run of positions.
+    const bool oneRun = outW_ == gridW;
+    transposeToPlanesWithEpilogue(pool, fn, rows, cout_, cout_, oneRun ? 1 : outH_, oneRun ? outH_ * outW_ : outW_,
+                                  gridW, bias, z, act_, y);
   }
 
   // U[p] = (G g G^T)[p] for every (out, in) channel pair, each position packed as a GEMM's A
