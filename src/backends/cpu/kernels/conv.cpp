@@ -63,7 +63,7 @@ class ConvExecution : public Execution {
       phaseScratch = backend()->onAcquire(&phases_, StorageType::DYNAMIC);
       if (!phaseScratch) return Status::outOfMemory("cannot allocate column phases for Conv " + node_.name);
     }
-    if (positionRows_) {
+    if (positionRows_ && !cpuFunctions().gemmPlanes) {
       rows_.dtype = DataType::Float32;
       rows_.shape = {window_.outSize(), groupOut_};
       rowScratch = backend()->onAcquire(&rows_, StorageType::DYNAMIC);
@@ -126,7 +126,9 @@ class ConvExecution : public Execution {
   // The transpose costs about what 32 steps of K save at the padding's rate (one thread, per-op
   // minimums, both ways on every 1x1 convolution of four models): on 14x14 maps K = 80-112 ran
   // 0.16 / 0.31 ms with channels as rows against 0.20 / 0.36 with positions, K = 256 tied, and
-  // K = 384-1024 ran 10% faster with positions; on 7x7 maps (23% padding) K = 160 tied.
+  // K = 384-1024 ran 10% faster with positions; on 7x7 maps (23% padding) K = 160 tied. That was
+  // with a separate transpose pass; the micro-kernel now transposes in registers, and a margin of
+  // 2 steps instead of 32 measured the same within noise on five models (per-op, two threads).
   static bool preferPositionRows(const CpuFunctions& fn, int64_t channels, int64_t positions, int64_t K) {
     const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
     if (nr < 32) return false;
@@ -158,12 +160,12 @@ class ConvExecution : public Execution {
     return Status::ok();
   }
 
-  // rows[p][o] = sum over k of columns[k][p] * w[o][k]; then y[o][p] = epilogue(rows[p][o]).
+  // y[o][p] = epilogue(sum over k of columns[k][p] * w[o][k]): stored into the planes by the
+  // micro-kernel where the table has one, else as rows[p][o] transposed after.
   void runPositionRows(ThreadPool* pool, const float* columns, const float* packedW, const GemmEpilogue& ep,
                        float* y) const {
     const CpuFunctions& fn = cpuFunctions();
     const int64_t positions = window_.outSize();
-    float* rows = reinterpret_cast<float*>(rows_.host());
     GemmA a;
     a.data = columns;
     a.rowStride = 1;
@@ -171,6 +173,11 @@ class ConvExecution : public Execution {
     GemmB b;
     b.data = packedW;
     b.packed = true;
+    if (fn.gemmPlanes) {
+      packedGemmToPlanes(pool, fn, positions, groupOut_, K_, a, b, ep.bias, ep.residual, ep.act, y, positions);
+      return;
+    }
+    float* rows = reinterpret_cast<float*>(rows_.host());
     packedGemm(pool, fn, positions, groupOut_, K_, a, b, rows, groupOut_, GemmEpilogue());
     transposeToPlanesWithEpilogue(pool, fn, rows, groupOut_, groupOut_, 1, positions, 0, ep.bias, ep.residual, ep.act,
                                   y);

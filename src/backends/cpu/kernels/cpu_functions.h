@@ -17,6 +17,7 @@ constexpr int64_t kGemmMaxNr = 32;
 // is in registers), then clamped to [lo, hi] (Relu, Clip, or +-infinity for none).
 struct GemmOutputStage {
   const float* rowBias = nullptr;
+  const float* columnBias = nullptr;  // read only by the kernels that store C transposed (gemmPlanes)
   const float* residual = nullptr;
   int64_t residualStride = 0;
   float lo = 0.f, hi = 0.f;
@@ -174,6 +175,11 @@ struct CpuFunctions {
   int64_t gemmMr = 6, gemmNr = 16;
   // gemmTail[r]: the same kernel for exactly r < gemmMr rows (null: stage into a whole block).
   const GemmMicroKernel* gemmTail = nullptr;
+  // The same block stored transposed, element (r, col) at c[col * ldc + r], with a bias per
+  // column (stage->columnBias) and the residual laid out as C; tails for every r < gemmMr.
+  // AVX-512 only (null elsewhere: packedGemmToPlanes is not available).
+  GemmMicroKernel gemmPlanes = nullptr;
+  const GemmMicroKernel* gemmPlanesTail = nullptr;
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   DepthwiseFlatKernel depthwiseFlat = nullptr;  // AVX-512 only
@@ -279,6 +285,10 @@ void f32_gelu__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+extern const GemmMicroKernel kAvx512PlanesTailKernels[8];  // rows 1..7 of f32_gemm_8x32_planes__avx512f
+void f32_gemm_8x32_planes__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride,
+                                   const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                   const GemmOutputStage* stage);
 // Defined in kernels_avx2.cpp, compiled with -mavx2 -mfma; only called after a CPU check.
 void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                              int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);

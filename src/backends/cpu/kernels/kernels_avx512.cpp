@@ -7,6 +7,7 @@
 #include <immintrin.h>
 
 #include "backends/cpu/kernels/avx512_lanes.h"
+#include "backends/cpu/kernels/gemm_avx512.h"
 
 #include <algorithm>
 #include <limits>
@@ -54,37 +55,7 @@ void gemmRowsX32(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStr
       _mm_prefetch(reinterpret_cast<const char*>(stage->residual + r * stage->residualStride + 48), _MM_HINT_T0);
     }
   }
-  if (aRowStride == 1) {  // packed A: the rows' values of step k are contiguous
-    for (int64_t k = 0; k < kc; ++k) {
-      // B in place (NCHW activations): the row's next-but-one column block, because on large
-      // maps the K rows are as many separate streams (96x12544x16: 0.70 -> 0.51-0.63 ms).
-      _mm_prefetch(reinterpret_cast<const char*>(b + 64), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(b + 80), _MM_HINT_T0);
-      // 1 KiB ahead: packed weights stream from memory faster than the hardware prefetcher fetches them.
-      _mm_prefetch(reinterpret_cast<const char*>(a + 256), _MM_HINT_T0);
-      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-      #pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 av = _mm512_set1_ps(a[r]);
-        acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
-      }
-      a += aColStride;
-      b += ldb;
-    }
-  } else {
-    for (int64_t k = 0; k < kc; ++k) {
-      const __m512 b0 = _mm512_loadu_ps(b), b1 = _mm512_loadu_ps(b + 16);
-      #pragma GCC unroll 8
-      for (int r = 0; r < kRows; ++r) {
-        const __m512 av = _mm512_set1_ps(a[r * aRowStride]);
-        acc0[r] = _mm512_fmadd_ps(av, b0, acc0[r]);
-        acc1[r] = _mm512_fmadd_ps(av, b1, acc1[r]);
-      }
-      a += aColStride;
-      b += ldb;
-    }
-  }
+  gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
   if (stage) {
     if (stage->rowBias && accumulate) {
       #pragma GCC unroll 8

@@ -18,9 +18,72 @@ constexpr int64_t kThinRows = 4;  // up to this many rows of A, a GEMV per row b
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
-// One block of C: rows [i0, i1), columns [j0, j1), all of K.
+// What each row block of gemmBlock needs, found once per K block instead of once per column
+// tile: with a short K (16-64) the per-call setup cost a tenth of the micro-kernel's time.
+struct RowBlock {
+  GemmMicroKernel kernel;
+  const float* a;
+  int64_t aRowStride, aColStride, rows;
+  bool exactRows;
+  GemmOutputStage stage;
+  float bias[kGemmMaxMr];  // the row bias, when it cannot be read in place
+};
+
+// Column panel j (nr columns, B's panel at bp) of every row block, C stored transposed
+// (element (i, j) at c[j * ldc + i]). A partial panel goes through a whole transposed tile on the
+// stack, because the kernel reads a bias and a residual for, and writes, all of its columns.
+void planesTiles(const CpuFunctions& fn, const GemmEpilogue& ep, const RowBlock* rowBlocks, int64_t nRowBlocks,
+                 int64_t i0, int64_t j, int64_t nr, int64_t kc, const float* bp, int64_t ldb, float* c, int64_t ldc,
+                 bool accumulate, bool useStage) {
+  const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
+  const bool whole = nr == blockNr;
+  alignas(64) float cStage[kGemmMaxNr * kGemmMaxMr];  // [column][row]
+  alignas(64) float zStage[kGemmMaxNr * kGemmMaxMr];
+  alignas(64) float biasStage[kGemmMaxNr];
+  GemmOutputStage stage;
+  if (useStage) {
+    stage = rowBlocks[0].stage;  // the bounds; the bias and the residual follow the tile
+    if (ep.bias && whole) {
+      stage.columnBias = ep.bias + j;
+    } else if (ep.bias) {
+      std::fill(biasStage, biasStage + blockNr, 0.f);
+      std::memcpy(biasStage, ep.bias + j, sizeof(float) * nr);
+      stage.columnBias = biasStage;
+    }
+  }
+  const GemmOutputStage* st = useStage ? &stage : nullptr;
+  for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
+    const RowBlock& r = rowBlocks[rb];
+    const int64_t i = i0 + rb * blockMr, mr = r.rows;
+    float* cp = c + j * ldc + i;
+    if (whole) {
+      if (useStage && ep.residual) {
+        stage.residual = ep.residual + j * ep.residualRowStride + i;
+        stage.residualStride = ep.residualRowStride;
+      }
+      r.kernel(kc, r.a, r.aRowStride, r.aColStride, bp, ldb, cp, ldc, accumulate, st);
+      continue;
+    }
+    std::fill(cStage, cStage + blockNr * blockMr, 0.f);
+    if (accumulate)
+      for (int64_t col = 0; col < nr; ++col) std::memcpy(cStage + col * blockMr, cp + col * ldc, sizeof(float) * mr);
+    if (useStage && ep.residual) {
+      std::fill(zStage, zStage + blockNr * blockMr, 0.f);
+      for (int64_t col = 0; col < nr; ++col)
+        std::memcpy(zStage + col * blockMr, ep.residual + (j + col) * ep.residualRowStride + i, sizeof(float) * mr);
+      stage.residual = zStage;
+      stage.residualStride = blockMr;
+    }
+    r.kernel(kc, r.a, r.aRowStride, r.aColStride, bp, ldb, cStage, blockMr, accumulate, st);
+    for (int64_t col = 0; col < nr; ++col) std::memcpy(cp + col * ldc, cStage + col * blockMr, sizeof(float) * mr);
+  }
+}
+
+// One block of C: rows [i0, i1), columns [j0, j1), all of K. toPlanes: C is stored transposed
+// (element (i, j) at c[j * ldc + i]) by fn.gemmPlanes, the bias is per column, the residual is laid
+// out as C, and alpha and beta are 1.
 void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a, const GemmB& b, float* c,
-               int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1) {
+               int64_t ldc, const GemmEpilogue& ep, int64_t i0, int64_t i1, int64_t j0, int64_t j1, bool toPlanes) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
   // Bias per row, a residual and Relu/Clip run inside the micro-kernel, which adds the residual
   // while the block is in registers; another activation runs over the finished block. With an
@@ -28,7 +91,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   // epilogue less what the micro-kernel did).
   GemmOutputStage stage;
   const bool simpleAct = clampBounds(ep.act, &stage.lo, &stage.hi);  // else +-infinity: no clamp
-  const bool staged = ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0);
+  const bool staged = toPlanes || (ep.alpha == 1.f && ep.beta == 1.f && (!ep.bias || ep.biasColStride == 0));
   const bool fused = staged && simpleAct;
   GemmEpilogue rest = ep;
   if (staged) rest.bias = nullptr, rest.residual = nullptr;
@@ -37,16 +100,6 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   alignas(64) float bStage[kKc * kGemmMaxNr];
   alignas(64) float cStage[kGemmMaxMr * kGemmMaxNr];
   alignas(64) float zStage[kGemmMaxMr * kGemmMaxNr];
-  // What each row block needs, found once per K block instead of once per column tile: with a
-  // short K (16-64) the per-call setup cost a tenth of the micro-kernel's time.
-  struct RowBlock {
-    GemmMicroKernel kernel;
-    const float* a;
-    int64_t aRowStride, aColStride, rows;
-    bool exactRows;
-    GemmOutputStage stage;
-    float bias[kGemmMaxMr];  // the row bias, when it cannot be read in place
-  };
   RowBlock rowBlocks[kMaxRowBlocks];
   const int64_t nRowBlocks = (i1 - i0 + blockMr - 1) / blockMr;
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
@@ -57,7 +110,10 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
       RowBlock& r = rowBlocks[rb];
       r.rows = mr;
       // A kernel for exactly mr rows computes no padding rows and reads A where it is.
-      r.kernel = mr < blockMr && fn.gemmTail && fn.gemmTail[mr] ? fn.gemmTail[mr] : fn.gemm;
+      if (toPlanes)
+        r.kernel = mr < blockMr ? fn.gemmPlanesTail[mr] : fn.gemmPlanes;
+      else
+        r.kernel = mr < blockMr && fn.gemmTail && fn.gemmTail[mr] ? fn.gemmTail[mr] : fn.gemm;
       r.exactRows = mr == blockMr || r.kernel != fn.gemm;
       if (a.packed) {
         r.a = a.data + (i / blockMr) * K * blockMr + k0 * blockMr;
@@ -75,7 +131,9 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         r.aRowStride = 1, r.aColStride = blockMr;
       }
       r.stage = stage;
-      if (ep.bias && ep.biasRowStride == 1 && mr == blockMr) {
+      if (toPlanes) {
+        // the bias is per column: set per tile
+      } else if (ep.bias && ep.biasRowStride == 1 && mr == blockMr) {
         r.stage.rowBias = ep.bias + i;
       } else if (ep.bias) {
         for (int64_t row = 0; row < blockMr; ++row) r.bias[row] = row < mr ? ep.bias[(i + row) * ep.biasRowStride] : 0.f;
@@ -102,6 +160,10 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         }
         bp = bStage;
         ldb = blockNr;
+      }
+      if (toPlanes) {
+        planesTiles(fn, ep, rowBlocks, nRowBlocks, i0, j, nr, kc, bp, ldb, c, ldc, accumulate, useStage);
+        continue;
       }
       for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
         const RowBlock& r = rowBlocks[rb];
@@ -140,7 +202,12 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   }
   // The rest of the epilogue once over the block, still in cache: per register block, the calls
   // into vector activations (Swish, Sigmoid, GELU) cost more than the activations themselves.
-  if (!fused) applyEpilogue(fn, rest, i0, i1 - i0, j0, j1 - j0, c + i0 * ldc + j0, ldc);
+  if (fused) return;
+  if (toPlanes) {
+    for (int64_t j = j0; j < j1; ++j) applyActivation(fn, ep.act, c + j * ldc + i0, i1 - i0);
+  } else {
+    applyEpilogue(fn, rest, i0, i1 - i0, j0, j1 - j0, c + i0 * ldc + j0, ldc);
+  }
 }
 
 // The block size that cuts `extent` into as few blocks of at most `limit` (rounded up to the
@@ -168,6 +235,34 @@ bool shareByColumns(int64_t M, int64_t N, int64_t mr, int64_t nr, int threads) {
   const double rows = shareImbalance(M, mr, threads), columns = shareImbalance(N, nr, threads);
   constexpr double kMargin = 0.05;
   return N >= M ? columns <= rows + kMargin : columns + kMargin < rows;
+}
+
+// Each thread takes one contiguous share of C, cut along one dimension in whole register
+// blocks (a boundary elsewhere would split a tile), as equal as those blocks allow; within its
+// share it walks blocks of mc x nc that keep A's block in L2. Equal shares matter more than
+// anything the blocks do inside them: the run lasts as long as the larger share (a classifier's
+// 169 x 1000 in blocks of 64 rows, dealt out six to a thread, gave one thread 57% of the work).
+void gemmShares(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
+                const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue, bool toPlanes) {
+  const int threads = pool ? pool->threads() : 1;
+  const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
+  const bool byColumns = shareByColumns(M, N, mr, nr, threads);
+  const int64_t panels = byColumns ? (N + nr - 1) / nr : (M + mr - 1) / mr;
+  const int64_t shares = std::min<int64_t>(threads, panels);
+  parallelFor(shares > 1 ? pool : nullptr, shares, [&](int64_t begin, int64_t end) {
+    for (int64_t s = begin; s < end; ++s) {
+      const int64_t p0 = panels * s / shares, p1 = panels * (s + 1) / shares;
+      int64_t i0 = 0, i1 = M, j0 = 0, j1 = N;
+      if (byColumns)
+        j0 = p0 * nr, j1 = std::min(N, p1 * nr);
+      else
+        i0 = p0 * mr, i1 = std::min(M, p1 * mr);
+      const int64_t mc = evenBlock(i1 - i0, kMc, mr), nc = evenBlock(j1 - j0, kNc, nr);
+      for (int64_t i = i0; i < i1; i += mc)
+        for (int64_t j = j0; j < j1; j += nc)
+          gemmBlock(fn, M, N, K, a, b, c, ldc, epilogue, i, std::min(i1, i + mc), j, std::min(j1, j + nc), toPlanes);
+    }
+  });
 }
 
 }  // namespace
@@ -321,30 +416,27 @@ void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, 
     });
     return;
   }
-  // Each thread takes one contiguous share of C, cut along one dimension in whole register
-  // blocks (a boundary elsewhere would split a tile), as equal as those blocks allow; within its
-  // share it walks blocks of mc x nc that keep A's block in L2. Equal shares matter more than
-  // anything the blocks do inside them: the run lasts as long as the larger share (a classifier's
-  // 169 x 1000 in blocks of 64 rows, dealt out six to a thread, gave one thread 57% of the work).
-  const int threads = pool ? pool->threads() : 1;
-  const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
-  const bool byColumns = shareByColumns(M, N, mr, nr, threads);
-  const int64_t panels = byColumns ? (N + nr - 1) / nr : (M + mr - 1) / mr;
-  const int64_t shares = std::min<int64_t>(threads, panels);
-  parallelFor(shares > 1 ? pool : nullptr, shares, [&](int64_t begin, int64_t end) {
-    for (int64_t s = begin; s < end; ++s) {
-      const int64_t p0 = panels * s / shares, p1 = panels * (s + 1) / shares;
-      int64_t i0 = 0, i1 = M, j0 = 0, j1 = N;
-      if (byColumns)
-        j0 = p0 * nr, j1 = std::min(N, p1 * nr);
-      else
-        i0 = p0 * mr, i1 = std::min(M, p1 * mr);
-      const int64_t mc = evenBlock(i1 - i0, kMc, mr), nc = evenBlock(j1 - j0, kNc, nr);
-      for (int64_t i = i0; i < i1; i += mc)
-        for (int64_t j = j0; j < j1; j += nc)
-          gemmBlock(fn, M, N, K, a, b, c, ldc, epilogue, i, std::min(i1, i + mc), j, std::min(j1, j + nc));
+  gemmShares(pool, fn, M, N, K, a, b, c, ldc, epilogue, false);
+}
+
+void packedGemmToPlanes(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
+                        const GemmB& b, const float* bias, const float* residual, const FusedActivation& act, float* y,
+                        int64_t ldy) {
+  GemmEpilogue ep;
+  ep.bias = bias;
+  ep.biasColStride = 1;
+  ep.residual = residual;
+  ep.residualRowStride = ldy;
+  ep.act = act;
+  if (M <= 0 || N <= 0) return;
+  if (K == 0) {
+    for (int64_t j = 0; j < N; ++j) {
+      for (int64_t i = 0; i < M; ++i) y[j * ldy + i] = (bias ? bias[j] : 0.f) + (residual ? residual[j * ldy + i] : 0.f);
+      applyActivation(fn, act, y + j * ldy, M);
     }
-  });
+    return;
+  }
+  gemmShares(pool, fn, M, N, K, a, b, y, ldy, ep, true);
 }
 
 }  // namespace osprey

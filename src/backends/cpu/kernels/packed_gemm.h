@@ -75,4 +75,11 @@ void transposeToPlanesWithEpilogue(ThreadPool* pool, const CpuFunctions& fn, con
 void packedGemm(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
                 const GemmB& b, float* c, int64_t ldc, const GemmEpilogue& epilogue);
 
+// The same product stored transposed into channel planes, for a GEMM with output positions as
+// its rows and channels as its columns: y[j * ldy + i] = act(sum over k of A[i][k] * B[k][j]
+// + bias[j] + residual[j * ldy + i]), bias and residual optional. Needs fn.gemmPlanes.
+void packedGemmToPlanes(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
+                        const GemmB& b, const float* bias, const float* residual, const FusedActivation& act, float* y,
+                        int64_t ldy);
+
 }  // namespace osprey

@@ -1,0 +1,113 @@
+// The AVX-512 GEMM micro-kernel that stores its block of C transposed. A convolution on a small
+// map multiplies with output positions as the GEMM's rows and channels as its columns (see
+// conv.cpp); stored transposed, each channel's 8 positions land in its plane, so the output needs
+// no transpose pass over a position-major scratch copy of the whole result afterwards.
+// Compiled with -mavx512f (see CMakeLists.txt); runs only where cpu_features.cpp found AVX-512F.
+#include "backends/cpu/kernels/cpu_functions.h"
+
+#if defined(__x86_64__) || defined(_M_X64)
+#include <immintrin.h>
+
+#include <limits>
+
+#include "backends/cpu/kernels/gemm_avx512.h"
+
+// GCC 12's unmasked shuffle intrinsics pass _mm512_undefined_ps(), a self-initialised variable,
+// as the unused merge source; once the shuffles of the tail kernels' constant rows are folded it
+// reports that variable as uninitialised. Nothing reads it.
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+namespace osprey {
+
+namespace {
+
+// Rows 0-7 of 16 columns -> out[2m + h] holding column m + 8h in its low 8 lanes and column
+// m + 4 + 8h in its high 8 lanes (rows 0-7 each), for m < 4, h < 2: 24 shuffles.
+inline void transpose8x16(const __m512* r, __m512* out) {
+  __m512 t[8], u[8];
+  #pragma GCC unroll 4
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);  // lane l: r0[4l] r1[4l] r0[4l+1] r1[4l+1]
+    t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  #pragma GCC unroll 2
+  for (int half = 0; half < 2; ++half) {  // u[m + 4 * half], lane l: column 4l + m, rows 4 * half .. + 3
+    const __m512 *lo = t + 4 * half, *hi = lo + 2;
+    u[4 * half + 0] = _mm512_shuffle_ps(lo[0], hi[0], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * half + 1] = _mm512_shuffle_ps(lo[0], hi[0], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * half + 2] = _mm512_shuffle_ps(lo[1], hi[1], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * half + 3] = _mm512_shuffle_ps(lo[1], hi[1], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  const __m512i lanes01 = _mm512_setr_epi32(0, 1, 2, 3, 16, 17, 18, 19, 4, 5, 6, 7, 20, 21, 22, 23);
+  const __m512i lanes23 = _mm512_setr_epi32(8, 9, 10, 11, 24, 25, 26, 27, 12, 13, 14, 15, 28, 29, 30, 31);
+  #pragma GCC unroll 4
+  for (int m = 0; m < 4; ++m) {
+    out[2 * m] = _mm512_permutex2var_ps(u[m], lanes01, u[m + 4]);
+    out[2 * m + 1] = _mm512_permutex2var_ps(u[m], lanes23, u[m + 4]);
+  }
+}
+
+// The first `rows` floats at lo into lanes 0-7, those at hi into lanes 8-15.
+inline __m512 loadPair(const float* lo, const float* hi, __mmask16 rows) {
+  return _mm512_shuffle_f32x4(_mm512_maskz_loadu_ps(rows, lo), _mm512_maskz_loadu_ps(rows, hi), _MM_SHUFFLE(1, 0, 1, 0));
+}
+
+inline void storePair(float* lo, float* hi, __mmask16 rows, __m512 v) {
+  _mm512_mask_storeu_ps(lo, rows, v);
+  _mm512_mask_storeu_ps(hi, rows, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 2, 3, 2)));
+}
+
+// kRows x 32, element (r, col) stored at c[col * ldc + r]; the stage's bias is per column and its
+// residual laid out as C (column col at residual + col * residualStride).
+template <int kRows>
+void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                       int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
+  __m512 acc0[8], acc1[8];
+  const float* bias = stage ? stage->columnBias : nullptr;
+  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+  #pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {  // rows past kRows stay 0 and are never stored
+    acc0[r] = r < kRows ? bias0 : _mm512_setzero_ps();
+    acc1[r] = r < kRows ? bias1 : _mm512_setzero_ps();
+  }
+  gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
+  __m512 columns[16];
+  transpose8x16(acc0, columns);
+  transpose8x16(acc1, columns + 8);
+  const __mmask16 rows = static_cast<__mmask16>((1u << kRows) - 1);
+  const bool clampLo = stage && stage->lo != -std::numeric_limits<float>::infinity();
+  const bool clampHi = stage && stage->hi != std::numeric_limits<float>::infinity();
+  const __m512 lo = _mm512_set1_ps(stage ? stage->lo : 0.f), hi = _mm512_set1_ps(stage ? stage->hi : 0.f);
+  #pragma GCC unroll 16
+  for (int q = 0; q < 16; ++q) {
+    const int64_t first = (q / 8) * 16 + (q % 8) / 2 + 8 * (q % 2), second = first + 4;
+    __m512 v = columns[q];
+    if (accumulate) v = _mm512_add_ps(v, loadPair(c + first * ldc, c + second * ldc, rows));
+    if (stage && stage->residual) {
+      const float* z = stage->residual;
+      v = _mm512_add_ps(v, loadPair(z + first * stage->residualStride, z + second * stage->residualStride, rows));
+    }
+    // max/min return their second operand for NaN: this order keeps NaN, as the scalar clamp does.
+    if (clampLo) v = _mm512_max_ps(lo, v);
+    if (clampHi) v = _mm512_min_ps(hi, v);
+    storePair(c + first * ldc, c + second * ldc, rows, v);
+  }
+}
+
+}  // namespace
+
+void f32_gemm_8x32_planes__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride,
+                                   const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                   const GemmOutputStage* stage) {
+  gemmRowsX32Planes<8>(kc, a, aRowStride, aColStride, b, ldb, c, ldc, accumulate, stage);
+}
+
+const GemmMicroKernel kAvx512PlanesTailKernels[8] = {
+    nullptr,                 gemmRowsX32Planes<1>, gemmRowsX32Planes<2>, gemmRowsX32Planes<3>,
+    gemmRowsX32Planes<4>, gemmRowsX32Planes<5>, gemmRowsX32Planes<6>, gemmRowsX32Planes<7>};
+
+}  // namespace osprey
+
+#endif
