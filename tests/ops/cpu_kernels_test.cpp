@@ -55,6 +55,14 @@ class DirectConvSetting {
   ~DirectConvSetting() { unsetenv("OSPREY_CPU_DIRECT_CONV"); }
 };
 
+// Sets OSPREY_CPU_TAP_CONV for one scope: the im2col and positions-as-rows tests keep to those
+// paths on shapes the taps' implicit GEMM would take.
+class TapConvSetting {
+ public:
+  explicit TapConvSetting(bool on) { setenv("OSPREY_CPU_TAP_CONV", on ? "1" : "0", 1); }
+  ~TapConvSetting() { unsetenv("OSPREY_CPU_TAP_CONV"); }
+};
+
 void checkConv(const ConvCase& k, uint32_t seed) {
   const BuiltConv conv = buildConvCase(k, seed);
   SCOPED_TRACE(describeConvCase(k));
@@ -88,6 +96,7 @@ TEST(CpuKernels, ConvPointwiseDeepK) {
 
 TEST(CpuKernels, ConvIm2col) {
   WinogradSetting off(false);
+  TapConvSetting tapsOff(false);
   DirectConvSetting directOff(false);
   uint32_t seed = 20;
   checkConv({1, 3, 13, 13, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
@@ -105,6 +114,7 @@ TEST(CpuKernels, ConvIm2col) {
 
 TEST(CpuKernels, ConvIm2colStripes) {
   WinogradSetting off(false);
+  TapConvSetting tapsOff(false);
   DirectConvSetting directOff(false);
   // Deep K makes the L2-sized stripes of output positions one GEMM panel wide, so these run
   // per-thread stripes (the last one partial) rather than one whole im2col matrix.
@@ -256,6 +266,7 @@ TEST(CpuKernels, ConvWinograd) {
 // and of columns (120 channels), K > 256, batch 2, groups, the residual and two threads.
 TEST(CpuKernels, ConvPositionRows) {
   WinogradSetting off(false);
+  TapConvSetting tapsOff(false);
   uint32_t seed = 60;
   checkConv({1, 170, 7, 7, 64, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, seed++);
   checkConv({2, 300, 7, 7, 120, 1, 1, 1, 1, 0, 1, true, Kind::None, true, 2}, seed++);
@@ -263,6 +274,31 @@ TEST(CpuKernels, ConvPositionRows) {
   checkConv({1, 40, 9, 9, 64, 3, 3, 1, 1, 1, 1, true, Kind::LeakyRelu}, seed++);
   checkConv({1, 30, 14, 14, 64, 3, 3, 1, 2, 1, 1, true, Kind::Clip, true, 2}, seed++);
   checkConv({1, 400, 7, 7, 128, 1, 1, 2, 1, 0, 1, true, Kind::Relu}, seed++);
+}
+
+// The implicit GEMM over the window's taps (AVX-512; elsewhere these run im2col or Winograd):
+// strides 1 and 2, 3x3 / 5x5 / 7x7 / 1x3 windows, odd and one-sided pads, output rows that end
+// in every part of the 8-position block (1-15, 28, 55 wide), input channels in one K chunk (16),
+// several taps per chunk (40, 100), a tap per chunk (256) and a tap split in two (300), 32-96
+// output channels, batch 2, the residual, clamped and other activations, 1-3 threads and a
+// pool with more work items than threads.
+TEST(CpuKernels, ConvTaps) {
+  uint32_t seed = 1300;
+  const ConvCase cases[] = {
+      {1, 16, 55, 55, 64, 3, 3, 1, 1, 1, 1, true, Kind::Relu, false, 2},
+      {1, 16, 9, 15, 32, 3, 3, 1, 1, 1, 1, false, Kind::None},
+      {2, 40, 14, 14, 64, 3, 3, 1, 2, 1, 1, true, Kind::Clip, true, 2},
+      {1, 100, 15, 13, 96, 3, 3, 1, 2, 1, 1, true, Kind::Sigmoid, false, 3},
+      {1, 256, 8, 8, 32, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2},
+      {1, 300, 7, 7, 64, 3, 3, 1, 1, 1, 1, true, Kind::None, false, 2},
+      {1, 300, 5, 3, 32, 3, 3, 1, 2, 1, 1, true, Kind::Relu},
+      {1, 24, 20, 19, 32, 5, 5, 1, 2, 2, 1, true, Kind::LeakyRelu, false, 2},
+      {1, 12, 17, 18, 32, 7, 7, 1, 2, 3, 1, false, Kind::None, true},
+      {1, 20, 6, 31, 32, 1, 3, 1, 1, 0, 1, true, Kind::Relu, false, 1, {0, 1, 0, 1}},
+      {1, 20, 12, 11, 64, 3, 3, 1, 2, 0, 1, true, Kind::Relu, true, 2, {1, 0, 0, 1}},
+      {1, 8, 3, 2, 32, 3, 3, 1, 1, 1, 1, true, Kind::Clip},
+  };
+  for (const ConvCase& k : cases) checkConv(k, seed++);
 }
 
 TEST(CpuKernels, ConvGrouped) {
@@ -380,6 +416,7 @@ TEST(CpuKernels, ConvResidualThinColumns) {
 
 TEST(CpuKernels, ConvResidualIm2colAndStripes) {
   WinogradSetting off(false);
+  TapConvSetting tapsOff(false);
   uint32_t seed = 240;
   checkConv({1, 3, 7, 5, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, false, Kind::Clip, true}, seed++);  // strided, padded

@@ -210,6 +210,7 @@ CpuFunctions detect() {
       f.gemmTail = kAvx512TailKernels;
       f.gemmPlanes = f32_gemm_8x32_planes__avx512f;
       f.gemmPlanesTail = kAvx512PlanesTailKernels;
+      f.gemmTaps = kAvx512TapsKernels;
       f.maxPool3x3s2 = f32_maxpool3x3s2__avx512f;
       f.directConvRow = f32_direct_conv_row__avx512f;
       f.depthwiseFlat = f32_dwconv3x3_flat__avx512f;

@@ -30,6 +30,14 @@ struct GemmOutputStage {
 using GemmMicroKernel = void (*)(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                                  int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 
+// C[rows x 32] stored transposed, element (r, col) at c[col * ldc + r], = stage((accumulate ? C : 0)
+// + sum over taps t < taps and ch < channels of a[offsets[t] + ch * channelStride + r] *
+// b[(t * channels + ch) * 32 + col]), the stage's bias per column: a convolution's window as
+// shifted views of its input rows (implicit GEMM), no im2col copy.
+using GemmTapsKernel = void (*)(int64_t taps, const int64_t* offsets, int64_t channels, const float* a,
+                                int64_t channelStride, const float* b, float* c, int64_t ldc, bool accumulate,
+                                const GemmOutputStage* stage);
+
 // out[j] = sum over k < K of a[k * aStride] * panel[k * nr + j], for j < nr: one row of A
 // against one packed B panel (nr a multiple of 8), for products with too few rows to fill a
 // micro-kernel block.
@@ -180,6 +188,8 @@ struct CpuFunctions {
   // AVX-512 only (null elsewhere: packedGemmToPlanes is not available).
   GemmMicroKernel gemmPlanes = nullptr;
   const GemmMicroKernel* gemmPlanesTail = nullptr;
+  // gemmTaps[r] for r = 1..8 rows, 32 columns; AVX-512 only.
+  const GemmTapsKernel* gemmTaps = nullptr;
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
   DepthwiseFlatKernel depthwiseFlat = nullptr;  // AVX-512 only
@@ -285,6 +295,7 @@ void f32_gelu__avx512f(const float* x, float* y, int64_t n);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+extern const GemmTapsKernel kAvx512TapsKernels[9];  // rows 1..8
 extern const GemmMicroKernel kAvx512PlanesTailKernels[8];  // rows 1..7 of f32_gemm_8x32_planes__avx512f
 void f32_gemm_8x32_planes__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride,
                                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,

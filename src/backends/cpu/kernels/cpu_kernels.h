@@ -25,6 +25,11 @@ std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, cons
 std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
                                                      const std::vector<RuntimeTensor*>& outputs);
+// Conv as an implicit GEMM over the window's taps (AVX-512 only; null when it does not apply or
+// when OSPREY_CPU_TAP_CONV=0); called by createConvExecution after its own checks.
+std::unique_ptr<Execution> createTapConvExecution(CPUBackend* backend, const OpRef& op,
+                                                  const std::vector<RuntimeTensor*>& inputs,
+                                                  const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createGemmExecution(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,
                                                const std::vector<RuntimeTensor*>& outputs);

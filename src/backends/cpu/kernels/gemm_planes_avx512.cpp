@@ -58,21 +58,13 @@ inline void storePair(float* lo, float* hi, __mmask16 rows, __m512 v) {
   _mm512_mask_storeu_ps(hi, rows, _mm512_shuffle_f32x4(v, v, _MM_SHUFFLE(3, 2, 3, 2)));
 }
 
-// kRows x 32, element (r, col) stored at c[col * ldc + r]; the stage's bias is per column and its
-// residual laid out as C (column col at residual + col * residualStride).
+// Stores rows 0..kRows-1 of the block (acc0 / acc1: columns 0-15 / 16-31 of each row; rows past
+// kRows must hold something, never stored) transposed, element (r, col) at c[col * ldc + r]:
+// + C when accumulating, then the stage's residual (laid out as C) and clamp. A bias belongs in
+// the sums already (see columnBiasRows).
 template <int kRows>
-void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
-                       int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
-  __m512 acc0[8], acc1[8];
-  const float* bias = stage ? stage->columnBias : nullptr;
-  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
-  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
-  #pragma GCC unroll 8
-  for (int r = 0; r < 8; ++r) {  // rows past kRows stay 0 and are never stored
-    acc0[r] = r < kRows ? bias0 : _mm512_setzero_ps();
-    acc1[r] = r < kRows ? bias1 : _mm512_setzero_ps();
-  }
-  gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
+__attribute__((always_inline)) inline void storePlanes(__m512* acc0, __m512* acc1, float* c, int64_t ldc,
+                                                       bool accumulate, const GemmOutputStage* stage) {
   __m512 columns[16];
   transpose8x16(acc0, columns);
   transpose8x16(acc1, columns + 8);
@@ -96,6 +88,43 @@ void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t a
   }
 }
 
+// The first kRows rows start from the stage's column bias (rows past kRows from 0).
+template <int kRows>
+__attribute__((always_inline)) inline void columnBiasRows(const GemmOutputStage* stage, __m512* acc0, __m512* acc1) {
+  const float* bias = stage ? stage->columnBias : nullptr;
+  const __m512 bias0 = bias ? _mm512_loadu_ps(bias) : _mm512_setzero_ps();
+  const __m512 bias1 = bias ? _mm512_loadu_ps(bias + 16) : _mm512_setzero_ps();
+  #pragma GCC unroll 8
+  for (int r = 0; r < 8; ++r) {
+    acc0[r] = r < kRows ? bias0 : _mm512_setzero_ps();
+    acc1[r] = r < kRows ? bias1 : _mm512_setzero_ps();
+  }
+}
+
+// kRows x 32, element (r, col) stored at c[col * ldc + r]; the stage's bias is per column and its
+// residual laid out as C (column col at residual + col * residualStride).
+template <int kRows>
+void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
+                       int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
+  __m512 acc0[8], acc1[8];
+  columnBiasRows<kRows>(stage, acc0, acc1);
+  gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
+  storePlanes<kRows>(acc0, acc1, c, ldc, accumulate, stage);
+}
+
+// The same block summed over taps: row r of tap t's A is at a + offsets[t] + r, its channel ch
+// channelStride further on, and B's rows follow tap by tap (t * channels + ch), 32 floats each.
+template <int kRows>
+void gemmTapsX32Planes(int64_t taps, const int64_t* offsets, int64_t channels, const float* a,
+                       int64_t channelStride, const float* b, float* c, int64_t ldc, bool accumulate,
+                       const GemmOutputStage* stage) {
+  __m512 acc0[8], acc1[8];
+  columnBiasRows<kRows>(stage, acc0, acc1);
+  for (int64_t t = 0; t < taps; ++t)
+    gemmSumsX32<kRows>(channels, a + offsets[t], 1, channelStride, b + t * channels * 32, 32, acc0, acc1);
+  storePlanes<kRows>(acc0, acc1, c, ldc, accumulate, stage);
+}
+
 }  // namespace
 
 void f32_gemm_8x32_planes__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride,
@@ -107,6 +136,10 @@ void f32_gemm_8x32_planes__avx512f(int64_t kc, const float* a, int64_t aRowStrid
 const GemmMicroKernel kAvx512PlanesTailKernels[8] = {
     nullptr,                 gemmRowsX32Planes<1>, gemmRowsX32Planes<2>, gemmRowsX32Planes<3>,
     gemmRowsX32Planes<4>, gemmRowsX32Planes<5>, gemmRowsX32Planes<6>, gemmRowsX32Planes<7>};
+
+const GemmTapsKernel kAvx512TapsKernels[9] = {
+    nullptr,                 gemmTapsX32Planes<1>, gemmTapsX32Planes<2>, gemmTapsX32Planes<3>, gemmTapsX32Planes<4>,
+    gemmTapsX32Planes<5>, gemmTapsX32Planes<6>, gemmTapsX32Planes<7>, gemmTapsX32Planes<8>};
 
 }  // namespace osprey
 
