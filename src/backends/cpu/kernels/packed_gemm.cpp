@@ -130,14 +130,15 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         r.a = aStage;
         r.aRowStride = 1, r.aColStride = blockMr;
       }
-      r.stage = stage;
-      if (toPlanes) {
-        // the bias is per column: set per tile
-      } else if (ep.bias && ep.biasRowStride == 1 && mr == blockMr) {
-        r.stage.rowBias = ep.bias + i;
-      } else if (ep.bias) {
-        for (int64_t row = 0; row < blockMr; ++row) r.bias[row] = row < mr ? ep.bias[(i + row) * ep.biasRowStride] : 0.f;
-        r.stage.rowBias = r.bias;
+      r.stage = stage;  // toPlanes: the bias is per column, set per tile by planesTiles
+      if (ep.bias && !toPlanes) {
+        if (ep.biasRowStride == 1 && mr == blockMr) {
+          r.stage.rowBias = ep.bias + i;
+        } else {
+          for (int64_t row = 0; row < blockMr; ++row)
+            r.bias[row] = row < mr ? ep.bias[(i + row) * ep.biasRowStride] : 0.f;
+          r.stage.rowBias = r.bias;
+        }
       }
     }
     const bool useStage = last && staged;

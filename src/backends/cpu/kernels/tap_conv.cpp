@@ -59,9 +59,8 @@ class TapConvExecution : public Execution {
       const int64_t perChunk = std::max<int64_t>(1, kChunkDepth / inChannels_);
       for (int64_t t = 0; t < taps_; t += perChunk) chunks_.push_back({t, std::min(perChunk, taps_ - t), 0, inChannels_});
     }
-    const int threads = static_cast<CPUBackend*>(backend())->threadPool()
-                            ? static_cast<CPUBackend*>(backend())->threadPool()->threads()
-                            : 1;
+    const ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const int threads = pool ? pool->threads() : 1;
     const int64_t panels = outChannels_ / 32;
     const int64_t maxRows = std::max<int64_t>(1, kGroupPositions / outW);
     int64_t groups = (outH + maxRows - 1) / maxRows;
