@@ -6,6 +6,8 @@
 // run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp,
 // stems (few input channels) the one in direct_conv.cpp.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -75,8 +77,8 @@ class ConvExecution : public Execution {
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
-    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
+    const float* bias = optionalFloats(inputs, 2);
+    const float* z = optionalFloats(inputs, 3);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     float* col = pointwise_ ? nullptr : reinterpret_cast<float*>(col_.host());
     const float* packed = reinterpret_cast<const float*>(packed_.host());
@@ -279,6 +281,11 @@ void copyTapColumns(const Window& g, const float* x, const float* phases, int64_
 }
 
 }  // namespace
+
+bool switchedOffByEnv(const char* name) {
+  const char* value = std::getenv(name);
+  return value && std::strcmp(value, "0") == 0;
+}
 
 Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, RuntimeTensor* packed,
                             std::unique_ptr<MemObj>* memory) {

@@ -9,6 +9,15 @@
 
 namespace osprey {
 
+// Input i as floats, or null where the op was given no such input (an optional bias, Conv's Z).
+inline const float* optionalFloats(const std::vector<RuntimeTensor*>& inputs, size_t i) {
+  return inputs.size() > i && inputs[i] ? reinterpret_cast<const float*>(inputs[i]->host()) : nullptr;
+}
+
+// Whether the environment variable `name` is "0": a kernel choice switched off for tests and
+// measurement (OSPREY_CPU_WINOGRAD, OSPREY_CPU_DIRECT_CONV, OSPREY_CPU_TAP_CONV).
+bool switchedOffByEnv(const char* name);
+
 std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,
                                                const std::vector<RuntimeTensor*>& outputs);

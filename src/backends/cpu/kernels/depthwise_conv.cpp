@@ -116,7 +116,7 @@ class DepthwiseConvExecution : public Execution {
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
+    const float* z = optionalFloats(inputs, 3);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     if (blocked_) {
@@ -124,7 +124,7 @@ class DepthwiseConvExecution : public Execution {
       return Status::ok();
     }
     const float* w = reinterpret_cast<const float*>(inputs[1]->host());
-    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* bias = optionalFloats(inputs, 2);
     const int64_t M = outChannels_, perGroup = outChannels_ / inChannels_;
     const int64_t inSize = args_.inH * args_.inW, outSize = args_.outH * args_.outW, kSize = args_.kernelH * args_.kernelW;
     const DepthwisePlaneKernel kernel = strided_ ? cpuFunctions().depthwiseStride2 : cpuFunctions().depthwisePlane;

@@ -4,8 +4,6 @@
 // here each output row reads its window's input rows in place, sixteen output channels at a time
 // (the function table's directConvRow). Weights are packed once at resize (STATIC).
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -51,7 +49,7 @@ class DirectConvExecution : public Execution {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const CpuFunctions& fn = cpuFunctions();
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* bias = optionalFloats(inputs, 2);
     const float* packed = reinterpret_cast<const float*>(packed_.host());
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t inH = window_.in[1], inW = window_.in[2], outH = window_.out[1], outW = window_.out[2];
@@ -104,8 +102,7 @@ class DirectConvExecution : public Execution {
 std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
                                                      const std::vector<RuntimeTensor*>& outputs) {
-  const char* env = std::getenv("OSPREY_CPU_DIRECT_CONV");
-  if (!cpuFunctions().directConvRow || (env && std::strcmp(env, "0") == 0)) return nullptr;
+  if (!cpuFunctions().directConvRow || switchedOffByEnv("OSPREY_CPU_DIRECT_CONV")) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
   if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || x.shape[1] > kMaxInChannels) return nullptr;
   if (inputs.size() > 3 && inputs[3]) return nullptr;  // a residual Z: the GEMM's epilogue adds it

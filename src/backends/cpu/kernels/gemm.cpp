@@ -37,7 +37,7 @@ class PackedB {
 
 // MatMul's optional bias [N] (input 2), or null.
 const float* matMulBias(const std::vector<RuntimeTensor*>& inputs) {
-  return inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+  return optionalFloats(inputs, 2);
 }
 
 class GemmExecution : public Execution {

@@ -63,7 +63,7 @@ class Nc8hw8ConvExecution : public Execution {
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
+    const float* z = optionalFloats(inputs, 3);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     if (depthwise_) {

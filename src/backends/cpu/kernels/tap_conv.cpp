@@ -7,8 +7,6 @@
 // consecutive floats per channel; the micro-kernel (gemmTaps) stores its block straight into the
 // output planes with bias, residual and Relu/Clip.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -78,8 +76,8 @@ class TapConvExecution : public Execution {
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
-    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
+    const float* bias = optionalFloats(inputs, 2);
+    const float* z = optionalFloats(inputs, 3);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t inPlane = window_.in[1] * window_.in[2], outPlane = window_.out[1] * window_.out[2];
     for (int64_t n = 0; n < batch_; ++n) {
@@ -199,8 +197,7 @@ class TapConvExecution : public Execution {
 std::unique_ptr<Execution> createTapConvExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs) {
-  const char* env = std::getenv("OSPREY_CPU_TAP_CONV");
-  if (!cpuFunctions().gemmTaps || (env && std::strcmp(env, "0") == 0)) return nullptr;
+  if (!cpuFunctions().gemmTaps || switchedOffByEnv("OSPREY_CPU_TAP_CONV")) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
   if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || w.shape[0] % 32 != 0) return nullptr;
   Window window;

@@ -29,7 +29,7 @@ class LayerNormExecution : public Execution {
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
     const float* gamma = reinterpret_cast<const float*>(inputs[1]->host());
-    const float* beta = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
+    const float* beta = optionalFloats(inputs, 2);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t n = inputs[0]->shape.back(), rows = n ? inputs[0]->elements() / n : 0;
     const LayerNormRowKernel row = cpuFunctions().layerNormRow;

@@ -5,8 +5,6 @@
 // products M live in planned scratch. F(2x2, 3x3)'s coefficients (0, +-1, 1/2) keep fp32 results
 // within a few ulps of the direct sum, unlike larger tiles.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -67,8 +65,8 @@ class WinogradConvExecution : public Execution {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const CpuFunctions& fn = cpuFunctions();
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    const float* bias = inputs.size() > 2 && inputs[2] ? reinterpret_cast<const float*>(inputs[2]->host()) : nullptr;
-    const float* z = inputs.size() > 3 && inputs[3] ? reinterpret_cast<const float*>(inputs[3]->host()) : nullptr;
+    const float* bias = optionalFloats(inputs, 2);
+    const float* z = optionalFloats(inputs, 3);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     float* v = reinterpret_cast<float*>(scratch_.host());
     float* m = v + kPositions * vStride_;
@@ -278,8 +276,7 @@ class WinogradConvExecution : public Execution {
 std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, const OpRef& op,
                                                        const std::vector<RuntimeTensor*>& inputs,
                                                        const std::vector<RuntimeTensor*>& outputs) {
-  const char* env = std::getenv("OSPREY_CPU_WINOGRAD");
-  if (env && std::strcmp(env, "0") == 0) return nullptr;
+  if (switchedOffByEnv("OSPREY_CPU_WINOGRAD")) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
   if (x.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3 || op.node->getInt("group", 1) != 1) return nullptr;
   if (x.shape[1] < kMinChannels || w.shape[0] < kMinChannels) return nullptr;
