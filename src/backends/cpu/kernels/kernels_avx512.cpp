@@ -103,30 +103,31 @@ const GemmMicroKernel kAvx512TailKernels[8] = {nullptr,           gemmRowsX32<1>
 
 namespace {
 
-// e^t + c for t already clamped to [-87.34, 88.72], in one rounding: the zmm twin of
-// kernels_avx2.cpp's onePlusExpNeg (same polynomial, same 2^n built from the shifter's low bits;
-// see there). Zen 4 splits a zmm operation in two, but these loops are bound by instruction
-// count, which 16 lanes halve.
+// e^t + c for t already clamped to [-87.34, 89], as 2^(t log2e) = 2^n 2^f with n the nearest
+// integer and f in [-0.5, 0.5]. f comes from two FMAs against log2e split in a high and a low
+// part, so it carries the error of one rounding, not t's magnitude times an ulp of t log2e;
+// vscalefps applies 2^n and a degree-6 fit of 2^f (relative error 1e-7 in float) does the rest.
+// Past 88.72 the result overflows to infinity, as e^t does: 1 / (1 + e^t) is then 0, and
+// x / (1 + e^t) NaN at x = -inf, as in the scalar forms. Against the AVX2 form (Cody-Waite in
+// base e, 2^n built in the exponent bits) this is five instructions fewer per vector, and Swish
+// over EfficientNet's activations is bound by them (11% faster on one thread).
 inline __m512 expClampedPlus512(__m512 t, __m512 c) {
-  const __m512 shifter = _mm512_set1_ps(12582912.f);
-  const __m512 shifted = _mm512_fmadd_ps(t, _mm512_set1_ps(1.44269504088896341f), shifter);
-  const __m512 n = _mm512_sub_ps(shifted, shifter);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), t);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.f)));
-  const __m512 scale = _mm512_castsi512_ps(
-      _mm512_slli_epi32(_mm512_add_epi32(_mm512_castps_si512(shifted), _mm512_set1_epi32(127)), 23));
-  return _mm512_fmadd_ps(p, scale, c);
+  const __m512 log2e = _mm512_set1_ps(1.44269504088896341f);
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(t, log2e), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 f = _mm512_fmsub_ps(t, log2e, n);
+  f = _mm512_fmadd_ps(t, _mm512_set1_ps(1.9259629911e-8f), f);  // log2e less its float
+  __m512 p = _mm512_set1_ps(1.535391347715631e-4f);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.3398813316598535e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(9.618434123694897e-3f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(5.5503327399492264e-2f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(2.4022647738456726e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(6.931471824645996e-1f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.f));
+  return _mm512_add_ps(_mm512_scalef_ps(p, n), c);
 }
 
 inline __m512 onePlusExpNeg512(__m512 x) {
-  const __m512 t = _mm512_min_ps(_mm512_set1_ps(88.72283f),
+  const __m512 t = _mm512_min_ps(_mm512_set1_ps(89.f),
                                  _mm512_max_ps(_mm512_set1_ps(-87.33654f), _mm512_sub_ps(_mm512_setzero_ps(), x)));
   return expClampedPlus512(t, _mm512_set1_ps(1.f));
 }
