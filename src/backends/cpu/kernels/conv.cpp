@@ -125,19 +125,19 @@ class ConvExecution : public Execution {
   // 32 columns (77%), while the channels (usually a multiple of 32) fill the columns.
   // Only for 32-wide tiles (AVX-512): the 6x16 tile pads 49 columns less, and its six separate
   // row pointers into the unpacked columns measured slower there.
-  // The transpose costs about what 32 steps of K save at the padding's rate (one thread, per-op
-  // minimums, both ways on every 1x1 convolution of four models): on 14x14 maps K = 80-112 ran
-  // 0.16 / 0.31 ms with channels as rows against 0.20 / 0.36 with positions, K = 256 tied, and
-  // K = 384-1024 ran 10% faster with positions; on 7x7 maps (23% padding) K = 160 tied. That was
-  // with a separate transpose pass; the micro-kernel now transposes in registers, and a margin of
-  // 2 steps instead of 32 measured the same within noise on five models (per-op, two threads).
+  // The transpose was once a separate pass over a position-major copy and cost about what 32
+  // steps of K save at the padding's rate. The micro-kernel now transposes in registers: with a
+  // margin of 2 steps, 14x14 maps go to positions too, and there the 1x1 convolutions ran 8-10%
+  // faster (two threads, per-op minimums, alternating: EfficientNet-B0's 112 -> 672
+  // 0.203 -> 0.187 ms, ResNet-50's 256 -> 1024 with residual 0.55-0.56 -> 0.50-0.51; the GEMM
+  // alone, 196 x 672 x 112: 0.17 ms with channels as rows, 0.145 with positions).
   static bool preferPositionRows(const CpuFunctions& fn, int64_t channels, int64_t positions, int64_t K) {
     const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
     if (nr < 32) return false;
     const int64_t channelRows = roundUpTo(channels, mr) * roundUpTo(positions, nr);
     // With kernels for the last few rows (fn.gemmTail) the positions are not padded at all.
     const int64_t positionRows = (fn.gemmTail ? positions : roundUpTo(positions, mr)) * roundUpTo(channels, nr);
-    constexpr int64_t kTransposeSteps = 32;
+    constexpr int64_t kTransposeSteps = 2;
     return (channelRows - positionRows) * K > kTransposeSteps * channelRows;
   }
   static int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
