@@ -94,6 +94,17 @@ TEST(CpuKernels, ConvPointwiseDeepK) {
   checkConv({1, 513, 5, 5, 19, 1, 1, 1, 1, 0, 1, true, Kind::None}, 12);
 }
 
+TEST(CpuKernels, ConvPointwiseSmallMapPositions) {
+  // 14x14 and 7x7 maps with channels in multiples of 32 take positions as the GEMM's rows
+  // (preferPositionRows): 196 rows end in a 4-row tail, 49 in a 1-row one; K across the kc block,
+  // a partial panel of channels (112), residual and Relu, two threads.
+  uint32_t seed = 30;
+  checkConv({1, 112, 14, 14, 96, 1, 1, 1, 1, 0, 1, true, Kind::Relu, true, 2}, seed++);
+  checkConv({1, 40, 14, 14, 672, 1, 1, 1, 1, 0, 1, true, Kind::None, false, 2}, seed++);
+  checkConv({1, 300, 14, 14, 112, 1, 1, 1, 1, 0, 1, true, Kind::Relu, true, 2}, seed++);
+  checkConv({1, 96, 7, 7, 160, 1, 1, 1, 1, 0, 1, false, Kind::Clip, false, 2}, seed++);
+}
+
 TEST(CpuKernels, ConvIm2col) {
   WinogradSetting off(false);
   TapConvSetting tapsOff(false);
