@@ -47,30 +47,21 @@ class ConvExecution : public Execution {
     // Scratch lives for this execution only: all are acquired before any is released.
     std::unique_ptr<MemObj> colScratch, rowScratch;
     if (!pointwise_) {
-      col_.dtype = DataType::Float32;
-      if (stripe_ > 0)
-        col_.shape = {threads_ * K_ * stripe_};
-      else
-        col_.shape = {K_, window_.outSize()};
-      colScratch = backend()->onAcquire(&col_, StorageType::DYNAMIC);
-      if (!colScratch) return Status::outOfMemory("cannot allocate im2col scratch for Conv " + node_.name);
+      const Shape colShape = stripe_ > 0 ? Shape{threads_ * K_ * stripe_} : Shape{K_, window_.outSize()};
+      OSPREY_RETURN_IF_ERROR(
+          acquireConvScratch(backend(), colShape, "im2col scratch", node_.name, &col_, &colScratch));
     }
     // A 1x1 window reads one column in two, from one row in two: gathering them costs less than
     // splitting every input row.
     splitColumns_ = !pointwise_ && window_.stride[2] == 2 && window_.kernel[2] > 1;
     std::unique_ptr<MemObj> phaseScratch;
-    if (splitColumns_) {
-      phases_.dtype = DataType::Float32;
-      phases_.shape = {groupIn_ * window_.in[0] * window_.in[1], 2 * ((window_.in[2] + 1) / 2)};
-      phaseScratch = backend()->onAcquire(&phases_, StorageType::DYNAMIC);
-      if (!phaseScratch) return Status::outOfMemory("cannot allocate column phases for Conv " + node_.name);
-    }
-    if (positionRows_ && !cpuFunctions().gemmPlanes) {
-      rows_.dtype = DataType::Float32;
-      rows_.shape = {window_.outSize(), groupOut_};
-      rowScratch = backend()->onAcquire(&rows_, StorageType::DYNAMIC);
-      if (!rowScratch) return Status::outOfMemory("cannot allocate GEMM scratch for Conv " + node_.name);
-    }
+    if (splitColumns_)
+      OSPREY_RETURN_IF_ERROR(acquireConvScratch(backend(),
+                                                {groupIn_ * window_.in[0] * window_.in[1], 2 * ((window_.in[2] + 1) / 2)},
+                                                "column phases", node_.name, &phases_, &phaseScratch));
+    if (positionRows_ && !cpuFunctions().gemmPlanes)
+      OSPREY_RETURN_IF_ERROR(acquireConvScratch(backend(), {window_.outSize(), groupOut_}, "GEMM scratch", node_.name,
+                                                &rows_, &rowScratch));
     return Status::ok();
   }
 
@@ -294,6 +285,15 @@ Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string&
   packed->shape = {floats};
   *memory = backend->onAcquire(packed, StorageType::STATIC);
   if (!*memory) return Status::outOfMemory("cannot allocate packed weights for Conv " + convName);
+  return Status::ok();
+}
+
+Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what, const std::string& convName,
+                          RuntimeTensor* scratch, std::unique_ptr<MemObj>* memory) {
+  scratch->dtype = DataType::Float32;
+  scratch->shape = shape;
+  *memory = backend->onAcquire(scratch, StorageType::DYNAMIC);
+  if (!*memory) return Status::outOfMemory(std::string("cannot allocate ") + what + " for Conv " + convName);
   return Status::ok();
 }
 

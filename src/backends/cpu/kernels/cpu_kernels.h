@@ -80,6 +80,10 @@ std::unique_ptr<Execution> createAttentionExecution(CPUBackend* backend, const O
 // (the CPU backend zero-fills it); the out-of-memory error names the Conv.
 Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, RuntimeTensor* packed,
                             std::unique_ptr<MemObj>* memory);
+// Float32 DYNAMIC scratch of `shape` for one execution, bound to `scratch` and held by `memory`
+// until released; the out-of-memory error names what it is for and the Conv.
+Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what, const std::string& convName,
+                          RuntimeTensor* scratch, std::unique_ptr<MemObj>* memory);
 
 // col[c * kernelSize + tap][outPos] for `channels` planes of x, zero where a tap reads padding.
 // phases (stride 2 only, else null): x's rows split into their even then odd columns, each half

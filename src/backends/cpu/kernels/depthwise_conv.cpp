@@ -107,11 +107,9 @@ class DepthwiseConvExecution : public Execution {
     bandRows_ = std::max<int64_t>(1, std::min(bandRows_, args_.outH));
     tileRows_ = (bandRows_ - 1) * args_.strideH + windowRows;
     if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(w, bias));
-    scratch_.dtype = DataType::Float32;
-    scratch_.shape = {threads_ * slotFloats()};
-    std::unique_ptr<MemObj> scratchMem = backend()->onAcquire(&scratch_, StorageType::DYNAMIC);
-    if (!scratchMem) return Status::outOfMemory("cannot allocate depthwise scratch for Conv " + node_.name);
-    return Status::ok();
+    std::unique_ptr<MemObj> scratchMem;
+    return acquireConvScratch(backend(), {threads_ * slotFloats()}, "depthwise scratch", node_.name, &scratch_,
+                              &scratchMem);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {

@@ -66,11 +66,8 @@ class TapConvExecution : public Execution {
     groupRows_ = (outH + groups - 1) / groups;  // groups of equal rows: the threads' items cost the same
     clampOnly_ = clampBounds(act_, &lo_, &hi_);
     if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
-    padded_.dtype = DataType::Float32;
-    padded_.shape = {paddedRows_ * rowPitch};
-    std::unique_ptr<MemObj> scratch = backend()->onAcquire(&padded_, StorageType::DYNAMIC);
-    if (!scratch) return Status::outOfMemory("cannot allocate padded input rows for Conv " + node_.name);
-    return Status::ok();
+    std::unique_ptr<MemObj> scratch;
+    return acquireConvScratch(backend(), {paddedRows_ * rowPitch}, "padded input rows", node_.name, &padded_, &scratch);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {

@@ -54,11 +54,9 @@ class WinogradConvExecution : public Execution {
       tileRows_ = tileRows;
       OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
     }
-    scratch_.dtype = DataType::Float32;
-    scratch_.shape = {kPositions * (vStride_ + mStride_) + (tileRows_ ? 4 * tiles_ * cout_ : 0)};
-    auto scratch = backend()->onAcquire(&scratch_, StorageType::DYNAMIC);  // released on return
-    if (!scratch) return Status::outOfMemory("cannot allocate Winograd Conv scratch for " + node_.name);
-    return Status::ok();
+    std::unique_ptr<MemObj> scratch;  // released on return
+    return acquireConvScratch(backend(), {kPositions * (vStride_ + mStride_) + (tileRows_ ? 4 * tiles_ * cout_ : 0)},
+                              "Winograd scratch", node_.name, &scratch_, &scratch);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
