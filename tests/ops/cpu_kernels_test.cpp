@@ -63,6 +63,14 @@ class TapConvSetting {
   ~TapConvSetting() { unsetenv("OSPREY_CPU_TAP_CONV"); }
 };
 
+// Sets OSPREY_CPU_DEPTHWISE_LANES for one scope: the tests of the NC8HW8 blocks and the flat
+// kernel keep to those paths on small maps, which the AVX-512 kernel on 16 lanes would take.
+class DepthwiseLanesSetting {
+ public:
+  explicit DepthwiseLanesSetting(bool on) { setenv("OSPREY_CPU_DEPTHWISE_LANES", on ? "1" : "0", 1); }
+  ~DepthwiseLanesSetting() { unsetenv("OSPREY_CPU_DEPTHWISE_LANES"); }
+};
+
 void checkConv(const ConvCase& k, uint32_t seed) {
   const BuiltConv conv = buildConvCase(k, seed);
   SCOPED_TRACE(describeConvCase(k));
@@ -357,6 +365,7 @@ TEST(CpuKernels, ConvDepthwise) {
 // than a vector, bands of rows on large maps, strides, dilation, uneven pads, batch 2, the
 // residual before Relu / Clip, an activation after, and two threads sharing the tasks.
 TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
+  DepthwiseLanesSetting lanesOff(false);
   uint32_t seed = 80;
   checkConv({1, 19, 7, 7, 19, 5, 5, 19, 1, 2, 1, true, Kind::None}, seed++);
   checkConv({1, 8, 7, 7, 8, 3, 3, 8, 1, 1, 1, false, Kind::Relu}, seed++);
@@ -378,6 +387,7 @@ TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
 // a single position, dilation 2 with padding 2, a channel multiplier, batch 2, the residual before
 // Relu / Clip, an activation after, and two threads.
 TEST(CpuKernels, ConvDepthwiseFlatPlanes) {
+  DepthwiseLanesSetting lanesOff(false);
   uint32_t seed = 100;
   checkConv({1, 9, 7, 7, 9, 3, 3, 9, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 8, 14, 14, 8, 3, 3, 8, 1, 1, 1, true, Kind::Clip, false, 2}, seed++);
@@ -405,6 +415,33 @@ TEST(CpuKernels, ConvDepthwiseStride2Planes) {
   checkConv({1, 4, 32, 32, 4, 5, 5, 4, 2, 2, 1, true, Kind::None, false, 1, {1, 2, 2, 1}}, seed++);
   checkConv({1, 3, 17, 19, 6, 3, 3, 3, 2, 1, 1, true, Kind::Clip, true}, seed++);  // multiplier 2
   checkConv({1, 2, 19, 40, 2, 5, 5, 2, 2, 0, 1, true, Kind::None, false, 1, {0, 1, 0, 0}}, seed++);
+}
+
+// Square 3x3 and 5x5 windows with stride 1 or 2 on one input channel per output channel take the
+// AVX-512 kernel on 16 channels in lanes where the table has one, unless the maps are wide enough
+// for the kernels in place: channel counts with a partial last block of 16, output rows of 1-17
+// columns (every chunk width 1-8 and the split into equal chunks), chunks reaching past both ends
+// of the row, stride 2 with 7 outputs, bands of rows on larger maps, no padding, one-sided
+// padding, output rows all padding, batch 2, the residual before Relu / Clip or before an
+// activation, Swish and Sigmoid on the lanes, two and three threads.
+TEST(CpuKernels, ConvDepthwiseLanes) {
+  uint32_t seed = 120;
+  checkConv({1, 19, 7, 7, 19, 5, 5, 19, 1, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 40, 14, 14, 40, 5, 5, 40, 1, 2, 1, true, Kind::Swish, false, 2}, seed++);
+  checkConv({1, 33, 14, 14, 33, 5, 5, 33, 2, 2, 1, true, Kind::Relu}, seed++);   // 7 outputs, stride 2
+  checkConv({2, 17, 13, 13, 17, 3, 3, 17, 2, 1, 1, false, Kind::Clip}, seed++);  // 7 outputs, stride 2
+  checkConv({1, 16, 7, 7, 16, 3, 3, 16, 1, 1, 1, true, Kind::Relu}, seed++);
+  checkConv({1, 20, 13, 13, 20, 3, 3, 20, 1, 1, 1, true, Kind::Sigmoid, false, 3}, seed++);
+  for (int64_t w : {1, 2, 3, 4, 5, 6, 8, 9, 11, 13, 17})
+    checkConv({1, 18, 5, w, 18, 5, 5, 18, 1, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 24, 60, 70, 24, 5, 5, 24, 1, 2, 1, true, Kind::Clip, false, 2}, seed++);  // bands
+  checkConv({1, 16, 61, 29, 16, 5, 5, 16, 1, 2, 1, false, Kind::Swish, true, 2}, seed++);  // bands, residual
+  checkConv({1, 21, 9, 11, 21, 3, 3, 21, 1, 0, 1, true, Kind::None}, seed++);  // no padding: a smaller output
+  checkConv({1, 21, 9, 11, 21, 5, 5, 21, 1, 0, 1, true, Kind::Relu, true}, seed++);
+  checkConv({1, 9, 10, 9, 9, 5, 5, 9, 1, 2, 1, true, Kind::None, false, 1, {2, 0, 1, 2}}, seed++);
+  checkConv({1, 9, 3, 2, 9, 5, 5, 9, 1, 2, 1, true, Kind::Clip, true}, seed++);  // map smaller than the window
+  checkConv({1, 5, 1, 1, 5, 3, 3, 5, 2, 4, 1, true, Kind::None}, seed++);  // rows of padding only
+  checkConv({2, 32, 7, 7, 32, 5, 5, 32, 1, 2, 1, true, Kind::Sigmoid, true, 2}, seed++);
 }
 
 // Every CPU Conv path with the residual Z added before the activation.

@@ -310,7 +310,7 @@ TEST(CpuNc8hw8, DepthwiseRowBothTables) {
   };
   for (const Case& c : std::vector<Case>{{3, 1, 1, 7, 13, 1}, {3, 2, 1, 13, 11, 1}, {5, 1, 1, 9, 7, 2}, {5, 2, 1, 15, 17, 2},
                                          {3, 1, 2, 9, 12, 2}, {7, 1, 1, 9, 9, 3}, {3, 3, 1, 10, 29, 0}, {5, 1, 1, 3, 3, 2}}) {
-    Nc8DepthwiseArgs a;
+    BlockedDepthwiseArgs a;
     a.inH = c.h, a.inW = c.w, a.kernelH = a.kernelW = c.k, a.strideH = a.strideW = c.stride;
     a.dilationH = a.dilationW = c.dilation, a.padH = a.padW = c.pad;
     const int64_t outH = (c.h + 2 * c.pad - c.dilation * (c.k - 1) - 1) / c.stride + 1;

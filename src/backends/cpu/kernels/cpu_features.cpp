@@ -215,6 +215,8 @@ CpuFunctions detect() {
       f.directConvRow = f32_direct_conv_row__avx512f;
       f.depthwiseFlat = f32_dwconv3x3_flat__avx512f;
       f.depthwiseStride2 = f32_dwconv_stride2__avx512f;
+      f.nc16DepthwiseRows = f32_nc16_dwconv_rows__avx512f;
+      f.nc16Interleave = f32_nc16_interleave__avx512f;
       f.transposeToPlanes = f32_transpose_to_planes__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;

@@ -142,21 +142,34 @@ struct Nc8ConvArgs {
 using Nc8ConvKernel = void (*)(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
                                const float* w, const float* bias, const float* residual, float* y);
 
-// One output row `oh` of an NC8HW8 depthwise convolution for one block of 8 channels: x is the
-// block's input plane (inH x inW x 8), w its taps ([kernelH * kernelW][8]), bias 8 floats;
-// residual (a row laid out as y, optional) is added before clamping to [lo, hi].
-struct Nc8DepthwiseArgs {
+// A depthwise convolution on a block of channels held in vector lanes, position by position: 8
+// per position in NC8HW8, 16 in the AVX-512 rows kernel below. The input plane is inH x inW
+// positions; rows and columns outside it (padding) read as zero.
+struct BlockedDepthwiseArgs {
   int64_t inH = 0, inW = 0, outW = 0, kernelH = 0, kernelW = 0;
   int64_t strideH = 1, strideW = 1, padH = 0, padW = 0, dilationH = 1, dilationW = 1;
   float lo = 0.f, hi = 0.f;
 };
-using Nc8DepthwiseRowKernel = void (*)(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
+// One output row `oh` of an NC8HW8 depthwise convolution for one block of 8 channels: x is the
+// block's input plane (inH x inW x 8), w its taps ([kernelH * kernelW][8]), bias 8 floats;
+// residual (a row laid out as y, optional) is added before clamping to [lo, hi].
+using Nc8DepthwiseRowKernel = void (*)(const BlockedDepthwiseArgs& args, int64_t oh, const float* x, const float* w,
                                        const float* bias, const float* residual, float* y);
+// Output rows [oh0, oh1) of a depthwise convolution on 16 channels in lanes: x holds the input
+// plane (inH x inW x 16, unpadded), w the taps ([kernelH * kernelW][16]), bias 16 floats; y gets
+// the rows one after another (outW x 16 each), clamped to [lo, hi]. Square 3x3 and 5x5 windows,
+// stride 1 or 2 in both directions, no dilation.
+using Nc16DepthwiseRowsKernel = void (*)(const BlockedDepthwiseArgs& args, int64_t oh0, int64_t oh1, const float* x,
+                                         const float* w, const float* bias, float* y);
+// Positions [0, count) of up to 16 planes into lanes: dst[16 * p + c] = planes[c * planeStride + p]
+// (0 for c >= channels). transposeToPlanes takes them back.
+using Nc16InterleaveKernel = void (*)(const float* planes, int64_t planeStride, int64_t channels, int64_t count,
+                                      float* dst);
 // Calls tap(xOffset, wOffset) for each tap of the window at input corner (ih0, iw0) that lies
 // inside the input: the float offsets of its 8 channels in the packed input plane and in the
 // packed weights. The window walk of every depthwise kernel where padding cuts the window.
 template <class Tap>
-inline void forEachNc8DepthwiseTap(const Nc8DepthwiseArgs& a, int64_t ih0, int64_t iw0, Tap&& tap) {
+inline void forEachNc8DepthwiseTap(const BlockedDepthwiseArgs& a, int64_t ih0, int64_t iw0, Tap&& tap) {
   for (int64_t kh = 0; kh < a.kernelH; ++kh) {
     const int64_t ih = ih0 + kh * a.dilationH;
     if (ih < 0 || ih >= a.inH) continue;
@@ -212,6 +225,8 @@ struct CpuFunctions {
   Nc8DepthwiseRowKernel nc8DepthwiseRow = nullptr;
   Nc8InterleaveKernel nc8Interleave = nullptr;
   Nc8DeinterleaveKernel nc8Deinterleave = nullptr;
+  Nc16DepthwiseRowsKernel nc16DepthwiseRows = nullptr;  // AVX-512 only
+  Nc16InterleaveKernel nc16Interleave = nullptr;  // AVX-512 only
 };
 
 // The table for this CPU (AVX-512F GEMM, Sigmoid, Swish and GELU with the AVX2+FMA rest, AVX2+FMA, or scalar).
@@ -244,7 +259,7 @@ void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const f
                                float* y);
 void f32_nc8_conv_6x16__scalar(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
                                const float* w, const float* bias, const float* residual, float* y);
-void f32_nc8_dwconv_row__scalar(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
+void f32_nc8_dwconv_row__scalar(const BlockedDepthwiseArgs& args, int64_t oh, const float* x, const float* w,
                                 const float* bias, const float* residual, float* y);
 void f32_nc8_interleave__scalar(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
                                 int64_t rows, int64_t dstRowStride, float* dst);
@@ -253,7 +268,7 @@ void f32_nc8_deinterleave__scalar(const float* src, int64_t count, int64_t chann
 #if defined(__x86_64__) || defined(_M_X64)
 void f32_nc8_conv_6x16__avx2_fma(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
                                  const float* w, const float* bias, const float* residual, float* y);
-void f32_nc8_dwconv_row__avx2_fma(const Nc8DepthwiseArgs& args, int64_t oh, const float* x, const float* w,
+void f32_nc8_dwconv_row__avx2_fma(const BlockedDepthwiseArgs& args, int64_t oh, const float* x, const float* w,
                                   const float* bias, const float* residual, float* y);
 void f32_nc8_interleave__avx2_fma(const float* planes, int64_t planeStride, int64_t channels, int64_t rowLength,
                                   int64_t rows, int64_t dstRowStride, float* dst);
@@ -292,6 +307,10 @@ void f32_dwconv3x3_flat__avx512f(const DepthwiseArgs& args, const uint16_t* mask
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
 void f32_dwconv_stride2__avx512f(const DepthwiseArgs& args, const float* x, const float* w, float bias, float* y);
 void f32_gelu__avx512f(const float* x, float* y, int64_t n);
+void f32_nc16_dwconv_rows__avx512f(const BlockedDepthwiseArgs& args, int64_t oh0, int64_t oh1, const float* x,
+                                   const float* w, const float* bias, float* y);
+void f32_nc16_interleave__avx512f(const float* planes, int64_t planeStride, int64_t channels, int64_t count,
+                                  float* dst);
 extern const GemmMicroKernel kAvx512TailKernels[8];  // rows 1..7 of f32_gemm_8x32__avx512f
 void f32_gemm_8x32__avx512f(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                             int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);

@@ -1,16 +1,17 @@
-// CPU depthwise Conv (2-D, one input channel per group, float32). With one output channel per
-// input channel, blocks of 8 channels run the NC8HW8 depthwise row kernel: each block's input is
-// interleaved into a zero-padded band of rows in per-thread scratch, so that every vector lane is
-// a channel (small maps such as 7x7 waste no lanes on rows shorter than the vector) and every
-// output takes the kernel's unrolled interior path (no window is cut by padding); the output rows
-// are de-interleaved back into the planes. Where the table has a flat kernel (AVX-512), 3x3
-// stride-1 convolutions whose output has the input's size run it on each plane instead: it reads
-// the planes in place, with full vectors even on 14x14 maps, and interleaves nothing (MobileNetV2
-// at two threads: 14x14 maps 0.041 -> 0.023 ms, 28x28 0.046 -> 0.036). 5x5 windows stay in
-// blocks, where 7x7 maps of 1152 channels ran 12% faster. 3x3 and 5x5 stride-2 convolutions with
-// outputs at least 8 wide run the strided AVX-512 kernel on each plane in place: interleaving
-// their input, four times the output, cost more than the convolution. A channel multiplier above
-// 1, and other wide 3x3 stride-1 rows, run the per-plane kernel.
+// CPU depthwise Conv (2-D, one input channel per group, float32). The paths, by table:
+// - AVX-512, square 3x3 / 5x5 windows, stride 1 or 2, one output channel per input channel: 16
+//   channels in lanes (a band of input rows moved in by 16x16 transposes, register-blocked rows,
+//   Swish or Sigmoid on the lanes, a transposing store back; 1152 channels on 7x7 with 5x5
+//   windows: 0.074 -> 0.031 ms at two threads), except on wide maps, where the transposes cost
+//   more than the blocking saves and the kernels in place run: the flat kernel for 3x3 stride 1
+//   with the input's size from 28 columns (14 with Relu / Clip fused), 16 consecutive positions
+//   per vector across row ends (MobileNetV2's 14x14 with Relu6: 0.028 flat against 0.038), and the
+//   strided kernel for stride 2 from 8 output columns (interleaving its input, four times the
+//   output, cost more than the convolution).
+// - Otherwise, with one output channel per input channel: blocks of 8 channels through the NC8HW8
+//   row kernel, each block's input interleaved into a zero-padded band of rows in per-thread
+//   scratch, so that small maps such as 7x7 waste no lanes, and de-interleaved back.
+// - A channel multiplier above 1, and wide 3x3 stride-1 rows off the table's kernels: per plane.
 // Bias, the residual Z and Relu/Clip are fused; other activations run over the finished rows.
 #include <algorithm>
 #include <limits>
@@ -28,6 +29,7 @@ namespace {
 
 constexpr int64_t kLanes = 8;
 constexpr int64_t kBandFloats = 16 * 1024;  // 64 KiB of interleaved input rows per band
+constexpr int64_t kLaneBandFloats = 8 * 1024;  // 16-lane input and output rows of one band: 32 KiB
 // Narrower stride-2 outputs fill too few of the strided kernel's 16 lanes: 7-wide 5x5 ran 0.061
 // ms in place against 0.048 in blocks (EfficientNet's 672 channels), 7-wide 3x3 tied.
 constexpr int64_t kMinStridedWidth = 8;
@@ -72,22 +74,24 @@ class DepthwiseConvExecution : public Execution {
     } else if (act_.kind == FusedActivation::Kind::Clip) {
       args_.reluMin = true, args_.clipLo = act_.a, args_.clipHi = act_.b;
     }
-    strided_ = false;
-    flat_ = cpuFunctions().depthwiseFlat && args_.kernelH == 3 && args_.kernelW == 3 && args_.strideH == 1 &&
-            args_.strideW == 1 && args_.outH == args_.inH && args_.outW == args_.inW;
-    if (flat_) {
-      blocked_ = false;
+    const RuntimeTensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
+    const CpuFunctions& fn = cpuFunctions();
+    const bool flatFits = fn.depthwiseFlat && args_.kernelH == 3 && args_.kernelW == 3 && args_.strideH == 1 &&
+                          args_.strideW == 1 && args_.outH == args_.inH && args_.outW == args_.inW;
+    const bool stridedFits = fn.depthwiseStride2 && args_.kernelH == args_.kernelW &&
+                             (args_.kernelH == 3 || args_.kernelH == 5) && args_.strideH == 2 && args_.strideW == 2 &&
+                             args_.dilationH == 1 && args_.dilationW == 1 && args_.outW >= kMinStridedWidth;
+    flat_ = strided_ = lanes16_ = blocked_ = false;
+    if (takesLanes16(bias, flatFits, stridedFits)) return resizeLanes16(w, bias);
+    if (flatFits) {
+      flat_ = true;
       flatMasks_ = depthwiseFlatMasks(args_);
       return Status::ok();
     }
-    strided_ = cpuFunctions().depthwiseStride2 && args_.kernelH == args_.kernelW &&
-               (args_.kernelH == 3 || args_.kernelH == 5) && args_.strideH == 2 && args_.strideW == 2 &&
-               args_.dilationH == 1 && args_.dilationW == 1 && args_.outW >= kMinStridedWidth;
-    if (strided_) {
-      blocked_ = false;
+    if (stridedFits) {
+      strided_ = true;
       return Status::ok();
     }
-    const RuntimeTensor* bias = inputs.size() > 2 ? inputs[2] : nullptr;
     // Wide 3x3 stride-1 rows fill the per-plane kernel's vectors, and there interleaving the input
     // costs more than it saves (EfficientNet-B0's 56- and 112-wide maps: 0.165 and 0.150 ms per
     // plane, 0.20 and 0.18 ms in blocks, at one thread); everywhere else blocks are faster.
@@ -106,7 +110,7 @@ class DepthwiseConvExecution : public Execution {
     bandRows_ = fitRows > windowRows ? (fitRows - windowRows) / args_.strideH + 1 : 1;
     bandRows_ = std::max<int64_t>(1, std::min(bandRows_, args_.outH));
     tileRows_ = (bandRows_ - 1) * args_.strideH + windowRows;
-    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(w, bias));
+    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(w, bias, kLanes));
     std::unique_ptr<MemObj> scratchMem;
     return acquireConvScratch(backend(), {threads_ * slotFloats()}, "depthwise scratch", node_.name, &scratch_,
                               &scratchMem);
@@ -117,6 +121,10 @@ class DepthwiseConvExecution : public Execution {
     const float* z = optionalFloats(inputs, 3);
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    if (lanes16_) {
+      runLanes16(pool, x, z, y);
+      return Status::ok();
+    }
     if (blocked_) {
       runBlocked(pool, x, z, y);
       return Status::ok();
@@ -154,14 +162,96 @@ class DepthwiseConvExecution : public Execution {
     return (tileRows_ * tileW_ + bandRows_ * args_.outW + rowOutputs_ - args_.outW) * kLanes;
   }
 
-  // The layout of the NC8HW8 row kernel (packNc8DepthwiseWeights), once, in STATIC memory.
-  Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias) {
+  // The layout of the kernels on channels in lanes (packLaneDepthwiseWeights), once, in STATIC memory.
+  Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias, int64_t lanes) {
+    const int64_t blockCount = (outChannels_ + lanes - 1) / lanes;
     OSPREY_RETURN_IF_ERROR(
-        acquirePackedWeights(backend(), blocks() * (taps() + 1) * kLanes, node_.name, &packed_, &packedMem_));
-    packNc8DepthwiseWeights(reinterpret_cast<const float*>(w.host()),
-                            bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps(),
-                            reinterpret_cast<float*>(packed_.host()));
+        acquirePackedWeights(backend(), blockCount * (taps() + 1) * lanes, node_.name, &packed_, &packedMem_));
+    packLaneDepthwiseWeights(reinterpret_cast<const float*>(w.host()),
+                             bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps(), lanes,
+                             reinterpret_cast<float*>(packed_.host()));
     return Status::ok();
+  }
+
+  // The AVX-512 kernel on 16 channels in lanes: square 3x3 and 5x5 windows, stride 1 or 2, one
+  // output channel per input channel, a constant bias (packed with the weights). The kernels in
+  // place keep the wide maps: 3x3 stride 1 from 28 columns (14 where Relu / Clip is fused there)
+  // and stride 2 from 8 output columns, where moving the planes into lanes costs more than the
+  // register blocking saves.
+  bool takesLanes16(const RuntimeTensor* bias, bool flatFits, bool stridedFits) const {
+    const DepthwiseArgs& a = args_;
+    const bool fits = cpuFunctions().nc16DepthwiseRows && outChannels_ == inChannels_ && (!bias || bias->constData) &&
+                      a.kernelH == a.kernelW && (a.kernelH == 3 || a.kernelH == 5) && a.strideH == a.strideW &&
+                      (a.strideH == 1 || a.strideH == 2) && a.dilationH == 1 && a.dilationW == 1;
+    if (!fits || switchedOffByEnv("OSPREY_CPU_DEPTHWISE_LANES")) return false;
+    const bool clampOnly = act_.kind == FusedActivation::Kind::None || a.reluMin;
+    return !stridedFits && !(flatFits && (a.outW >= 28 || (a.outW >= 14 && clampOnly)));
+  }
+
+  // Bands of output rows whose input rows and output rows, 16 channels each, fit kLaneBandFloats.
+  Status resizeLanes16(const RuntimeTensor& w, const RuntimeTensor* bias) {
+    lanes16_ = true;
+    threads_ = 1;
+    if (ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool()) threads_ = pool->threads();
+    const int64_t S = args_.strideH, K = args_.kernelH;
+    auto floatsFor = [&](int64_t rows) { return (((rows - 1) * S + K) * args_.inW + rows * args_.outW) * 16; };
+    bandRows_ = 1;
+    while (bandRows_ < args_.outH && floatsFor(bandRows_ + 1) <= kLaneBandFloats) ++bandRows_;
+    tileRows_ = (bandRows_ - 1) * S + K;
+    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(w, bias, 16));
+    std::unique_ptr<MemObj> scratchMem;
+    return acquireConvScratch(backend(), {threads_ * lanes16SlotFloats()}, "depthwise scratch", node_.name, &scratch_,
+                              &scratchMem);
+  }
+  int64_t lanes16SlotFloats() const { return (tileRows_ * args_.inW + bandRows_ * args_.outW) * 16; }
+
+  // Tasks of (image, block of 16 channels, band of output rows), split evenly over the threads:
+  // the band's input rows into lanes, the rows kernel, the activation on the lanes, and back.
+  void runLanes16(ThreadPool* pool, const float* x, const float* z, float* y) const {
+    const CpuFunctions& fn = cpuFunctions();
+    constexpr int64_t L = 16;
+    const int64_t blockCount = (outChannels_ + L - 1) / L, bands = (args_.outH + bandRows_ - 1) / bandRows_;
+    const int64_t tasks = batch_ * blockCount * bands;
+    const int64_t inSize = args_.inH * args_.inW, outSize = args_.outH * args_.outW;
+    const float* weights = reinterpret_cast<const float*>(packed_.host());
+    const float* bias = weights + blockCount * taps() * L;
+    float* scratch = reinterpret_cast<float*>(scratch_.host());
+    constexpr float kInf = std::numeric_limits<float>::infinity();
+    // Relu / Clip in the rows kernel unless the residual comes first (then in the transpose back);
+    // any other activation on the lanes, or over the finished planes where there is a residual.
+    const bool clampInKernel = args_.reluMin && !z;
+    const bool separateActivation = !args_.reluMin && act_.kind != FusedActivation::Kind::None;
+    BlockedDepthwiseArgs base;
+    base.inW = args_.inW, base.outW = args_.outW, base.kernelH = args_.kernelH, base.kernelW = args_.kernelW;
+    base.strideH = args_.strideH, base.strideW = args_.strideW, base.padW = args_.padW;
+    base.lo = clampInKernel ? args_.clipLo : -kInf, base.hi = clampInKernel ? args_.clipHi : kInf;
+    const float backLo = args_.reluMin && z ? args_.clipLo : -kInf, backHi = args_.reluMin && z ? args_.clipHi : kInf;
+    parallelFor(pool, threads_, [&](int64_t slotBegin, int64_t slotEnd) {
+      for (int64_t slot = slotBegin; slot < slotEnd; ++slot) {
+        float* inRows = scratch + slot * lanes16SlotFloats();
+        float* outRows = inRows + tileRows_ * args_.inW * L;
+        for (int64_t task = slot * tasks / threads_; task < (slot + 1) * tasks / threads_; ++task) {
+          const int64_t image = task / (blockCount * bands), block = (task / bands) % blockCount, b = task % bands;
+          const int64_t c0 = block * L, lanes = std::min(L, outChannels_ - c0);
+          const int64_t oh0 = b * bandRows_, oh1 = std::min(args_.outH, oh0 + bandRows_);
+          const int64_t firstRow = oh0 * args_.strideH - args_.padH;
+          const int64_t inLo = std::max<int64_t>(0, firstRow);
+          const int64_t inHi = std::min(args_.inH, (oh1 - 1) * args_.strideH - args_.padH + args_.kernelH);
+          BlockedDepthwiseArgs a = base;
+          a.inH = std::max<int64_t>(0, inHi - inLo), a.padH = args_.padH + inLo;  // rows from inLo
+          const int64_t planes = image * outChannels_ + c0;
+          if (a.inH > 0) fn.nc16Interleave(x + planes * inSize + inLo * args_.inW, inSize, lanes, a.inH * args_.inW, inRows);
+          fn.nc16DepthwiseRows(a, oh0, oh1, inRows, weights + block * taps() * L, bias + block * L, outRows);
+          const int64_t first = oh0 * args_.outW, count = (oh1 - oh0) * args_.outW;
+          if (separateActivation && !z) applyActivation(fn, act_, outRows, count * L);
+          float* yPlanes = y + planes * outSize + first;
+          fn.transposeToPlanes(outRows, L, count, lanes, nullptr, z ? z + planes * outSize + first : nullptr, backLo,
+                               backHi, yPlanes, outSize);
+          if (separateActivation && z)
+            for (int64_t c = 0; c < lanes; ++c) applyActivation(fn, act_, yPlanes + c * outSize, count);
+        }
+      }
+    });
   }
 
   // Tasks of (image, block of 8 channels, band of output rows), split evenly over the threads.
@@ -172,7 +262,7 @@ class DepthwiseConvExecution : public Execution {
     const float* weights = reinterpret_cast<const float*>(packed_.host());
     const float* bias = weights + blocks() * taps() * kLanes;
     float* scratch = reinterpret_cast<float*>(scratch_.host());
-    Nc8DepthwiseArgs base;  // on the padded band: no padding left to skip
+    BlockedDepthwiseArgs base;  // on the padded band: no padding left to skip
     base.inW = tileW_, base.outW = rowOutputs_, base.kernelH = args_.kernelH, base.kernelW = args_.kernelW;
     base.strideH = args_.strideH, base.strideW = args_.strideW;
     base.dilationH = args_.dilationH, base.dilationW = args_.dilationW;
@@ -209,7 +299,7 @@ class DepthwiseConvExecution : public Execution {
             fn.nc8Interleave(x + (image * inChannels_ + c0) * inSize + inLo * args_.inW, inSize, lanes, args_.inW,
                              inHi - inLo, tileW_, band + ((inLo - firstRow) * tileW_ + args_.padW) * kLanes);
           }
-          Nc8DepthwiseArgs a = base;
+          BlockedDepthwiseArgs a = base;
           a.inH = rows;
           for (int64_t oh = oh0; oh < oh1; ++oh)
             fn.nc8DepthwiseRow(a, oh - oh0, band, weights + block * taps() * kLanes, bias + block * kLanes, nullptr,
@@ -239,7 +329,7 @@ class DepthwiseConvExecution : public Execution {
   FusedActivation act_;
   DepthwiseArgs args_;
   int64_t batch_ = 0, inChannels_ = 0, outChannels_ = 0;
-  bool blocked_ = false, flat_ = false, strided_ = false;
+  bool blocked_ = false, flat_ = false, strided_ = false, lanes16_ = false;
   std::vector<uint16_t> flatMasks_;
   int threads_ = 1;
   int64_t rowOutputs_ = 0, tileW_ = 0, bandRows_ = 1, tileRows_ = 1;

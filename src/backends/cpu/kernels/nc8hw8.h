@@ -42,10 +42,12 @@ std::unique_ptr<Execution> createNc8hw8ElementwiseExecution(CPUBackend* backend,
 // NCHW <-> NC8HW8 for float32 [N, C, spatial] (packing zero-fills the padding channels).
 void packNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float* dst);
 void unpackNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float* dst);
-// Depthwise weights ([channels][taps], one input channel each) as [block of 8][tap][8], then the
-// bias (may be null: zeros) as [block][8]; every float of the (channels + 7) / 8 * (taps + 1) * 8
-// is written, zero past the last channel. The layout of the NC8HW8 depthwise row kernel.
-void packNc8DepthwiseWeights(const float* w, const float* bias, int64_t channels, int64_t taps, float* dst);
+// Depthwise weights ([channels][taps], one input channel each) as [block of `lanes`][tap][lanes],
+// then the bias (may be null: zeros) as [block][lanes]; every float of the
+// (channels + lanes - 1) / lanes * (taps + 1) * lanes is written, zero past the last channel. The
+// layout of the depthwise kernels on channels in lanes (8: NC8HW8's row kernel, 16: AVX-512's).
+void packLaneDepthwiseWeights(const float* w, const float* bias, int64_t channels, int64_t taps, int64_t lanes,
+                              float* dst);
 // Zeros the padding channels (c % 8 .. 7 of the last block) of a packed float32 tensor.
 void zeroNc8hw8Padding(float* data, int64_t n, int64_t c, int64_t spatial);
 

@@ -86,8 +86,8 @@ class Nc8hw8ConvExecution : public Execution {
     const float* src = reinterpret_cast<const float*>(w.host());
     bias_ = dst + weightFloats;
     if (depthwise_) {
-      packNc8DepthwiseWeights(src, bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps,
-                              dst);
+      packLaneDepthwiseWeights(src, bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps,
+                               8, dst);
       return Status::ok();
     }
     const int64_t perFilter = inChannels_ * taps;  // KCRS
@@ -202,7 +202,7 @@ class Nc8hw8ConvExecution : public Execution {
   }
 
   void runDepthwise(ThreadPool* pool, const float* x, const float* z, float* y) const {
-    Nc8DepthwiseArgs a;
+    BlockedDepthwiseArgs a;
     a.inH = g_.in[1], a.inW = g_.in[2], a.outW = g_.out[2], a.kernelH = g_.kernel[1], a.kernelW = g_.kernel[2];
     a.strideH = g_.stride[1], a.strideW = g_.stride[2], a.padH = g_.padBegin[1], a.padW = g_.padBegin[2];
     a.dilationH = g_.dilation[1], a.dilationW = g_.dilation[2], a.lo = lo_, a.hi = hi_;

@@ -40,7 +40,7 @@ void f32_nc8_conv_6x16__scalar(const Nc8ConvArgs& a, int64_t positions, int64_t 
   }
 }
 
-void f32_nc8_dwconv_row__scalar(const Nc8DepthwiseArgs& a, int64_t oh, const float* x, const float* w,
+void f32_nc8_dwconv_row__scalar(const BlockedDepthwiseArgs& a, int64_t oh, const float* x, const float* w,
                                 const float* bias, const float* residual, float* y) {
   const int64_t ih0 = oh * a.strideH - a.padH;
   for (int64_t ow = 0; ow < a.outW; ++ow) {

@@ -72,7 +72,7 @@ struct Tiles {
 };
 
 // One output position whose window may be cut by the padding: taps outside are skipped.
-inline __m256 depthwiseEdge(const Nc8DepthwiseArgs& a, int64_t ih0, int64_t iw0, const float* x, const float* w,
+inline __m256 depthwiseEdge(const BlockedDepthwiseArgs& a, int64_t ih0, int64_t iw0, const float* x, const float* w,
                             __m256 acc) {
   forEachNc8DepthwiseTap(a, ih0, iw0, [&](int64_t xo, int64_t wo) {
     acc = _mm256_fmadd_ps(_mm256_loadu_ps(x + xo), _mm256_loadu_ps(w + wo), acc);
@@ -84,7 +84,7 @@ inline __m256 depthwiseEdge(const Nc8DepthwiseArgs& a, int64_t ih0, int64_t iw0,
 // FMA chains hide the latency; K and S are the kernel width and stride when fixed (0: read from
 // the arguments, dilation 1 or not).
 template <int K, int S>
-void depthwiseRow(const Nc8DepthwiseArgs& a, int64_t oh, const float* x, const float* w, const float* bias,
+void depthwiseRow(const BlockedDepthwiseArgs& a, int64_t oh, const float* x, const float* w, const float* bias,
                   const float* residual, float* y) {
   const int64_t kW = K ? K : a.kernelW, sW = S ? S : a.strideW, dW = K ? 1 : a.dilationW;
   const int64_t ih0 = oh * a.strideH - a.padH;
@@ -195,7 +195,7 @@ void f32_nc8_conv_6x16__avx2_fma(const Nc8ConvArgs& args, int64_t positions, int
   tiles[positions - 1][outBlocks - 1](args, x, w, bias, residual, y);
 }
 
-void f32_nc8_dwconv_row__avx2_fma(const Nc8DepthwiseArgs& a, int64_t oh, const float* x, const float* w,
+void f32_nc8_dwconv_row__avx2_fma(const BlockedDepthwiseArgs& a, int64_t oh, const float* x, const float* w,
                                   const float* bias, const float* residual, float* y) {
   const bool plain = a.dilationW == 1;
   if (plain && a.kernelW == 3 && a.strideW == 1) return depthwiseRow<3, 1>(a, oh, x, w, bias, residual, y);

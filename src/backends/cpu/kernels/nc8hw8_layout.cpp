@@ -162,12 +162,13 @@ void unpackNc8hw8(const float* src, int64_t n, int64_t c, int64_t spatial, float
   }
 }
 
-void packNc8DepthwiseWeights(const float* w, const float* bias, int64_t channels, int64_t taps, float* dst) {
-  const int64_t blocks = (channels + 7) / 8;
-  std::fill(dst, dst + blocks * (taps + 1) * 8, 0.f);
+void packLaneDepthwiseWeights(const float* w, const float* bias, int64_t channels, int64_t taps, int64_t lanes,
+                              float* dst) {
+  const int64_t blocks = (channels + lanes - 1) / lanes;
+  std::fill(dst, dst + blocks * (taps + 1) * lanes, 0.f);
   for (int64_t m = 0; m < channels; ++m)
-    for (int64_t t = 0; t < taps; ++t) dst[((m / 8) * taps + t) * 8 + m % 8] = w[m * taps + t];
-  if (bias) std::copy_n(bias, channels, dst + blocks * taps * 8);
+    for (int64_t t = 0; t < taps; ++t) dst[((m / lanes) * taps + t) * lanes + m % lanes] = w[m * taps + t];
+  if (bias) std::copy_n(bias, channels, dst + blocks * taps * lanes);
 }
 
 void zeroNc8hw8Padding(float* data, int64_t n, int64_t c, int64_t spatial) {
