@@ -110,7 +110,7 @@ class DepthwiseConvExecution : public Execution {
     bandRows_ = fitRows > windowRows ? (fitRows - windowRows) / args_.strideH + 1 : 1;
     bandRows_ = std::max<int64_t>(1, std::min(bandRows_, args_.outH));
     tileRows_ = (bandRows_ - 1) * args_.strideH + windowRows;
-    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(w, bias, kLanes));
+    if (packedLanes_ != kLanes) OSPREY_RETURN_IF_ERROR(packWeights(w, bias, kLanes));
     std::unique_ptr<MemObj> scratchMem;
     return acquireConvScratch(backend(), {threads_ * slotFloats()}, "depthwise scratch", node_.name, &scratch_,
                               &scratchMem);
@@ -162,7 +162,8 @@ class DepthwiseConvExecution : public Execution {
     return (tileRows_ * tileW_ + bandRows_ * args_.outW + rowOutputs_ - args_.outW) * kLanes;
   }
 
-  // The layout of the kernels on channels in lanes (packLaneDepthwiseWeights), once, in STATIC memory.
+  // The layout of the kernels on channels in lanes (packLaneDepthwiseWeights), in STATIC memory:
+  // once, unless a later resize moves to the path with the other lane count.
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias, int64_t lanes) {
     const int64_t blockCount = (outChannels_ + lanes - 1) / lanes;
     OSPREY_RETURN_IF_ERROR(
@@ -170,6 +171,7 @@ class DepthwiseConvExecution : public Execution {
     packLaneDepthwiseWeights(reinterpret_cast<const float*>(w.host()),
                              bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps(), lanes,
                              reinterpret_cast<float*>(packed_.host()));
+    packedLanes_ = lanes;
     return Status::ok();
   }
 
@@ -198,7 +200,7 @@ class DepthwiseConvExecution : public Execution {
     bandRows_ = 1;
     while (bandRows_ < args_.outH && floatsFor(bandRows_ + 1) <= kLaneBandFloats) ++bandRows_;
     tileRows_ = (bandRows_ - 1) * S + K;
-    if (!packedMem_) OSPREY_RETURN_IF_ERROR(packWeights(w, bias, 16));
+    if (packedLanes_ != 16) OSPREY_RETURN_IF_ERROR(packWeights(w, bias, 16));
     std::unique_ptr<MemObj> scratchMem;
     return acquireConvScratch(backend(), {threads_ * lanes16SlotFloats()}, "depthwise scratch", node_.name, &scratch_,
                               &scratchMem);
@@ -333,6 +335,7 @@ class DepthwiseConvExecution : public Execution {
   std::vector<uint16_t> flatMasks_;
   int threads_ = 1;
   int64_t rowOutputs_ = 0, tileW_ = 0, bandRows_ = 1, tileRows_ = 1;
+  int64_t packedLanes_ = 0;  // the lanes of packed_ (8 or 16), 0 before the first packing
   RuntimeTensor packed_, scratch_;
   std::unique_ptr<MemObj> packedMem_;
 };
