@@ -41,34 +41,15 @@ void setActivation(Node& node, FusedActivation::Kind kind, float a = 0.f, float 
 
 using ConvCase = CpuConvCase;
 
-// Sets OSPREY_CPU_WINOGRAD for one scope: the im2col tests keep to im2col on shapes Winograd takes.
-class WinogradSetting {
+// Sets one kernel-choice switch (OSPREY_CPU_WINOGRAD, _DIRECT_CONV, _TAP_CONV, _DEPTHWISE_LANES)
+// for one scope, so that a test of one path keeps to it on shapes another path would take.
+class KernelSwitch {
  public:
-  explicit WinogradSetting(bool on) { setenv("OSPREY_CPU_WINOGRAD", on ? "1" : "0", 1); }
-  ~WinogradSetting() { unsetenv("OSPREY_CPU_WINOGRAD"); }
-};
+  KernelSwitch(const char* name, bool on) : name_(name) { setenv(name, on ? "1" : "0", 1); }
+  ~KernelSwitch() { unsetenv(name_); }
 
-// Sets OSPREY_CPU_DIRECT_CONV for one scope: the im2col tests keep to im2col on stem shapes.
-class DirectConvSetting {
- public:
-  explicit DirectConvSetting(bool on) { setenv("OSPREY_CPU_DIRECT_CONV", on ? "1" : "0", 1); }
-  ~DirectConvSetting() { unsetenv("OSPREY_CPU_DIRECT_CONV"); }
-};
-
-// Sets OSPREY_CPU_TAP_CONV for one scope: the im2col and positions-as-rows tests keep to those
-// paths on shapes the taps' implicit GEMM would take.
-class TapConvSetting {
- public:
-  explicit TapConvSetting(bool on) { setenv("OSPREY_CPU_TAP_CONV", on ? "1" : "0", 1); }
-  ~TapConvSetting() { unsetenv("OSPREY_CPU_TAP_CONV"); }
-};
-
-// Sets OSPREY_CPU_DEPTHWISE_LANES for one scope: the tests of the NC8HW8 blocks and the flat
-// kernel keep to those paths on small maps, which the AVX-512 kernel on 16 lanes would take.
-class DepthwiseLanesSetting {
- public:
-  explicit DepthwiseLanesSetting(bool on) { setenv("OSPREY_CPU_DEPTHWISE_LANES", on ? "1" : "0", 1); }
-  ~DepthwiseLanesSetting() { unsetenv("OSPREY_CPU_DEPTHWISE_LANES"); }
+ private:
+  const char* name_;
 };
 
 void checkConv(const ConvCase& k, uint32_t seed) {
@@ -114,9 +95,9 @@ TEST(CpuKernels, ConvPointwiseSmallMapPositions) {
 }
 
 TEST(CpuKernels, ConvIm2col) {
-  WinogradSetting off(false);
-  TapConvSetting tapsOff(false);
-  DirectConvSetting directOff(false);
+  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
+  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
+  KernelSwitch directOff("OSPREY_CPU_DIRECT_CONV", false);
   uint32_t seed = 20;
   checkConv({1, 3, 13, 13, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);        // strided, padded
@@ -132,9 +113,9 @@ TEST(CpuKernels, ConvIm2col) {
 }
 
 TEST(CpuKernels, ConvIm2colStripes) {
-  WinogradSetting off(false);
-  TapConvSetting tapsOff(false);
-  DirectConvSetting directOff(false);
+  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
+  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
+  KernelSwitch directOff("OSPREY_CPU_DIRECT_CONV", false);
   // Deep K makes the L2-sized stripes of output positions one GEMM panel wide, so these run
   // per-thread stripes (the last one partial) rather than one whole im2col matrix.
   uint32_t seed = 30;
@@ -265,7 +246,7 @@ TEST(CpuKernels, TransposeToPlanesTablesAgree) {
 // the small maps run tiles as rows (odd widths transposed row by row, an even width with an odd
 // height as one run, channel counts off 16), the larger ones channels as rows.
 TEST(CpuKernels, ConvWinograd) {
-  WinogradSetting on(true);
+  KernelSwitch on("OSPREY_CPU_WINOGRAD", true);
   uint32_t seed = 700;
   checkConv({1, 9, 13, 11, 13, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({2, 16, 15, 17, 8, 3, 3, 1, 1, 0, 1, false, Kind::None, false, 2}, seed++);
@@ -284,8 +265,8 @@ TEST(CpuKernels, ConvWinograd) {
 // transpose into NCHW: pointwise and im2col, a last partial block of rows (9 and 49 positions)
 // and of columns (120 channels), K > 256, batch 2, groups, the residual and two threads.
 TEST(CpuKernels, ConvPositionRows) {
-  WinogradSetting off(false);
-  TapConvSetting tapsOff(false);
+  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
+  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
   uint32_t seed = 60;
   checkConv({1, 170, 7, 7, 64, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, seed++);
   checkConv({2, 300, 7, 7, 120, 1, 1, 1, 1, 0, 1, true, Kind::None, true, 2}, seed++);
@@ -365,7 +346,7 @@ TEST(CpuKernels, ConvDepthwise) {
 // than a vector, bands of rows on large maps, strides, dilation, uneven pads, batch 2, the
 // residual before Relu / Clip, an activation after, and two threads sharing the tasks.
 TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
-  DepthwiseLanesSetting lanesOff(false);
+  KernelSwitch lanesOff("OSPREY_CPU_DEPTHWISE_LANES", false);
   uint32_t seed = 80;
   checkConv({1, 19, 7, 7, 19, 5, 5, 19, 1, 2, 1, true, Kind::None}, seed++);
   checkConv({1, 8, 7, 7, 8, 3, 3, 8, 1, 1, 1, false, Kind::Relu}, seed++);
@@ -387,7 +368,7 @@ TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
 // a single position, dilation 2 with padding 2, a channel multiplier, batch 2, the residual before
 // Relu / Clip, an activation after, and two threads.
 TEST(CpuKernels, ConvDepthwiseFlatPlanes) {
-  DepthwiseLanesSetting lanesOff(false);
+  KernelSwitch lanesOff("OSPREY_CPU_DEPTHWISE_LANES", false);
   uint32_t seed = 100;
   checkConv({1, 9, 7, 7, 9, 3, 3, 9, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 8, 14, 14, 8, 3, 3, 8, 1, 1, 1, true, Kind::Clip, false, 2}, seed++);
@@ -463,8 +444,8 @@ TEST(CpuKernels, ConvResidualThinColumns) {
 }
 
 TEST(CpuKernels, ConvResidualIm2colAndStripes) {
-  WinogradSetting off(false);
-  TapConvSetting tapsOff(false);
+  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
+  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
   uint32_t seed = 240;
   checkConv({1, 3, 7, 5, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, false, Kind::Clip, true}, seed++);  // strided, padded

@@ -12,12 +12,6 @@
 
 #include "backends/cpu/kernels/gemm_avx512.h"
 
-// GCC 12's unmasked shuffle intrinsics pass _mm512_undefined_ps(), a self-initialised variable,
-// as the unused merge source; once the shuffles of the tail kernels' constant rows are folded it
-// reports that variable as uninitialised. Nothing reads it.
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-
 namespace osprey {
 
 namespace {
