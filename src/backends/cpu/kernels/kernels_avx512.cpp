@@ -162,32 +162,40 @@ inline __m512 swish512(__m512 x) { return _mm512_div_ps(x, onePlusExpNeg512(x));
 
 }  // namespace
 
-// Sixteen outputs per step: each row's three taps come out of two pairs of loads by one
-// two-source permute each (the AVX2 kernel shuffles twice per tap), in the reference's order.
-// The last step is masked: a scalar tail of up to 15 outputs cost as much as the vector steps
-// on a 55-wide row.
+// Sixteen outputs per step from the column maxima of the three rows: the vertical max comes
+// first (each input vector loaded once), then the three horizontal taps out of two-source
+// permutes. The column maxima at 2 * ow + 32 start the next step, and their first lane is the
+// last output's third tap. Four permutes and six loads per step where taking each row's taps
+// separately cost nine and twelve. NaN as in the reference (acc = first tap, then
+// v > acc ? v : acc): the maxima ignore NaN (each chain starts from -inf, and max_ps(v, acc)
+// keeps acc when v is NaN), and an output whose first tap (the top row's even column) is NaN
+// takes that NaN. The last step is masked: a scalar tail of up to 15 outputs cost as much as
+// the vector steps on a 55-wide row.
 void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2, int64_t lo, int64_t hi,
                                int64_t rowLength, float* out) {
+  if (lo >= hi) return;
   const __m512i evenIdx = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i oddIdx = _mm512_add_epi32(evenIdx, _mm512_set1_epi32(1));
-  const float* rows[3] = {r0, r1, r2};
+  const __m512i nextIdx = _mm512_setr_epi32(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16);
+  const __m512 minusInf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  // Loads stop at rowLength; lanes past it only feed outputs past hi, which are not stored.
+  auto columnMax = [&](int64_t at, __m512* top) {
+    const __mmask16 m = firstLanes(rowLength - at);
+    *top = _mm512_maskz_loadu_ps(m, r0 + at);
+    const __m512 a = _mm512_max_ps(*top, minusInf), b = _mm512_max_ps(_mm512_maskz_loadu_ps(m, r1 + at), a);
+    return _mm512_max_ps(_mm512_maskz_loadu_ps(m, r2 + at), b);
+  };
+  __m512 headTop, midTop, nextTop;
+  __m512 head = columnMax(2 * lo, &headTop);
   for (int64_t ow = lo; ow < hi; ow += 16) {
-    // Loads stop at rowLength; lanes past it only feed outputs past hi, which are not stored.
-    const int64_t avail = rowLength - 2 * ow;
-    const __mmask16 ma = firstLanes(avail), mb = firstLanes(avail - 16), mc = firstLanes(avail - 2),
-                    md = firstLanes(avail - 18);
-    __m512 acc = _mm512_setzero_ps();
-    for (int kh = 0; kh < 3; ++kh) {
-      const float* r = rows[kh] + 2 * ow;
-      const __m512 a = _mm512_maskz_loadu_ps(ma, r), b = _mm512_maskz_loadu_ps(mb, r + 16);
-      const __m512 c = _mm512_maskz_loadu_ps(mc, r + 2), d = _mm512_maskz_loadu_ps(md, r + 18);
-      const __m512 tap0 = _mm512_permutex2var_ps(a, evenIdx, b), tap1 = _mm512_permutex2var_ps(a, oddIdx, b);
-      const __m512 tap2 = _mm512_permutex2var_ps(c, evenIdx, d);
-      // max_ps(v, acc) is v > acc ? v : acc, the reference's rule, starting from the first tap.
-      acc = kh == 0 ? tap0 : _mm512_max_ps(tap0, acc);
-      acc = _mm512_max_ps(tap2, _mm512_max_ps(tap1, acc));
-    }
-    _mm512_mask_storeu_ps(out + ow, firstLanes(hi - ow), acc);
+    const __m512 mid = columnMax(2 * ow + 16, &midTop), next = columnMax(2 * ow + 32, &nextTop);
+    const __m512 tap0 = _mm512_permutex2var_ps(head, evenIdx, mid), tap1 = _mm512_permutex2var_ps(head, oddIdx, mid);
+    const __m512 tap2 = _mm512_permutex2var_ps(tap0, nextIdx, next);
+    const __m512 first = _mm512_permutex2var_ps(headTop, evenIdx, midTop);
+    const __m512 result = _mm512_max_ps(tap2, _mm512_max_ps(tap1, tap0));
+    _mm512_mask_storeu_ps(out + ow, firstLanes(hi - ow),
+                          _mm512_mask_mov_ps(result, _mm512_cmp_ps_mask(first, first, _CMP_UNORD_Q), first));
+    head = next, headTop = nextTop;
   }
 }
 
