@@ -185,9 +185,10 @@ void f32_maxpool3x3s2__avx512f(const float* r0, const float* r1, const float* r2
     const __m512 a = _mm512_max_ps(*top, minusInf), b = _mm512_max_ps(_mm512_maskz_loadu_ps(m, r1 + at), a);
     return _mm512_max_ps(_mm512_maskz_loadu_ps(m, r2 + at), b);
   };
-  __m512 headTop, midTop, nextTop;
+  __m512 headTop;
   __m512 head = columnMax(2 * lo, &headTop);
   for (int64_t ow = lo; ow < hi; ow += 16) {
+    __m512 midTop, nextTop;
     const __m512 mid = columnMax(2 * ow + 16, &midTop), next = columnMax(2 * ow + 32, &nextTop);
     const __m512 tap0 = _mm512_permutex2var_ps(head, evenIdx, mid), tap1 = _mm512_permutex2var_ps(head, oddIdx, mid);
     const __m512 tap2 = _mm512_permutex2var_ps(tap0, nextIdx, next);
