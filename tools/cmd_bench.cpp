@@ -1,9 +1,12 @@
 // osprey bench MODEL [--input NAME=FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]
-//                    [--per-op] [--json] [--trace FILE] [--step] [--precision P] [--batch N] [--shape NAME=DIMS]
+//                    [--per-op] [--json] [--trace FILE] [--step] [--gap-ms G] [--precision P] [--batch N]
+//                    [--shape NAME=DIMS]
 // Latency (min/median/max over L timed runs after W warm-up runs) and the process's peak RSS.
 // --per-op and --trace profile extra runs afterwards, so profiling never touches the latencies.
 // --step lets another process pace the timed runs (bench/compare_ort.py alternates engines):
 // "ready" after warm-up, then one run per line read from stdin, its time printed, until EOF.
+// --gap-ms idles before each timed and profiled run, as bench/compare_ort.py does: after a pause
+// the caches are cold and the workers asleep, and --per-op then shows which ops pay for that.
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -12,6 +15,7 @@
 #include <fstream>
 #include <map>
 #include <sstream>
+#include <thread>
 
 #include "cli_common.h"
 
@@ -130,16 +134,20 @@ Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, con
 
 int cmdBench(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "precision", "batch", "shape"}, {"per-op", "json", "step"},
+  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape"}, {"per-op", "json", "step"},
                         &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;
   if (!(st = scheduleFromArgs(args, &schedule))) return fail(st);
-  int warmup = 3, loops = 20;
+  int warmup = 3, loops = 20, gapMs = 0;
   if (args.has("warmup") && !(st = parseInt(args.get("warmup"), "--warmup", &warmup))) return fail(st);
   if (args.has("loops") && !(st = parseInt(args.get("loops"), "--loops", &loops))) return fail(st);
+  if (args.has("gap-ms") && !(st = parseInt(args.get("gap-ms"), "--gap-ms", &gapMs))) return fail(st);
   if (warmup < 0 || loops < 1) return fail(Status::invalidArgument("--warmup must be >= 0 and --loops >= 1"));
+  const auto pause = [gapMs] {
+    if (gapMs > 0) std::this_thread::sleep_for(std::chrono::milliseconds(gapMs));
+  };
 
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<Interpreter> interp;
@@ -164,6 +172,7 @@ int cmdBench(int argc, char** argv) {
   char line[256];
   for (int i = 0; step || i < loops; ++i) {
     if (step && !std::fgets(line, sizeof(line), stdin)) break;
+    pause();
     auto r0 = std::chrono::steady_clock::now();
     if (!(st = session->run(inputs, &outputs))) return fail(st);
     times.push_back(msSince(r0));
@@ -180,6 +189,7 @@ int cmdBench(int argc, char** argv) {
   if (perOp || trace) {
     session->setProfiling(true);
     for (int i = 0; i < std::min(loops, 10); ++i) {
+      pause();
       if (!(st = session->run(inputs, &outputs))) return fail(st);
       profiled.push_back(session->lastRunProfile());
     }

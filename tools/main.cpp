@@ -14,7 +14,7 @@ void usage() {
                "        [--precision normal|high|low]\n"
                "                                    run a .onnx or .osp model and print its outputs\n"
                "  bench MODEL [--input [NAME=]FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]\n"
-               "        [--per-op] [--json] [--trace FILE] [--precision normal|high|low]\n"
+               "        [--per-op] [--json] [--trace FILE] [--gap-ms G] [--precision normal|high|low]\n"
                "        [--batch N] [--shape NAME=D0,D1,...]   shapes of the generated inputs\n"
                "                                    latency (min/median/max), peak RSS, per-op profile\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"

@@ -81,6 +81,12 @@ def main():
     expect_error(["run", osp, "--input", "input=" + wrong_dtype], "'input'", "float64")
     expect_error(["run", osp, "--input", "nosuch=" + wrong_dtype], "'nosuch'")
     expect_error(["run", os.path.join(tmp, "missing.osp")], "missing.osp")
+    expect_error(["bench", osp, "--gap-ms", "-5"], "--gap-ms")
+    paused = subprocess.run([os.environ["OSPREY_BIN"], "bench", osp, "--gap-ms", "1", "--loops", "2", "--per-op"],
+                            capture_output=True, text=True, timeout=120)
+    print("%-4s osprey bench good.osp --gap-ms 1 --loops 2 --per-op" % ("ok" if paused.returncode == 0 else "FAIL"))
+    if paused.returncode != 0 or "per op type" not in paused.stdout:
+        failures.append((["bench", "--gap-ms"], [paused.stderr.strip() or "no per-op table"]))
 
     if failures:
         print("%d check(s) failed" % len(failures))
