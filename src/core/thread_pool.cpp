@@ -96,15 +96,16 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::runRanges(uint64_t generation) {
-  const int ranges = threads();
   for (;;) {
     uint64_t v = claim_.load(std::memory_order_acquire);
     do {
-      // A later job, or every range taken: nothing left here.
-      if ((v >> 32) != (generation & kIndexMask) || static_cast<int>(v & kIndexMask) >= ranges) return;
-    } while (!claim_.compare_exchange_weak(v, v + 1, std::memory_order_acq_rel, std::memory_order_acquire));
-    // Claimed range i of this job: the caller waits for it, so job_ and jobSize_ hold still.
-    const int64_t i = static_cast<int64_t>(v & kIndexMask), n = jobSize_;
+      // A later job, or every range taken: nothing left here. The word counts the ranges left,
+      // so nothing of a job that may already be over is read before a claim succeeds.
+      if ((v >> 32) != (generation & kIndexMask) || (v & kIndexMask) == 0) return;
+    } while (!claim_.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    // Claimed a range of this job: the caller waits for it, so job_, jobSize_ and jobRanges_
+    // hold still.
+    const int64_t n = jobSize_, ranges = jobRanges_, i = ranges - static_cast<int64_t>(v & kIndexMask);
     const int64_t begin = n * i / ranges, end = n * (i + 1) / ranges;
     if (begin < end) (*job_)(begin, end);
     if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == ranges) {
@@ -114,17 +115,18 @@ void ThreadPool::runRanges(uint64_t generation) {
   }
 }
 
-void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
-  const int ranges = threads();
+void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int ranges) {
+  if (ranges <= 0) ranges = threads();
   uint64_t generation;
   bool wake;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     job_ = &fn;
     jobSize_ = n;
+    jobRanges_ = ranges;
     completed_.store(0, std::memory_order_relaxed);
     generation = generation_.load(std::memory_order_relaxed) + 1;
-    claim_.store((generation & kIndexMask) << 32, std::memory_order_relaxed);
+    claim_.store((generation & kIndexMask) << 32 | static_cast<uint64_t>(ranges), std::memory_order_relaxed);
     generation_.store(generation, std::memory_order_release);
     wake = sleepers_ > 0;
   }

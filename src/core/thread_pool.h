@@ -1,6 +1,6 @@
-// The Runtime's worker threads. A job is cut into one contiguous range per thread, and any
-// thread, the caller included, claims the ranges not yet taken: when a worker is descheduled
-// (a busy machine) the caller runs its range instead of waiting for it. Between the ops of a
+// The Runtime's worker threads. A job is cut into one contiguous range per thread (or more, for
+// kernels that ask), and any thread, the caller included, claims the ranges not yet taken: when
+// a worker is descheduled (a busy machine) the caller runs its range instead of waiting for it. Between the ops of a
 // run a worker spins briefly for the next job (a futex wake-up per op costs more than many
 // small ops), and for the whole of a run bracketed by beginRun/endRun; otherwise it sleeps on a
 // condition variable, so an idle session burns no CPU.
@@ -9,6 +9,7 @@
 // core and takes milliseconds to move it, so the run goes at one core's speed or worse.
 // parallelFor allocates nothing per call.
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
@@ -31,8 +32,11 @@ class ThreadPool {
   // slept between runs is awake by the first ops instead of waking late for each of them.
   void beginRun();
   void endRun();
-  // Splits [0, n) into threads() contiguous ranges and runs each once, on any of the threads.
-  void parallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn);
+  // Splits [0, n) into `ranges` contiguous ranges (threads() when 0) and runs each once, on
+  // whichever thread claims it first. With more ranges than threads a thread that starts late
+  // (a worker waking after an idle pause) takes only what is left when it arrives, so fn must
+  // not use the range as a thread slot.
+  void parallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn, int ranges = 0);
 
  private:
   void workerLoop();
@@ -44,8 +48,9 @@ class ThreadPool {
   std::condition_variable wake_, done_;
   const std::function<void(int64_t, int64_t)>* job_ = nullptr;
   int64_t jobSize_ = 0;
+  int jobRanges_ = 1;
   std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each job
-  std::atomic<uint64_t> claim_{0};       // generation << 32 | next unclaimed range
+  std::atomic<uint64_t> claim_{0};       // generation << 32 | ranges not yet claimed
   std::atomic<int> completed_{0};        // ranges of the current job finished
   int sleepers_ = 0;                     // workers blocked on wake_ (under mutex_)
   std::atomic<int> activeRuns_{0};       // runs between beginRun and endRun
@@ -56,6 +61,19 @@ class ThreadPool {
 inline void parallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
   if (pool && pool->threads() > 1 && n > 1) {
     pool->parallelFor(n, fn);
+  } else if (n > 0) {
+    fn(0, n);
+  }
+}
+
+// As parallelFor, in up to rangesPerThread ranges per thread (at most n), each claimed by
+// whichever thread is free: for work whose pieces cost the same however it is cut (rows of a
+// direct convolution), so a worker that joins late leaves the caller less waiting. fn must not
+// use the range as a thread slot.
+inline void parallelForFine(ThreadPool* pool, int64_t n, int rangesPerThread,
+                            const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool && pool->threads() > 1 && n > 1) {
+    pool->parallelFor(n, fn, static_cast<int>(std::min<int64_t>(n, int64_t{pool->threads()} * rangesPerThread)));
   } else if (n > 0) {
     fn(0, n);
   }

@@ -6,6 +6,8 @@
 
 namespace osprey {
 
+class ThreadPool;
+
 struct RasterView {
   int64_t offset = 0;            // in elements
   int64_t stride[3] = {0, 0, 1};  // in elements
@@ -24,9 +26,10 @@ struct RasterPlan {
   double fillValue = 0.0;
 };
 
-// Copies `plan` into `dst` (elements of elementSize bytes) from srcs[region.input].
+// Copies `plan` into `dst` (elements of elementSize bytes) from srcs[region.input]; large
+// regions on the pool's threads when one is given.
 void executeRaster(const RasterPlan& plan, const std::vector<const void*>& srcs, void* dst,
-                   int64_t dstElements, int elementSize, int dtypeForFill);
+                   int64_t dstElements, int elementSize, int dtypeForFill, ThreadPool* pool = nullptr);
 
 // Merges adjacent dimensions that are contiguous in both views, drops size-1 dimensions and
 // joins regions that continue one another, so backends run fewer, longer copies.

@@ -3,6 +3,7 @@
 // after idle gaps long enough for the workers to fall asleep; and the binding of threads to cores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <map>
@@ -20,14 +21,15 @@
 namespace osprey {
 namespace {
 
-void checkJobs(ThreadPool& pool, int jobs, int64_t maxN) {
+// ranges 0: one per thread; otherwise that many (parallelFor's third argument).
+void checkJobs(ThreadPool& pool, int jobs, int64_t maxN, int ranges = 0) {
   std::vector<std::atomic<int>> hits(static_cast<size_t>(maxN));
   for (int j = 0; j < jobs; ++j) {
     const int64_t n = 1 + (j * 7919) % maxN;
     for (int64_t i = 0; i < n; ++i) hits[i].store(0);
     pool.parallelFor(n, [&](int64_t begin, int64_t end) {
       for (int64_t i = begin; i < end; ++i) hits[i].fetch_add(1);
-    });
+    }, ranges);
     for (int64_t i = 0; i < n; ++i) ASSERT_EQ(hits[i].load(), 1) << "job " << j << " index " << i << " of " << n;
   }
 }
@@ -46,6 +48,54 @@ TEST(CpuThreadPool, JobsAfterWorkersFellAsleep) {
     checkJobs(pool, 20, 101);
     std::this_thread::sleep_for(std::chrono::milliseconds(3));  // past the spin: workers block
   }
+}
+
+TEST(CpuThreadPool, MoreRangesThanThreads) {
+  for (int threads : {1, 2, 3}) {
+    ThreadPool pool(threads);
+    for (int ranges : {1, 5, 16, 64}) checkJobs(pool, 500, 53, ranges);  // n below ranges too
+  }
+  // The ranges are n's even cut, each run once, whichever thread claims it.
+  ThreadPool pool(2);
+  std::mutex mutex;
+  std::map<int64_t, int64_t> seen;
+  pool.parallelFor(100, [&](int64_t begin, int64_t end) {
+    std::lock_guard<std::mutex> lock(mutex);
+    EXPECT_TRUE(seen.emplace(begin, end).second) << "range from " << begin << " ran twice";
+  }, 8);
+  ASSERT_EQ(seen.size(), 8u);
+  int64_t next = 0;
+  for (auto [begin, end] : seen) {
+    EXPECT_EQ(begin, next);
+    EXPECT_TRUE(end - begin == 12 || end - begin == 13) << begin << ".." << end;
+    next = end;
+  }
+  EXPECT_EQ(next, 100);
+}
+
+TEST(CpuThreadPool, FineRangesGoToTheThreadThatIsFree) {
+  // The first thread to claim a range holds it until the other has run all the rest (or 10 s
+  // pass): the fine ranges do not wait for a thread that is busy elsewhere.
+  ThreadPool pool(2);
+  std::atomic<int> finished{0};
+  std::atomic<bool> holding{false};
+  std::mutex mutex;
+  std::map<std::thread::id, int> perThread;
+  parallelForFine(&pool, 64, 8, [&](int64_t, int64_t) {
+    if (!holding.exchange(true)) {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (finished.load() < 15 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    ++perThread[std::this_thread::get_id()];
+    finished.fetch_add(1);
+  });
+  EXPECT_EQ(finished.load(), 16);  // 2 threads x 8 ranges
+  ASSERT_EQ(perThread.size(), 2u);
+  int least = 16;
+  for (auto& [id, count] : perThread) least = std::min(least, count);
+  EXPECT_EQ(least, 1);  // the holding thread ran only the range it held
 }
 
 TEST(CpuThreadPool, OneRangePerThreadWhenNEqualsThreads) {

@@ -88,7 +88,7 @@ class RasterExecution : public Execution {
     for (size_t i = 0; i < inputs.size(); ++i) srcs_[i] = inputs[i] ? inputs[i]->host() : nullptr;
     RuntimeTensor* out = outputs[0];
     executeRaster(*plan_, srcs_, out->host(), out->elements(), static_cast<int>(dataTypeSize(out->dtype)),
-                  static_cast<int>(out->dtype));
+                  static_cast<int>(out->dtype), static_cast<CPUBackend*>(backend())->threadPool());
     return Status::ok();
   }
 

@@ -19,6 +19,7 @@ namespace {
 constexpr int64_t kMaxInChannels = 4;
 constexpr int64_t kMaxWindowRows = 64;  // input channels x kernel height: the kernel's row table
 constexpr int64_t kMaxKernelW = 16;
+constexpr int kRangesPerThread = 8;
 
 class DirectConvExecution : public Execution {
  public:
@@ -54,7 +55,9 @@ class DirectConvExecution : public Execution {
     float* y = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t inH = window_.in[1], inW = window_.in[2], outH = window_.out[1], outW = window_.out[2];
     const int64_t kernelH = window_.kernel[1];
-    parallelFor(pool, batch_ * outH, [&](int64_t begin, int64_t end) {
+    // Usually a model's first op, which runs while a worker is still waking from the pause
+    // before the run (a median 135 us here): in small ranges the caller keeps going meanwhile.
+    parallelForFine(pool, batch_ * outH, kRangesPerThread, [&](int64_t begin, int64_t end) {
       const float* rows[kMaxWindowRows];
       for (int64_t i = begin; i < end; ++i) {
         const int64_t n = i / outH, oh = i % outH;
