@@ -725,6 +725,21 @@ TEST(CpuKernels, UnaryTablesAgree) {
   }
 }
 
+TEST(CpuKernels, GeluDenseAgainstDouble) {
+  // Every 1/2048 over [-8, 8] (the vector tables' fits live in [-5.5, 5.5]) against x * Phi(x)
+  // in double, with the bound UnaryTablesAgree uses against the scalar table.
+  const int64_t n = 16 * 2048 + 1;
+  std::vector<float> x(n), y(n);
+  for (int64_t i = 0; i < n; ++i) x[i] = -8.f + static_cast<float>(i) / 2048.f;
+  for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+    fn->gelu(x.data(), y.data(), n);
+    for (int64_t i = 0; i < n; ++i) {
+      const double v = x[i], expected = 0.5 * v * (1.0 + std::erf(v / std::sqrt(2.0)));
+      ASSERT_NEAR(y[i], expected, 1e-6 + 1e-5 * std::fabs(expected)) << fn->isa << " x=" << x[i];
+    }
+  }
+}
+
 TEST(CpuKernels, SoftmaxRowTablesAgree) {
   // Both tables against softmax(scale * x) in double: lengths around the vector width (body,
   // pairs of vectors, masked tail), a negative scale (the largest scale * x is then at the

@@ -1,7 +1,6 @@
 // AVX-512F micro-kernels. This file alone is compiled with -mavx512f -mfma (see CMakeLists.txt);
 // nothing here runs unless cpu_features.cpp found AVX-512F on the CPU.
 #include "backends/cpu/kernels/cpu_functions.h"
-#include "backends/cpu/kernels/erfc_fit.h"
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include <immintrin.h>
@@ -132,19 +131,32 @@ inline __m512 onePlusExpNeg512(__m512 x) {
   return expClampedPlus512(t, _mm512_set1_ps(1.f));
 }
 
-// GELU's erf form by the erfc fit of erfc_fit.h: with z = |x| / sqrt2 and
-// h = erfc(z) / 2, x * (1 - h) for x >= 0 and x * h below. The exponent p(t) - z^2 is at most
-// 0, so only its lower end is clamped; where it is clamped erfc is below 1e-38 and GELU is x.
+// GELU's erf form, x * Phi(x) with Phi the normal CDF, as 0.5 + u P(u^2) / Q(u^2) for u = x
+// clamped to [-5.5, 5.5]: a rational fit of degree 5 over 5 in u^2, made for this kernel by
+// iterated weighted least squares (absolute error 7e-9 in double, 1.7e-7 evaluated in float).
+// Below -5.5 Phi is under 2e-8 and taken as 0 (x * 0: -0, or NaN at -inf, as the reference);
+// above 5.5 it rounds to 1. Against the erfc fit times an exponential this is 19 instructions
+// instead of 28, and the division is a reciprocal estimate refined once (error about 1 ulp).
+constexpr float kGeluClamp = 5.5f;
+constexpr float kGeluP[6] = {3.989422321e-01f, 3.385074064e-02f, 4.677107558e-03f,
+                             1.688014163e-04f, 6.351518550e-06f, 2.274821931e-08f};
+constexpr float kGeluQ[6] = {1.f, 2.515171468e-01f, 2.864468843e-02f, 1.884309459e-03f, 7.363744226e-05f, 1.197425718e-06f};
+
 inline __m512 gelu512(__m512 x) {
-  const __m512 one = _mm512_set1_ps(1.f);
-  const __m512 z = _mm512_mul_ps(_mm512_abs_ps(x), _mm512_set1_ps(0.7071067811865476f));
-  const __m512 t = _mm512_div_ps(one, _mm512_fmadd_ps(_mm512_set1_ps(0.5f), z, one));
-  __m512 p = _mm512_set1_ps(kErfcFit[0]);
-  for (int i = 1; i < kErfcFitTerms; ++i) p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(kErfcFit[i]));
-  const __m512 exponent = _mm512_max_ps(_mm512_set1_ps(-87.33654f), _mm512_fnmadd_ps(z, z, p));
-  const __m512 h = _mm512_mul_ps(_mm512_mul_ps(t, _mm512_set1_ps(0.5f)), expClampedPlus512(exponent, _mm512_setzero_ps()));
-  const __mmask16 positive = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GE_OQ);
-  return _mm512_mul_ps(x, _mm512_mask_sub_ps(h, positive, one, h));
+  const __m512 limit = _mm512_set1_ps(kGeluClamp);
+  // min/max return their second operand for NaN: u is then the clamp, and x * Phi stays NaN.
+  const __m512 u = _mm512_max_ps(_mm512_min_ps(x, limit), _mm512_set1_ps(-kGeluClamp));
+  const __m512 t = _mm512_mul_ps(u, u);
+  __m512 p = _mm512_set1_ps(kGeluP[5]), q = _mm512_set1_ps(kGeluQ[5]);
+  for (int i = 4; i >= 0; --i) {
+    p = _mm512_fmadd_ps(p, t, _mm512_set1_ps(kGeluP[i]));
+    q = _mm512_fmadd_ps(q, t, _mm512_set1_ps(kGeluQ[i]));
+  }
+  __m512 r = _mm512_rcp14_ps(q);  // q >= 1: no overflow or zero
+  r = _mm512_fmadd_ps(r, _mm512_fnmadd_ps(q, r, _mm512_set1_ps(1.f)), r);
+  const __m512 phi = _mm512_fmadd_ps(_mm512_mul_ps(u, p), r, _mm512_set1_ps(0.5f));
+  const __mmask16 below = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-kGeluClamp), _CMP_LT_OQ);
+  return _mm512_mul_ps(x, _mm512_mask_mov_ps(phi, below, _mm512_setzero_ps()));
 }
 
 template <__m512 (*F)(__m512)>
