@@ -1,9 +1,9 @@
 // The Runtime's worker threads. A job is cut into one contiguous range per thread (or more, for
 // kernels that ask), and any thread, the caller included, claims the ranges not yet taken: when
-// a worker is descheduled (a busy machine) the caller runs its range instead of waiting for it. Between the ops of a
-// run a worker spins briefly for the next job (a futex wake-up per op costs more than many
-// small ops), and for the whole of a run bracketed by beginRun/endRun; otherwise it sleeps on a
-// condition variable, so an idle session burns no CPU.
+// a worker is descheduled (a busy machine) the caller runs its range instead of waiting for it.
+// Between the ops of a run a worker spins briefly for the next job (a futex wake-up per op costs
+// more than many small ops), and for the whole of a run bracketed by beginRun/endRun; otherwise
+// it sleeps on a condition variable, so an idle session burns no CPU.
 // A pool that takes every core the process may use binds each thread to its own core (the caller
 // to the first during a run): after an idle gap the kernel often wakes a worker on the caller's
 // core and takes milliseconds to move it, so the run goes at one core's speed or worse.

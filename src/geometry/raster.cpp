@@ -34,12 +34,13 @@ void copyRows(const RasterRegion& r, const T* src, T* dst, int64_t row0, int64_t
 template <class T>
 void copyRegion(const RasterRegion& r, const T* src, T* dst, ThreadPool* pool) {
   const int64_t rows = r.size[0] * r.size[1], width = r.size[2];
-  // Rows run in any order on the pool, so only a region that writes each element once goes there.
+  // Rows run in any order on the pool: a region with a zero output stride writes some elements
+  // more than once, the last write wins, and so it stays on one thread.
   bool distinct = true;
   for (int i = 0; i < 3; ++i) distinct = distinct && (r.size[i] == 1 || r.dst.stride[i] != 0);
   if (!pool || !distinct || r.count() < kParallelElements) return copyRows(r, src, dst, 0, rows, 0, width);
   if (rows == 1) {  // one long run: cut it into pieces of whole cache lines
-    constexpr int64_t kLine = 64 / sizeof(T) > 0 ? 64 / sizeof(T) : 1;
+    constexpr int64_t kLine = 64 / sizeof(T);
     parallelForFine(pool, (width + kLine - 1) / kLine, 2, [&](int64_t b, int64_t e) {
       copyRows(r, src, dst, 0, 1, b * kLine, std::min(width, e * kLine));
     });

@@ -1,6 +1,7 @@
 // erfc(z) = t * exp(-z^2 + p(t)) with t = 1 / (1 + z / 2), z >= 0: the Chebyshev fit of
 // Numerical Recipes (fractional error below 1.2e-7), shared by the AVX2 erf and GELU (the
-// AVX-512 GELU has a rational fit of its own). kErfcFit holds p's coefficients from the highest power down (Horner order).
+// AVX-512 GELU has a rational fit of its own). kErfcFit holds p's coefficients from the
+// highest power down (Horner order).
 #pragma once
 
 namespace osprey {
