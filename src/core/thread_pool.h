@@ -57,23 +57,16 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
 };
 
-// Runs fn over [0, n) on the pool, or inline when pool is null.
-inline void parallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn) {
+// Runs fn over [0, n) on the pool, or inline when pool is null. rangesPerThread above 1 cuts
+// the job into that many ranges per thread (at most n), each claimed by whichever thread is
+// free: for work whose pieces cost the same however it is cut (rows of a direct convolution),
+// so a worker that joins late leaves the caller less waiting; fn must then not use the range
+// as a thread slot.
+inline void parallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn,
+                        int rangesPerThread = 1) {
   if (pool && pool->threads() > 1 && n > 1) {
-    pool->parallelFor(n, fn);
-  } else if (n > 0) {
-    fn(0, n);
-  }
-}
-
-// As parallelFor, in up to rangesPerThread ranges per thread (at most n), each claimed by
-// whichever thread is free: for work whose pieces cost the same however it is cut (rows of a
-// direct convolution), so a worker that joins late leaves the caller less waiting. fn must not
-// use the range as a thread slot.
-inline void parallelForFine(ThreadPool* pool, int64_t n, int rangesPerThread,
-                            const std::function<void(int64_t, int64_t)>& fn) {
-  if (pool && pool->threads() > 1 && n > 1) {
-    pool->parallelFor(n, fn, static_cast<int>(std::min<int64_t>(n, int64_t{pool->threads()} * rangesPerThread)));
+    const int64_t ranges = rangesPerThread > 1 ? std::min<int64_t>(n, int64_t{pool->threads()} * rangesPerThread) : 0;
+    pool->parallelFor(n, fn, static_cast<int>(ranges));
   } else if (n > 0) {
     fn(0, n);
   }

@@ -41,12 +41,12 @@ void copyRegion(const RasterRegion& r, const T* src, T* dst, ThreadPool* pool) {
   if (!pool || !distinct || r.count() < kParallelElements) return copyRows(r, src, dst, 0, rows, 0, width);
   if (rows == 1) {  // one long run: cut it into pieces of whole cache lines
     constexpr int64_t kLine = 64 / sizeof(T);
-    parallelForFine(pool, (width + kLine - 1) / kLine, 2, [&](int64_t b, int64_t e) {
+    parallelFor(pool, (width + kLine - 1) / kLine, [&](int64_t b, int64_t e) {
       copyRows(r, src, dst, 0, 1, b * kLine, std::min(width, e * kLine));
-    });
+    }, 2);
     return;
   }
-  parallelForFine(pool, rows, 2, [&](int64_t b, int64_t e) { copyRows(r, src, dst, b, e, 0, width); });
+  parallelFor(pool, rows, [&](int64_t b, int64_t e) { copyRows(r, src, dst, b, e, 0, width); }, 2);
 }
 
 template <class T>

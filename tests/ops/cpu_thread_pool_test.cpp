@@ -81,7 +81,7 @@ TEST(CpuThreadPool, FineRangesGoToTheThreadThatIsFree) {
   std::atomic<bool> holding{false};
   std::mutex mutex;
   std::map<std::thread::id, int> perThread;
-  parallelForFine(&pool, 64, 8, [&](int64_t, int64_t) {
+  parallelFor(&pool, 64, [&](int64_t, int64_t) {
     if (!holding.exchange(true)) {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
       while (finished.load() < 15 && std::chrono::steady_clock::now() < deadline)
@@ -90,7 +90,7 @@ TEST(CpuThreadPool, FineRangesGoToTheThreadThatIsFree) {
     std::lock_guard<std::mutex> lock(mutex);
     ++perThread[std::this_thread::get_id()];
     finished.fetch_add(1);
-  });
+  }, 8);
   EXPECT_EQ(finished.load(), 16);  // 2 threads x 8 ranges
   ASSERT_EQ(perThread.size(), 2u);
   int least = 16;

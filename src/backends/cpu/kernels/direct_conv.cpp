@@ -57,7 +57,7 @@ class DirectConvExecution : public Execution {
     const int64_t kernelH = window_.kernel[1];
     // Usually a model's first op, which runs while a worker is still waking from the pause
     // before the run (a median 135 us here): in small ranges the caller keeps going meanwhile.
-    parallelForFine(pool, batch_ * outH, kRangesPerThread, [&](int64_t begin, int64_t end) {
+    parallelFor(pool, batch_ * outH, [&](int64_t begin, int64_t end) {
       const float* rows[kMaxWindowRows];
       for (int64_t i = begin; i < end; ++i) {
         const int64_t n = i / outH, oh = i % outH;
@@ -72,7 +72,7 @@ class DirectConvExecution : public Execution {
         if (rowActivation_)
           for (int64_t o = 0; o < outChannels_; ++o) applyActivation(fn, act_, yRow + o * args_.outPlaneStride, outW);
       }
-    });
+    }, kRangesPerThread);
     return Status::ok();
   }
 

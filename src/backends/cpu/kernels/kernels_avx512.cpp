@@ -140,7 +140,8 @@ inline __m512 onePlusExpNeg512(__m512 x) {
 constexpr float kGeluClamp = 5.5f;
 constexpr float kGeluP[6] = {3.989422321e-01f, 3.385074064e-02f, 4.677107558e-03f,
                              1.688014163e-04f, 6.351518550e-06f, 2.274821931e-08f};
-constexpr float kGeluQ[6] = {1.f, 2.515171468e-01f, 2.864468843e-02f, 1.884309459e-03f, 7.363744226e-05f, 1.197425718e-06f};
+constexpr float kGeluQ[6] = {1.f, 2.515171468e-01f, 2.864468843e-02f, 1.884309459e-03f, 7.363744226e-05f,
+                             1.197425718e-06f};
 
 inline __m512 gelu512(__m512 x) {
   const __m512 limit = _mm512_set1_ps(kGeluClamp);
