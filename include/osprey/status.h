@@ -40,4 +40,12 @@ class [[nodiscard]] Status {
     if (!_st.isOk()) return _st;              \
   } while (0)
 
+// As OSPREY_RETURN_IF_ERROR, with `context` prefixed to an error; the context expression is
+// evaluated only on error, so a run's per-op checks build no strings.
+#define OSPREY_RETURN_IF_ERROR_IN(expr, context)        \
+  do {                                                  \
+    ::osprey::Status _st = (expr);                      \
+    if (!_st.isOk()) return _st.withContext(context);   \
+  } while (0)
+
 }  // namespace osprey

@@ -9,12 +9,12 @@ Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorVie
                                 std::vector<RasterPlan>* rasters) {
   const OpDef& def = opDef(node.type);
   rasters->clear();
-  OSPREY_RETURN_IF_ERROR(def.shape(node, inputs, outputs).withContext(node.describe()));
+  OSPREY_RETURN_IF_ERROR_IN(def.shape(node, inputs, outputs), node.describe());
   for (auto& o : outputs)
     for (int64_t d : o.shape)
       if (d < 0) return Status::internal(node.describe() + " computed a negative dimension");
   if (def.lower) {
-    OSPREY_RETURN_IF_ERROR(def.lower(node, inputs, outputs, *rasters).withContext(node.describe()));
+    OSPREY_RETURN_IF_ERROR_IN(def.lower(node, inputs, outputs, *rasters), node.describe());
     for (auto& plan : *rasters) fuseRegions(plan.regions);
   }
   return Status::ok();
@@ -33,7 +33,8 @@ Status executeOnHost(const Node& node, const TensorViews& inputs, TensorViews& o
   }
   const OpDef& def = opDef(node.type);
   if (!def.reference) return Status::unsupported(node.describe() + " has no reference kernel");
-  return def.reference(node, inputs, outputs, pool).withContext(node.describe());
+  OSPREY_RETURN_IF_ERROR_IN(def.reference(node, inputs, outputs, pool), node.describe());
+  return Status::ok();
 }
 
 std::shared_ptr<uint8_t> allocateHost(size_t bytes) {

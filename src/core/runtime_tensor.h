@@ -35,11 +35,16 @@ struct RuntimeTensor {
   uint8_t* host() const { return constData ? const_cast<uint8_t*>(constData) : (chunk ? chunk->host() : nullptr); }
   TensorView view() const {
     TensorView v;
-    v.dtype = dtype;
-    v.shape = shape;
-    v.data = host();
-    v.strings = strings;
+    viewInto(&v);
     return v;
+  }
+  // Refreshes a view kept between runs; its shape's storage is reused, so nothing is allocated.
+  void viewInto(TensorView* v) const {
+    v->dtype = dtype;
+    v->shape = shape;
+    v->data = host();
+    v->present = true;
+    v->strings = strings;
   }
 };
 

@@ -236,7 +236,7 @@ Status SessionImpl::planMemory() {
       Backend* owner = cmd.isCopy && cmd.outputHome ? cmd.outputHome : cmd.backend;
       OSPREY_RETURN_IF_ERROR(acquire(t, owner, constantMirror ? StorageType::STATIC : StorageType::DYNAMIC));
     }
-    if (cmd.execution) OSPREY_RETURN_IF_ERROR(cmd.execution->onResize(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
+    if (cmd.execution) OSPREY_RETURN_IF_ERROR_IN(cmd.execution->onResize(cmd.inputs, cmd.outputs), cmd.op.describe());
     for (auto* t : cmd.inputs) releaseIfDone(t, false);
     for (auto* t : cmd.outputs) releaseIfDone(t, true);
   }
@@ -347,7 +347,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     if (cmd.isCopy) {
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));
     } else {
-      OSPREY_RETURN_IF_ERROR(cmd.execution->onExecute(cmd.inputs, cmd.outputs).withContext(cmd.op.describe()));
+      OSPREY_RETURN_IF_ERROR_IN(cmd.execution->onExecute(cmd.inputs, cmd.outputs), cmd.op.describe());
     }
     if (profiling_) {
       const Clock::time_point end = Clock::now();

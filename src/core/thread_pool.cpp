@@ -115,7 +115,7 @@ void ThreadPool::runRanges(uint64_t generation) {
   }
 }
 
-void ThreadPool::parallelFor(int64_t n, const std::function<void(int64_t, int64_t)>& fn, int ranges) {
+void ThreadPool::parallelFor(int64_t n, RangeFn fn, int ranges) {
   if (ranges <= 0) ranges = threads();
   uint64_t generation;
   bool wake;

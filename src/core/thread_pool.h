@@ -7,18 +7,37 @@
 // A pool that takes every core the process may use binds each thread to its own core (the caller
 // to the first during a run): after an idle gap the kernel often wakes a worker on the caller's
 // core and takes milliseconds to move it, so the run goes at one core's speed or worse.
-// parallelFor allocates nothing per call.
+// parallelFor allocates nothing per call: it takes the job as a RangeFn, a reference to the
+// caller's lambda, where a std::function would copy a lambda of more than two captures to the heap.
 #pragma once
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 namespace osprey {
+
+// A non-owning reference to a callable run on a range [begin, end). It refers to the callable
+// it was made from, which must outlive it: made from a parallelFor argument, it lives for the call.
+class RangeFn {
+ public:
+  template <class F, class = std::enable_if_t<!std::is_same_v<std::decay_t<F>, RangeFn>>>
+  RangeFn(F&& fn)  // NOLINT(google-explicit-constructor): built at each call site from a lambda
+      : object_(const_cast<void*>(static_cast<const void*>(std::addressof(fn)))),
+        call_([](void* object, int64_t begin, int64_t end) {
+          (*static_cast<std::remove_reference_t<F>*>(object))(begin, end);
+        }) {}
+  void operator()(int64_t begin, int64_t end) const { call_(object_, begin, end); }
+
+ private:
+  void* object_;
+  void (*call_)(void*, int64_t, int64_t);
+};
 
 class ThreadPool {
  public:
@@ -36,7 +55,7 @@ class ThreadPool {
   // whichever thread claims it first. With more ranges than threads a thread that starts late
   // (a worker waking after an idle pause) takes only what is left when it arrives, so fn must
   // not use the range as a thread slot.
-  void parallelFor(int64_t n, const std::function<void(int64_t begin, int64_t end)>& fn, int ranges = 0);
+  void parallelFor(int64_t n, RangeFn fn, int ranges = 0);
 
  private:
   void workerLoop();
@@ -46,7 +65,7 @@ class ThreadPool {
   std::vector<int> cores_;  // when pinned: the core of each thread, the caller's first
   std::mutex mutex_;
   std::condition_variable wake_, done_;
-  const std::function<void(int64_t, int64_t)>* job_ = nullptr;
+  const RangeFn* job_ = nullptr;
   int64_t jobSize_ = 0;
   int jobRanges_ = 1;
   std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each job
@@ -62,8 +81,7 @@ class ThreadPool {
 // free: for work whose pieces cost the same however it is cut (rows of a direct convolution),
 // so a worker that joins late leaves the caller less waiting; fn must then not use the range
 // as a thread slot.
-inline void parallelFor(ThreadPool* pool, int64_t n, const std::function<void(int64_t, int64_t)>& fn,
-                        int rangesPerThread = 1) {
+inline void parallelFor(ThreadPool* pool, int64_t n, RangeFn fn, int rangesPerThread = 1) {
   if (pool && pool->threads() > 1 && n > 1) {
     const int64_t ranges = rangesPerThread > 1 ? std::min<int64_t>(n, int64_t{pool->threads()} * rangesPerThread) : 0;
     pool->parallelFor(n, fn, static_cast<int>(ranges));

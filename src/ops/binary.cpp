@@ -72,17 +72,17 @@ Status binaryShape(const Node& node, const TensorViews& in, TensorViews& out) {
 
 template <Arith K>
 Status arithKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
-  Status st = Status::unsupported(dtypeError(in[0], "input A"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       using C = ComputeType<T>;
       broadcastBinary(out[0].shape, out[0].as<T>(), in[0].as<const T>(), in[0].shape, in[1].as<const T>(), in[1].shape,
                       pool, [](T x, T y) { return T(arith<K, C>(C(x), C(y))); });
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input A"));
 }
 
 template <Compare K, class C>
@@ -101,15 +101,15 @@ Status compareKernel(const Node&, const TensorViews& in, TensorViews& out, Threa
                     [](const std::string& x, const std::string& y) { return compare<K, std::string>(x, y); });
     return Status::ok();
   }
-  Status st = Status::unsupported(dtypeError(in[0], "input A"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
     broadcastBinary(out[0].shape, o, in[0].as<const T>(), in[0].shape, in[1].as<const T>(), in[1].shape, pool,
                     [](T x, T y) { return compare<K, C>(C(x), C(y)); });
-    st = Status::ok();
+    done = true;
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input A"));
 }
 
 // Reads a numeric tensor into a vector of C (the exponent of a mixed-type Pow).
@@ -196,15 +196,15 @@ void powKernelFor(const TensorView& a, const TensorView& b, TensorView& y, Threa
 }
 
 Status powKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
-  Status st = Status::unsupported(dtypeError(in[0], "input A"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       powKernelFor<T>(in[0], in[1], out[0], pool);
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input A"));
 }
 
 Status preluShape(const Node&, const TensorViews& in, TensorViews& out) {
@@ -221,7 +221,7 @@ Status preluShape(const Node&, const TensorViews& in, TensorViews& out) {
 }
 
 Status preluKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
-  Status st = Status::unsupported(dtypeError(in[0], "input X"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
@@ -234,10 +234,10 @@ Status preluKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadP
                           return C(x) < C(0) ? T(arith<Arith::Mul, C>(C(slope), C(x))) : x;
                         }
                       });
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input X"));
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/small_vector.h"
 #include "core/thread_pool.h"
 #include "ops/op_util.h"
 
@@ -16,27 +17,42 @@ namespace osprey {
 
 template <int N>
 struct BroadcastRows {
-  Shape dims;                                   // merged output dims, rank >= 1
-  std::array<std::vector<int64_t>, N> strides;  // per input and merged dim; 0 = broadcast
+  SmallVector<int64_t, 8> dims;                          // merged output dims, rank >= 1
+  std::array<SmallVector<int64_t, 8>, N> strides;        // per input and merged dim; 0 = broadcast
 };
 
-// Plans the walk over `outShape` of N inputs, each broadcastable to it.
+// Plans the walk over `outShape` of N inputs, each broadcastable to it. Runs at every execution
+// of an elementwise op, so it allocates nothing for ranks up to 8.
 template <int N>
 BroadcastRows<N> planBroadcastRows(const Shape& outShape, const std::array<const Shape*, N>& inputs) {
   const size_t rank = outShape.size();
-  std::array<std::vector<int64_t>, N> full;
-  for (int k = 0; k < N; ++k) full[k] = broadcastStrides(*inputs[k], rank, outShape);
+  // full[k][rank - 1 - d]: how far input k moves when output dim d steps (0 where it broadcasts).
+  std::array<SmallVector<int64_t, 8>, N> full;
+  for (int k = 0; k < N; ++k) {
+    const Shape& in = *inputs[k];
+    int64_t stride = 1;
+    for (size_t back = 0; back < rank; ++back) {
+      if (back >= in.size()) {
+        full[k].push_back(0);
+        continue;
+      }
+      const int64_t dim = in[in.size() - 1 - back];
+      full[k].push_back(dim == 1 ? 0 : stride);
+      stride *= dim;
+    }
+  }
   BroadcastRows<N> p;
   for (size_t d = 0; d < rank; ++d) {
     if (outShape[d] == 1) continue;  // contributes no index
+    const size_t back = rank - 1 - d;
     bool merge = !p.dims.empty();
-    for (int k = 0; k < N && merge; ++k) merge = p.strides[k].back() == full[k][d] * outShape[d];
+    for (int k = 0; k < N && merge; ++k) merge = p.strides[k].back() == full[k][back] * outShape[d];
     if (merge) {
       p.dims.back() *= outShape[d];
-      for (int k = 0; k < N; ++k) p.strides[k].back() = full[k][d];
+      for (int k = 0; k < N; ++k) p.strides[k].back() = full[k][back];
     } else {
       p.dims.push_back(outShape[d]);
-      for (int k = 0; k < N; ++k) p.strides[k].push_back(full[k][d]);
+      for (int k = 0; k < N; ++k) p.strides[k].push_back(full[k][back]);
     }
   }
   if (p.dims.empty()) {
@@ -55,7 +71,8 @@ inline constexpr int64_t kParallelMinElements = int64_t{1} << 15;
 template <int N, class RowFn>
 void forEachBroadcastRow(const BroadcastRows<N>& p, ThreadPool* pool, RowFn&& rowFn) {
   const int64_t inner = p.dims.back();
-  const int64_t total = shapeElements(p.dims);
+  int64_t total = 1;
+  for (size_t d = 0; d < p.dims.size(); ++d) total *= p.dims[d];
   if (total == 0) return;
   const int64_t rows = total / inner;
   const size_t outerRank = p.dims.size() - 1;

@@ -197,15 +197,15 @@ void einsumFor(const EinsumPlan& plan, const TensorViews& in, TensorView& out) {
 Status einsumKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
   EinsumPlan plan;
   OSPREY_RETURN_IF_ERROR(buildPlan(node, in, &plan));
-  Status st = Status::unsupported(dtypeError(in[0], "input 0"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool>) {
       einsumFor<T>(plan, in, out[0]);
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input 0"));
 }
 
 }  // namespace

@@ -159,15 +159,15 @@ void logicFor(const Node& node, const TensorViews& in, TensorViews& out, ThreadP
 
 template <Logic K>
 Status logicKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
-  Status st = Status::unsupported(dtypeError(in[0], "input A"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (accepts<K, T>()) {
       logicFor<K, T>(node, in, out, pool);
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input A"));
 }
 
 // Not (bool) and BitwiseNot (integers).
@@ -187,7 +187,7 @@ Status notShape(const Node& node, const TensorViews& in, TensorViews& out) {
 
 template <bool kBitwise>
 Status notKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool*) {
-  Status st = Status::unsupported(dtypeError(in[0], "input X"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (acceptsNot<kBitwise, T>()) {
@@ -199,10 +199,10 @@ Status notKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPoo
         else
           y[i] = !x[i];
       }
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input X"));
 }
 
 }  // namespace

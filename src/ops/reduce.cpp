@@ -285,15 +285,15 @@ Status reduceKernel(const Node& node, const TensorViews& in, TensorViews& out, T
     std::memcpy(out[0].data, in[0].data, in[0].bytes());
     return Status::ok();
   }
-  Status st = Status::unsupported(dtypeError(in[0], "input data"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (!std::is_same_v<T, bool> || isExtreme(K)) {
       reduceFor<K, T>(in[0], out[0], reduced, pool);
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input data"));
 }
 
 }  // namespace

@@ -94,7 +94,7 @@ void variadicFor(const TensorViews& in, TensorView& out, ThreadPool* pool) {
 
 template <Combine K>
 Status variadicKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
-  Status st = Status::unsupported(dtypeError(in[0], "input 0"));
+  bool done = false;
   dispatchNumeric(in[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, bool>) {
@@ -103,10 +103,10 @@ Status variadicKernel(const Node&, const TensorViews& in, TensorViews& out, Thre
       return;
     } else {
       variadicFor<K, T>(in, out[0], pool);
-      st = Status::ok();
+      done = true;
     }
   });
-  return st;
+  return done ? Status::ok() : Status::unsupported(dtypeError(in[0], "input 0"));
 }
 
 }  // namespace

@@ -154,7 +154,9 @@ TEST(CpuThreadPool, PinnedThreadsRunOnCoresOfTheirOwnAndTheCallerIsReleased) {
     ASSERT_EQ(list.size(), 1u) << "a thread of a pinned pool may run on " << list.size() << " cores";
     seen.push_back(list[0]);
   }
-  if (seen.size() == 2) EXPECT_NE(seen[0], seen[1]);
+  if (seen.size() == 2) {
+    EXPECT_NE(seen[0], seen[1]);
+  }
   cpu_set_t after;
   ASSERT_EQ(sched_getaffinity(0, sizeof(after), &after), 0);
   EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "the caller's affinity was not restored after the run";

@@ -34,6 +34,8 @@ const std::vector<std::pair<Shape, Shape>> kShapePairs = {
     {{2, 3, 127}, {127}},     {{3, 13, 4, 4}, {3, 13, 1, 1}},
     {{1, 13, 1}, {5, 1, 7}},  {{4, 1}, {1, 6}},
     {{2, 0, 3}, {3}},         {{1}, {1}},
+    // Ten dims that cannot merge: a broadcast plan longer than its inline storage.
+    {{2, 1, 2, 1, 2, 1, 2, 1, 2, 1}, {1, 3, 1, 3, 1, 3, 1, 3, 1, 3}},
 };
 
 TEST(BinaryOp, FloatArithmeticBroadcasts) {

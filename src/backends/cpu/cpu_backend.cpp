@@ -54,27 +54,21 @@ class ReferenceExecution : public Execution {
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     in_.resize(inputs.size());
     out_.resize(outputs.size());
-    for (size_t i = 0; i < inputs.size(); ++i) {
-      if (inputs[i]) {
-        in_[i] = inputs[i]->view();
-      } else {
-        in_[i] = TensorView();
-        in_[i].present = false;
-      }
-    }
-    for (size_t i = 0; i < outputs.size(); ++i) {
-      if (outputs[i]) {
-        out_[i] = outputs[i]->view();
-      } else {
-        out_[i] = TensorView();
-        out_[i].present = false;
-      }
-    }
+    for (size_t i = 0; i < inputs.size(); ++i) refresh(inputs[i], &in_[i]);
+    for (size_t i = 0; i < outputs.size(); ++i) refresh(outputs[i], &out_[i]);
     auto* cpu = static_cast<CPUBackend*>(backend());
     return def_.reference(*op_.node, in_, out_, cpu->threadPool());
   }
 
  private:
+  static void refresh(const RuntimeTensor* tensor, TensorView* view) {
+    if (tensor) {
+      tensor->viewInto(view);
+    } else {
+      *view = TensorView();
+      view->present = false;
+    }
+  }
   OpRef op_;
   const OpDef& def_;
   TensorViews in_, out_;

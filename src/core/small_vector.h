@@ -1,0 +1,37 @@
+// A vector whose first N elements live inside it: bookkeeping of small rank built while a run
+// executes (broadcast plans) costs no heap allocation; a longer one moves to the heap.
+#pragma once
+#include <array>
+#include <cstddef>
+#include <vector>
+
+namespace osprey {
+
+template <class T, size_t N>
+class SmallVector {
+ public:
+  size_t size() const { return size_; }
+  bool empty() const { return size_ == 0; }
+  T* data() { return size_ > N ? heap_.data() : inline_.data(); }
+  const T* data() const { return size_ > N ? heap_.data() : inline_.data(); }
+  T& operator[](size_t i) { return data()[i]; }
+  const T& operator[](size_t i) const { return data()[i]; }
+  T& back() { return data()[size_ - 1]; }
+  const T& back() const { return data()[size_ - 1]; }
+  void push_back(const T& value) {
+    if (size_ < N) {
+      inline_[size_++] = value;
+      return;
+    }
+    if (size_ == N) heap_.assign(inline_.begin(), inline_.end());
+    heap_.push_back(value);
+    ++size_;
+  }
+
+ private:
+  std::array<T, N> inline_{};
+  std::vector<T> heap_;  // every element once size_ > N
+  size_t size_ = 0;
+};
+
+}  // namespace osprey
