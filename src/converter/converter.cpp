@@ -13,14 +13,16 @@ namespace osprey {
 namespace {
 
 // `modelDir` is where the model file lives (for external data); null when it came as bytes.
-Status convertParsed(const uint8_t* data, size_t size, const std::string* modelDir, Model* out,
-                     const ConvertOptions& options, ConvertReport* report) {
+// `owned`, when given, holds data and is freed once parsed, before the weights are converted.
+Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* owned, const std::string* modelDir,
+                     Model* out, const ConvertOptions& options, ConvertReport* report) {
   auto start = std::chrono::steady_clock::now();
   onnx::ModelProto proto;
   OSPREY_RETURN_IF_ERROR(onnx::parseModel(data, size, &proto));
+  if (owned) std::vector<uint8_t>().swap(*owned);
   OSPREY_RETURN_IF_ERROR(onnx::loadExternalData(&proto, modelDir ? *modelDir : std::string(), modelDir != nullptr));
   ConvertReport r;
-  OSPREY_RETURN_IF_ERROR(onnx::importModel(proto, out, &r.onnxNodes));
+  OSPREY_RETURN_IF_ERROR(onnx::importModel(&proto, out, &r.onnxNodes));
   Graph& g = out->graph;
   r.removedOps += passes::removeIdentities(g);
   if (options.foldConstants) {
@@ -54,19 +56,19 @@ Status convertParsed(const uint8_t* data, size_t size, const std::string* modelD
 
 Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options,
                         ConvertReport* report) {
-  return convertParsed(data, size, nullptr, out, options, report);
+  return convertParsed(data, size, nullptr, nullptr, out, options, report);
 }
 
-Status convertOnnxBytesFrom(const uint8_t* data, size_t size, const std::string& modelDir, Model* out,
+Status convertOnnxFileBytes(std::vector<uint8_t>&& bytes, const std::string& modelDir, Model* out,
                             const ConvertOptions& options, ConvertReport* report) {
-  return convertParsed(data, size, &modelDir, out, options, report);
+  return convertParsed(bytes.data(), bytes.size(), &bytes, &modelDir, out, options, report);
 }
 
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options, ConvertReport* report) {
   std::vector<uint8_t> bytes;
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return convertParsed(bytes.data(), bytes.size(), &dir, out, options, report).withContext(path);
+  return convertParsed(bytes.data(), bytes.size(), &bytes, &dir, out, options, report).withContext(path);
 }
 
 }  // namespace osprey

@@ -1,6 +1,7 @@
 // ONNX -> Osprey conversion: import every node, then run the optimisation passes.
 #pragma once
 #include <string>
+#include <vector>
 
 #include "core/graph.h"
 
@@ -26,8 +27,9 @@ struct ConvertReport {
 
 Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options = {},
                         ConvertReport* report = nullptr);
-// The bytes of a model file that lives in `modelDir`, where its external data files are found.
-Status convertOnnxBytesFrom(const uint8_t* data, size_t size, const std::string& modelDir, Model* out,
+// The bytes of a model file that lives in `modelDir`, where its external data files are found;
+// they are freed once parsed, so that the file and the converted weights are not held together.
+Status convertOnnxFileBytes(std::vector<uint8_t>&& bytes, const std::string& modelDir, Model* out,
                             const ConvertOptions& options = {}, ConvertReport* report = nullptr);
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options = {},
                        ConvertReport* report = nullptr);

@@ -1,5 +1,6 @@
 #include "core/graph.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -14,6 +15,15 @@ ConstantData ConstantData::copyOf(const void* data, size_t size) {
   if (size) std::memcpy(p, data, size);
   c.bytes = std::shared_ptr<const uint8_t>(p, [](const uint8_t* q) { std::free(const_cast<uint8_t*>(q)); });
   c.size = size;
+  return c;
+}
+
+ConstantData ConstantData::adopt(std::vector<uint8_t>&& bytes) {
+  if (bytes.empty() || reinterpret_cast<uintptr_t>(bytes.data()) % 16 != 0) return copyOf(bytes.data(), bytes.size());
+  auto owner = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  ConstantData c;
+  c.size = owner->size();
+  c.bytes = std::shared_ptr<const uint8_t>(owner, owner->data());
   return c;
 }
 

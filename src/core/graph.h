@@ -21,6 +21,9 @@ struct ConstantData {
   size_t size = 0;
   std::vector<std::string> strings;  // for DataType::String
   static ConstantData copyOf(const void* data, size_t size);
+  // Takes the vector's storage (heap blocks are 16-byte aligned) instead of copying it: a model's
+  // weights are held once while it is converted.
+  static ConstantData adopt(std::vector<uint8_t>&& bytes);
 };
 
 struct TensorInfo {

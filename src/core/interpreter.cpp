@@ -30,13 +30,22 @@ Status Interpreter::fromFile(const std::string& path, std::shared_ptr<Interprete
   if (looksLikeOnnx(path, bytes)) {
     auto model = std::make_shared<Model>();
     const std::string dir = std::filesystem::path(path).parent_path().string();
-    OSPREY_RETURN_IF_ERROR(convertOnnxBytesFrom(bytes.data(), bytes.size(), dir, model.get()).withContext(path));
+    OSPREY_RETURN_IF_ERROR(convertOnnxFileBytes(std::move(bytes), dir, model.get()).withContext(path));
     std::shared_ptr<Interpreter> interp(new Interpreter());
     interp->model_ = std::move(model);
     *out = std::move(interp);
     return Status::ok();
   }
-  return fromBuffer(bytes.data(), bytes.size(), out).withContext(path);
+  // The constants point into the file's bytes, held by the model, instead of being copied.
+  auto file = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  auto model = std::make_shared<Model>();
+  OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(),
+                                      std::shared_ptr<const uint8_t>(file, file->data())),
+                            path);
+  std::shared_ptr<Interpreter> interp(new Interpreter());
+  interp->model_ = std::move(model);
+  *out = std::move(interp);
+  return Status::ok();
 }
 
 Status Interpreter::fromBuffer(const void* data, size_t size, std::shared_ptr<Interpreter>* out) {

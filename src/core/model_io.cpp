@@ -12,9 +12,11 @@ namespace {
 
 constexpr int kMaxGraphDepth = 32;
 
-Status readGraph(const fb::Graph* g, Graph* out, int depth);
+// owner: the buffer being read, when constants may point into it instead of being copied (null: copy).
+using BufferOwner = std::shared_ptr<const uint8_t>;
+Status readGraph(const fb::Graph* g, Graph* out, int depth, const BufferOwner& owner);
 
-Status readTensor(const fb::Tensor* t, TensorInfo* out) {
+Status readTensor(const fb::Tensor* t, TensorInfo* out, const BufferOwner& owner) {
   if (!t) return Status::invalidModel("null tensor entry");
   out->name = t->name() ? t->name()->str() : "";
   bool undefinedOk = t->dtype() == 0 && !t->is_constant();  // intermediate: dtype found at resize
@@ -26,14 +28,22 @@ Status readTensor(const fb::Tensor* t, TensorInfo* out) {
     for (auto* s : *t->dim_names()) out->dimNames.push_back(s ? s->str() : "");
   out->isConstant = t->is_constant();
   if (out->isConstant) {
-    if (t->data()) out->data = ConstantData::copyOf(t->data()->data(), t->data()->size());
+    if (t->data()) {
+      const uint8_t* bytes = t->data()->data();
+      if (owner && reinterpret_cast<uintptr_t>(bytes) % 16 == 0) {  // force_align 16 in an aligned buffer
+        out->data.bytes = std::shared_ptr<const uint8_t>(owner, bytes);
+        out->data.size = t->data()->size();
+      } else {
+        out->data = ConstantData::copyOf(bytes, t->data()->size());
+      }
+    }
     if (t->strings())
       for (auto* s : *t->strings()) out->data.strings.push_back(s ? s->str() : "");
   }
   return Status::ok();
 }
 
-Status readAttribute(const fb::Attribute* a, Attribute* out, int depth) {
+Status readAttribute(const fb::Attribute* a, Attribute* out, int depth, const BufferOwner& owner) {
   out->name = a->name()->str();
   if (a->kind() < fb::AttrKind_MIN || a->kind() > fb::AttrKind_MAX)
     return Status::invalidModel("attribute '" + out->name + "' has an unknown kind");
@@ -47,22 +57,22 @@ Status readAttribute(const fb::Attribute* a, Attribute* out, int depth) {
     for (auto* s : *a->strings()) out->strings.push_back(s ? s->str() : "");
   if (a->t()) {
     out->tensor = std::make_shared<TensorInfo>();
-    OSPREY_RETURN_IF_ERROR(readTensor(a->t(), out->tensor.get()));
+    OSPREY_RETURN_IF_ERROR(readTensor(a->t(), out->tensor.get(), owner));
   }
   if (a->g()) {
     if (depth >= kMaxGraphDepth) return Status::invalidModel("subgraphs nested too deeply");
     out->graph = std::make_shared<Graph>();
-    OSPREY_RETURN_IF_ERROR(readGraph(a->g(), out->graph.get(), depth + 1));
+    OSPREY_RETURN_IF_ERROR(readGraph(a->g(), out->graph.get(), depth + 1, owner));
   }
   return Status::ok();
 }
 
-Status readGraph(const fb::Graph* g, Graph* out, int depth) {
+Status readGraph(const fb::Graph* g, Graph* out, int depth, const BufferOwner& owner) {
   if (!g) return Status::invalidModel("model has no graph");
   if (g->tensors())
     for (auto* t : *g->tensors()) {
       TensorInfo info;
-      OSPREY_RETURN_IF_ERROR(readTensor(t, &info));
+      OSPREY_RETURN_IF_ERROR(readTensor(t, &info, owner));
       out->tensors.push_back(std::move(info));
     }
   if (g->ops())
@@ -80,7 +90,7 @@ Status readGraph(const fb::Graph* g, Graph* out, int depth) {
         for (auto* a : *op->attributes()) {
           if (!a) return Status::invalidModel("null attribute in " + node.describe());
           Attribute attr;
-          OSPREY_RETURN_IF_ERROR(readAttribute(a, &attr, depth).withContext(node.describe()));
+          OSPREY_RETURN_IF_ERROR_IN(readAttribute(a, &attr, depth, owner), node.describe());
           node.attrs.push_back(std::move(attr));
         }
       out->nodes.push_back(std::move(node));
@@ -155,7 +165,7 @@ Status checkOpArity(const Graph& graph) {
   return Status::ok();
 }
 
-Status readModel(const uint8_t* data, size_t size, Model* out) {
+Status readModel(const uint8_t* data, size_t size, Model* out, std::shared_ptr<const uint8_t> owner) {
   // Files are size-prefixed so that a truncated file is caught even where the cut removes
   // only padding the verifier would not miss.
   if (!data || size < 12) return Status::invalidModel("not an Osprey model: file is empty or too short");
@@ -174,7 +184,7 @@ Status readModel(const uint8_t* data, size_t size, Model* out) {
                                 " is newer than this build reads (" + std::to_string(kModelFormatVersion) + ")");
   out->formatVersion = m->format_version();
   out->producer = m->producer() ? m->producer()->str() : "";
-  OSPREY_RETURN_IF_ERROR(readGraph(m->graph(), &out->graph, 0));
+  OSPREY_RETURN_IF_ERROR(readGraph(m->graph(), &out->graph, 0, owner));
   OSPREY_RETURN_IF_ERROR(out->graph.validate());
   return checkOpArity(out->graph);
 }
@@ -189,10 +199,14 @@ Status writeModel(const Model& model, std::vector<uint8_t>* out) {
 }
 
 Status readFile(const std::string& path, std::vector<uint8_t>* out) {
-  std::ifstream f(path, std::ios::binary);
+  std::ifstream f(path, std::ios::binary | std::ios::ate);
   if (!f) return Status::notFound("cannot open '" + path + "'");
-  out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
-  if (f.bad()) return Status::invalidArgument("cannot read '" + path + "'");
+  // Sized once: growing the vector while reading held up to twice the file at a time.
+  const std::streamoff size = f.tellg();
+  if (size < 0 || !f.seekg(0)) return Status::invalidArgument("cannot read '" + path + "'");
+  out->resize(static_cast<size_t>(size));
+  if (size > 0 && !f.read(reinterpret_cast<char*>(out->data()), size))
+    return Status::invalidArgument("cannot read '" + path + "'");
   return Status::ok();
 }
 

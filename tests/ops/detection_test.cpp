@@ -96,7 +96,7 @@ TEST(RoiAlignOp, ImportsOpset10AsOutputHalfPixel) {
     m.graph.nodes.push_back(n);
     Model model;
     int nodes = 0;
-    Status st = onnx::importModel(m, &model, &nodes);
+    Status st = onnx::importModel(&m, &model, &nodes);
     ASSERT_TRUE(st.isOk()) << st.message();
     ASSERT_EQ(model.graph.nodes.size(), 1u);
     EXPECT_EQ(model.graph.nodes[0].getString("coordinate_transformation_mode", "half_pixel"),

@@ -136,7 +136,8 @@ TEST(GroupNormOp, ImportsOpset18PerGroupScale) {
   };
   auto model = std::make_shared<Model>();
   int nodes = 0;
-  Status st = onnx::importModel(makeModel(true), model.get(), &nodes);
+  onnx::ModelProto withScale = makeModel(true);
+  Status st = onnx::importModel(&withScale, model.get(), &nodes);
   ASSERT_TRUE(st.isOk()) << st.message();
   std::shared_ptr<Interpreter> interp;
   ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
@@ -157,7 +158,8 @@ TEST(GroupNormOp, ImportsOpset18PerGroupScale) {
   }
   expectNear(out[0], expected, 1e-5, 1e-5);
   auto declined = std::make_shared<Model>();
-  st = onnx::importModel(makeModel(false), declined.get(), &nodes);
+  onnx::ModelProto withoutScale = makeModel(false);
+  st = onnx::importModel(&withoutScale, declined.get(), &nodes);
   EXPECT_FALSE(st.isOk());
 }
 

@@ -86,6 +86,32 @@ TEST(ModelIO, RoundTripKeepsEverything) {
   EXPECT_EQ(again, bytes);
 }
 
+// Read from a buffer it is given to keep, the model's constants point into it: a loaded file's
+// weights are held once.
+TEST(ModelIO, ConstantsPointIntoAnOwnedBuffer) {
+  auto bytes = std::make_shared<std::vector<uint8_t>>();
+  ASSERT_TRUE(writeModel(smallModel(), bytes.get()).isOk());
+  Model back;
+  Status st = readModel(bytes->data(), bytes->size(), &back, std::shared_ptr<const uint8_t>(bytes, bytes->data()));
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const uint8_t* c = back.graph.tensors[1].data.bytes.get();
+  EXPECT_TRUE(c >= bytes->data() && c + 16 <= bytes->data() + bytes->size());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(c) % 16, 0u);
+  const long owners = bytes.use_count();
+  bytes.reset();  // the model keeps the buffer
+  EXPECT_GT(owners, 1);
+  EXPECT_EQ(reinterpret_cast<const float*>(c)[3], -4.f);
+}
+
+TEST(ModelIO, AdoptedBytesAreNotCopied) {
+  std::vector<uint8_t> v(64, 7);
+  const uint8_t* before = v.data();
+  ConstantData c = ConstantData::adopt(std::move(v));
+  EXPECT_EQ(c.bytes.get(), before);
+  EXPECT_EQ(c.size, 64u);
+  EXPECT_EQ(c.bytes.get()[63], 7);
+}
+
 TEST(ModelIO, EveryTruncationIsAnError) {
   std::vector<uint8_t> bytes;
   ASSERT_TRUE(writeModel(smallModel(), &bytes).isOk());

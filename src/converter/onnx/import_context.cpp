@@ -61,7 +61,10 @@ Node& ImportContext::addNode(OpType type, const std::string& name, std::vector<i
   return graph_->nodes.back();
 }
 
-Status convertTensor(const TensorProto& t, TensorInfo* out) {
+namespace {
+
+// Everything of a constant tensor but its values.
+Status describeConstant(const TensorProto& t, TensorInfo* out) {
   out->name = t.name;
   if (t.external)
     return Status::invalidModel("tensor '" + t.name + "' keeps its data in an external file that was not loaded");
@@ -72,10 +75,27 @@ Status convertTensor(const TensorProto& t, TensorInfo* out) {
   out->shape = t.dims;
   out->hasShape = true;
   out->isConstant = true;
+  return Status::ok();
+}
+
+}  // namespace
+
+Status convertTensor(const TensorProto& t, TensorInfo* out) {
+  OSPREY_RETURN_IF_ERROR(describeConstant(t, out));
   if (t.dtype == DataType::String) {
     out->data.strings = t.strings;
   } else {
     out->data = ConstantData::copyOf(t.data.data(), t.data.size());
+  }
+  return Status::ok();
+}
+
+Status adoptTensor(TensorProto* t, TensorInfo* out) {
+  OSPREY_RETURN_IF_ERROR(describeConstant(*t, out));
+  if (t->dtype == DataType::String) {
+    out->data.strings = std::move(t->strings);
+  } else {
+    out->data = ConstantData::adopt(std::move(t->data));
   }
   return Status::ok();
 }

@@ -40,6 +40,8 @@ class ImportContext {
 // Converts an ONNX attribute to Osprey's; unsupported kinds (sparse tensors, graphs) error.
 Status convertAttribute(const AttributeProto& a, Attribute* out);
 Status convertTensor(const TensorProto& t, TensorInfo* out);
+// As convertTensor, taking t's bytes instead of copying them (an initializer is read once).
+Status adoptTensor(TensorProto* t, TensorInfo* out);
 
 // Imports one node (possibly as several Osprey ops). Unsupported ONNX ops are reported as
 // Status::unsupported with an empty message: the caller collects op type and opset.

@@ -31,6 +31,7 @@ bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx";
 
 struct ImportState {
   const ModelProto* model = nullptr;
+  GraphProto* mainGraph = nullptr;  // its initializers' bytes move into the graph
   int64_t opset = 0;
   std::set<std::string> unsupported;
   Status firstError;
@@ -81,9 +82,13 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
 Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vector<std::string>* captured) {
   ImportContext ctx(g);
   std::set<std::string> initializerNames;
-  for (const TensorProto& init : gp.initializers) {
+  const bool adopt = &gp == state.mainGraph;
+  for (size_t i = 0; i < gp.initializers.size(); ++i) {
+    const TensorProto& init = gp.initializers[i];
     int idx = ctx.tensor(init.name);
-    OSPREY_RETURN_IF_ERROR(convertTensor(init, &g->tensors[idx]).withContext("initializer '" + init.name + "'"));
+    TensorInfo* t = &g->tensors[idx];
+    OSPREY_RETURN_IF_ERROR_IN(adopt ? adoptTensor(&state.mainGraph->initializers[i], t) : convertTensor(init, t),
+                              "initializer '" + init.name + "'");
     initializerNames.insert(init.name);
   }
   for (const ValueInfo& vi : gp.inputs) {
@@ -138,9 +143,11 @@ Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vect
 
 }  // namespace
 
-Status importModel(const ModelProto& proto, Model* out, int* nodeCount) {
+Status importModel(ModelProto* mutableProto, Model* out, int* nodeCount) {
+  const ModelProto& proto = *mutableProto;
   ImportState state;
   state.model = &proto;
+  state.mainGraph = &mutableProto->graph;
   state.opset = proto.opsetFor("");
   for (const NodeProto& n : proto.graph.nodes)
     if (state.opset < 0 && isDefaultDomain(n.domain))
