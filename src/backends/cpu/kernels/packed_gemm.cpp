@@ -32,9 +32,10 @@ struct RowBlock {
 // Column panel j (nr columns, B's panel at bp) of every row block, C stored transposed
 // (element (i, j) at c[j * ldc + i]). A partial panel goes through a whole transposed tile on the
 // stack, because the kernel reads a bias and a residual for, and writes, all of its columns.
+// nextPanel (optional): B's next panel, prefetched into L2 a slice per row block.
 void planesTiles(const CpuFunctions& fn, const GemmEpilogue& ep, const RowBlock* rowBlocks, int64_t nRowBlocks,
                  int64_t i0, int64_t j, int64_t nr, int64_t kc, const float* bp, int64_t ldb, float* c, int64_t ldc,
-                 bool accumulate, bool useStage) {
+                 bool accumulate, bool useStage, const float* nextPanel) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
   const bool whole = nr == blockNr;
   alignas(64) float cStage[kGemmMaxNr * kGemmMaxMr];  // [column][row]
@@ -52,10 +53,13 @@ void planesTiles(const CpuFunctions& fn, const GemmEpilogue& ep, const RowBlock*
     }
   }
   const GemmOutputStage* st = useStage ? &stage : nullptr;
+  const int64_t nextLines = nextPanel ? kc * blockNr / 16 : 0;  // 64-byte lines
   for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
     const RowBlock& r = rowBlocks[rb];
     const int64_t i = i0 + rb * blockMr, mr = r.rows;
     float* cp = c + j * ldc + i;
+    for (int64_t line = nextLines * rb / nRowBlocks; line < nextLines * (rb + 1) / nRowBlocks; ++line)
+      __builtin_prefetch(nextPanel + line * 16, 0, 2);
     if (whole) {
       if (useStage && ep.residual) {
         stage.residual = ep.residual + j * ep.residualRowStride + i;
@@ -163,7 +167,18 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
         ldb = blockNr;
       }
       if (toPlanes) {
-        planesTiles(fn, ep, rowBlocks, nRowBlocks, i0, j, nr, kc, bp, ldb, c, ldc, accumulate, useStage);
+        // Packed weights as B (positions as rows, small maps) are read from memory once per
+        // panel and then from cache by the panel's other row blocks: the next panel is fetched
+        // into L2 meanwhile, a slice per row block (ResNet-50's 7x7 1x1 convolutions, whose 4 MiB
+        // of weights miss in cache every run: 0.59-0.62 -> 0.55-0.58 ms per-op minimums).
+        const float* next = nullptr;
+        if (b.packed) {
+          if (j + blockNr < j1)
+            next = bp + K * blockNr;
+          else if (k0 + kc < K)
+            next = b.data + (j0 / blockNr) * K * blockNr + (k0 + kc) * blockNr;
+        }
+        planesTiles(fn, ep, rowBlocks, nRowBlocks, i0, j, nr, kc, bp, ldb, c, ldc, accumulate, useStage, next);
         continue;
       }
       for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
