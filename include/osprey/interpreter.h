@@ -87,6 +87,7 @@ class Interpreter {
 
  private:
   Interpreter() = default;
+  static std::shared_ptr<Interpreter> holding(std::shared_ptr<const Model> model);
   std::shared_ptr<const Model> model_;
 };
 

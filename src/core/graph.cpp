@@ -18,13 +18,17 @@ ConstantData ConstantData::copyOf(const void* data, size_t size) {
   return c;
 }
 
-ConstantData ConstantData::adopt(std::vector<uint8_t>&& bytes) {
-  if (bytes.empty() || reinterpret_cast<uintptr_t>(bytes.data()) % 16 != 0) return copyOf(bytes.data(), bytes.size());
-  auto owner = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+ConstantData ConstantData::within(std::shared_ptr<const void> owner, const uint8_t* data, size_t size) {
+  if (!owner || size == 0 || reinterpret_cast<uintptr_t>(data) % 16 != 0) return copyOf(data, size);
   ConstantData c;
-  c.size = owner->size();
-  c.bytes = std::shared_ptr<const uint8_t>(owner, owner->data());
+  c.bytes = std::shared_ptr<const uint8_t>(std::move(owner), data);
+  c.size = size;
   return c;
+}
+
+ConstantData ConstantData::adopt(std::vector<uint8_t>&& bytes) {
+  auto owner = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+  return within(owner, owner->data(), owner->size());
 }
 
 const Attribute* Node::attr(std::string_view name) const {

@@ -21,8 +21,10 @@ struct ConstantData {
   size_t size = 0;
   std::vector<std::string> strings;  // for DataType::String
   static ConstantData copyOf(const void* data, size_t size);
-  // Takes the vector's storage (heap blocks are 16-byte aligned) instead of copying it: a model's
-  // weights are held once while it is converted.
+  // Points at data inside bytes that `owner` keeps alive, or copies it where it is not 16-byte
+  // aligned: a model's weights are held once, in the file or vector they were read into.
+  static ConstantData within(std::shared_ptr<const void> owner, const uint8_t* data, size_t size);
+  // Takes the vector's storage (heap blocks are 16-byte aligned) instead of copying it.
   static ConstantData adopt(std::vector<uint8_t>&& bytes);
 };
 

@@ -24,45 +24,39 @@ bool looksLikeOnnx(const std::string& path, const std::vector<uint8_t>& bytes) {
 
 Interpreter::~Interpreter() = default;
 
+std::shared_ptr<Interpreter> Interpreter::holding(std::shared_ptr<const Model> model) {
+  std::shared_ptr<Interpreter> interp(new Interpreter());
+  interp->model_ = std::move(model);
+  return interp;
+}
+
 Status Interpreter::fromFile(const std::string& path, std::shared_ptr<Interpreter>* out) {
   std::vector<uint8_t> bytes;
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
+  auto model = std::make_shared<Model>();
   if (looksLikeOnnx(path, bytes)) {
-    auto model = std::make_shared<Model>();
     const std::string dir = std::filesystem::path(path).parent_path().string();
     OSPREY_RETURN_IF_ERROR(convertOnnxFileBytes(std::move(bytes), dir, model.get()).withContext(path));
-    std::shared_ptr<Interpreter> interp(new Interpreter());
-    interp->model_ = std::move(model);
-    *out = std::move(interp);
-    return Status::ok();
+  } else {
+    // The constants point into the file's bytes, held by the model, instead of being copied.
+    auto file = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
+    OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(), file), path);
   }
-  // The constants point into the file's bytes, held by the model, instead of being copied.
-  auto file = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
-  auto model = std::make_shared<Model>();
-  OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(),
-                                      std::shared_ptr<const uint8_t>(file, file->data())),
-                            path);
-  std::shared_ptr<Interpreter> interp(new Interpreter());
-  interp->model_ = std::move(model);
-  *out = std::move(interp);
+  *out = holding(std::move(model));
   return Status::ok();
 }
 
 Status Interpreter::fromBuffer(const void* data, size_t size, std::shared_ptr<Interpreter>* out) {
   auto model = std::make_shared<Model>();
   OSPREY_RETURN_IF_ERROR(readModel(static_cast<const uint8_t*>(data), size, model.get()));
-  std::shared_ptr<Interpreter> interp(new Interpreter());
-  interp->model_ = std::move(model);
-  *out = std::move(interp);
+  *out = holding(std::move(model));
   return Status::ok();
 }
 
 Status Interpreter::fromModel(std::shared_ptr<const Model> model, std::shared_ptr<Interpreter>* out) {
   OSPREY_RETURN_IF_ERROR(model->graph.validate());
   OSPREY_RETURN_IF_ERROR(checkOpArity(model->graph));
-  std::shared_ptr<Interpreter> interp(new Interpreter());
-  interp->model_ = std::move(model);
-  *out = std::move(interp);
+  *out = holding(std::move(model));
   return Status::ok();
 }
 

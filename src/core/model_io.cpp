@@ -12,8 +12,8 @@ namespace {
 
 constexpr int kMaxGraphDepth = 32;
 
-// owner: the buffer being read, when constants may point into it instead of being copied (null: copy).
-using BufferOwner = std::shared_ptr<const uint8_t>;
+// owner: keeps the buffer being read alive, when constants may point into it (null: they are copied).
+using BufferOwner = std::shared_ptr<const void>;
 Status readGraph(const fb::Graph* g, Graph* out, int depth, const BufferOwner& owner);
 
 Status readTensor(const fb::Tensor* t, TensorInfo* out, const BufferOwner& owner) {
@@ -28,15 +28,7 @@ Status readTensor(const fb::Tensor* t, TensorInfo* out, const BufferOwner& owner
     for (auto* s : *t->dim_names()) out->dimNames.push_back(s ? s->str() : "");
   out->isConstant = t->is_constant();
   if (out->isConstant) {
-    if (t->data()) {
-      const uint8_t* bytes = t->data()->data();
-      if (owner && reinterpret_cast<uintptr_t>(bytes) % 16 == 0) {  // force_align 16 in an aligned buffer
-        out->data.bytes = std::shared_ptr<const uint8_t>(owner, bytes);
-        out->data.size = t->data()->size();
-      } else {
-        out->data = ConstantData::copyOf(bytes, t->data()->size());
-      }
-    }
+    if (t->data()) out->data = ConstantData::within(owner, t->data()->data(), t->data()->size());
     if (t->strings())
       for (auto* s : *t->strings()) out->data.strings.push_back(s ? s->str() : "");
   }
@@ -165,7 +157,7 @@ Status checkOpArity(const Graph& graph) {
   return Status::ok();
 }
 
-Status readModel(const uint8_t* data, size_t size, Model* out, std::shared_ptr<const uint8_t> owner) {
+Status readModel(const uint8_t* data, size_t size, Model* out, std::shared_ptr<const void> owner) {
   // Files are size-prefixed so that a truncated file is caught even where the cut removes
   // only padding the verifier would not miss.
   if (!data || size < 12) return Status::invalidModel("not an Osprey model: file is empty or too short");

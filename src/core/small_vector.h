@@ -1,6 +1,7 @@
 // A vector whose first N elements live inside it: bookkeeping of small rank built while a run
 // executes (broadcast plans) costs no heap allocation; a longer one moves to the heap.
 #pragma once
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <vector>
@@ -18,6 +19,18 @@ class SmallVector {
   const T& operator[](size_t i) const { return data()[i]; }
   T& back() { return data()[size_ - 1]; }
   const T& back() const { return data()[size_ - 1]; }
+  void resize(size_t n) {
+    if (n > N) {
+      if (size_ <= N) heap_.assign(inline_.begin(), inline_.begin() + size_);
+      heap_.resize(n);
+    } else if (size_ > N) {
+      std::copy(heap_.begin(), heap_.begin() + n, inline_.begin());
+      heap_.clear();
+    } else if (n > size_) {
+      std::fill(inline_.begin() + size_, inline_.begin() + n, T());
+    }
+    size_ = n;
+  }
   void push_back(const T& value) {
     if (size_ < N) {
       inline_[size_++] = value;

@@ -26,33 +26,22 @@ struct BroadcastRows {
 template <int N>
 BroadcastRows<N> planBroadcastRows(const Shape& outShape, const std::array<const Shape*, N>& inputs) {
   const size_t rank = outShape.size();
-  // full[k][rank - 1 - d]: how far input k moves when output dim d steps (0 where it broadcasts).
   std::array<SmallVector<int64_t, 8>, N> full;
   for (int k = 0; k < N; ++k) {
-    const Shape& in = *inputs[k];
-    int64_t stride = 1;
-    for (size_t back = 0; back < rank; ++back) {
-      if (back >= in.size()) {
-        full[k].push_back(0);
-        continue;
-      }
-      const int64_t dim = in[in.size() - 1 - back];
-      full[k].push_back(dim == 1 ? 0 : stride);
-      stride *= dim;
-    }
+    full[k].resize(rank);
+    broadcastStrides(*inputs[k], rank, outShape, full[k].data());
   }
   BroadcastRows<N> p;
   for (size_t d = 0; d < rank; ++d) {
     if (outShape[d] == 1) continue;  // contributes no index
-    const size_t back = rank - 1 - d;
     bool merge = !p.dims.empty();
-    for (int k = 0; k < N && merge; ++k) merge = p.strides[k].back() == full[k][back] * outShape[d];
+    for (int k = 0; k < N && merge; ++k) merge = p.strides[k].back() == full[k][d] * outShape[d];
     if (merge) {
       p.dims.back() *= outShape[d];
-      for (int k = 0; k < N; ++k) p.strides[k].back() = full[k][back];
+      for (int k = 0; k < N; ++k) p.strides[k].back() = full[k][d];
     } else {
       p.dims.push_back(outShape[d]);
-      for (int k = 0; k < N; ++k) p.strides[k].push_back(full[k][back]);
+      for (int k = 0; k < N; ++k) p.strides[k].push_back(full[k][d]);
     }
   }
   if (p.dims.empty()) {

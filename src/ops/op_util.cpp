@@ -37,14 +37,19 @@ Status broadcastShapes(const Shape& a, const Shape& b, Shape* out) {
 }
 
 std::vector<int64_t> broadcastStrides(const Shape& shape, size_t rank, const Shape& outShape) {
-  std::vector<int64_t> s(rank, 0);
+  std::vector<int64_t> s(rank);
+  broadcastStrides(shape, rank, outShape, s.data());
+  return s;
+}
+
+void broadcastStrides(const Shape& shape, size_t rank, const Shape& outShape, int64_t* strides) {
+  std::fill(strides, strides + rank, 0);
   int64_t stride = 1;
   for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     size_t o = rank - shape.size() + i;
-    s[o] = (shape[i] == 1 && outShape[o] != 1) ? 0 : stride;
+    strides[o] = (shape[i] == 1 && outShape[o] != 1) ? 0 : stride;
     stride *= shape[i];
   }
-  return s;
 }
 
 AxisSplit splitAt(const Shape& shape, int64_t axis) {

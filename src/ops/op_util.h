@@ -16,6 +16,8 @@ Status broadcastShapes(const Shape& a, const Shape& b, Shape* out);
 // Strides (in elements) of `shape` as seen from a broadcast output of rank `rank`: 0 on
 // broadcast dimensions.
 std::vector<int64_t> broadcastStrides(const Shape& shape, size_t rank, const Shape& outShape);
+// The same into strides[0, rank), for callers that must not allocate.
+void broadcastStrides(const Shape& shape, size_t rank, const Shape& outShape, int64_t* strides);
 // Calls fn(outIndex, offsetA, offsetB) for every element of outShape.
 template <class Fn>
 void forEachBroadcast(const Shape& outShape, const std::vector<int64_t>& sa, const std::vector<int64_t>& sb, Fn&& fn) {

@@ -7,7 +7,7 @@
 #include <new>
 #include <vector>
 
-#include "core/model_io.h"
+#include "core/graph.h"
 #include "core/thread_pool.h"
 #include "osprey/interpreter.h"
 #include "../unit/graph_builder.h"

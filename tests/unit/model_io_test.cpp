@@ -92,7 +92,7 @@ TEST(ModelIO, ConstantsPointIntoAnOwnedBuffer) {
   auto bytes = std::make_shared<std::vector<uint8_t>>();
   ASSERT_TRUE(writeModel(smallModel(), bytes.get()).isOk());
   Model back;
-  Status st = readModel(bytes->data(), bytes->size(), &back, std::shared_ptr<const uint8_t>(bytes, bytes->data()));
+  Status st = readModel(bytes->data(), bytes->size(), &back, bytes);
   ASSERT_TRUE(st.isOk()) << st.message();
   const uint8_t* c = back.graph.tensors[1].data.bytes.get();
   EXPECT_TRUE(c >= bytes->data() && c + 16 <= bytes->data() + bytes->size());
