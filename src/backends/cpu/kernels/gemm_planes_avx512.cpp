@@ -102,7 +102,7 @@ void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t a
                        int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
   __m512 acc0[8], acc1[8];
   columnBiasRows<kRows>(stage, acc0, acc1);
-  gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
+  gemmSumsX32<kRows, BStream::kPackedB>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
   storePlanes<kRows>(acc0, acc1, c, ldc, accumulate, stage);
 }
 

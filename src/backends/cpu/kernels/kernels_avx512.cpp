@@ -54,7 +54,10 @@ void gemmRowsX32(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStr
       _mm_prefetch(reinterpret_cast<const char*>(stage->residual + r * stage->residualStride + 48), _MM_HINT_T0);
     }
   }
-  gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
+  if (ldb == 32)  // packed B (an in-place B of exactly 32 columns is one stream as well)
+    gemmSumsX32<kRows, BStream::kPackedB>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
+  else
+    gemmSumsX32<kRows>(kc, a, aRowStride, aColStride, b, ldb, acc0, acc1);
   if (stage) {
     if (stage->rowBias && accumulate) {
       #pragma GCC unroll 8

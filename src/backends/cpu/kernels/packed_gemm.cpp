@@ -23,7 +23,7 @@ int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 struct RowBlock {
   GemmMicroKernel kernel;
   const float* a;
-  int64_t aRowStride, aColStride, rows;
+  int64_t aRowStride, aColStride, first, rows;
   bool exactRows;
   GemmOutputStage stage;
   float bias[kGemmMaxMr];  // the row bias, when it cannot be read in place
@@ -56,7 +56,7 @@ void planesTiles(const CpuFunctions& fn, const GemmEpilogue& ep, const RowBlock*
   const int64_t nextLines = nextPanel ? kc * blockNr / 16 : 0;  // 64-byte lines
   for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
     const RowBlock& r = rowBlocks[rb];
-    const int64_t i = i0 + rb * blockMr, mr = r.rows;
+    const int64_t i = r.first, mr = r.rows;
     float* cp = c + j * ldc + i;
     for (int64_t line = nextLines * rb / nRowBlocks; line < nextLines * (rb + 1) / nRowBlocks; ++line)
       __builtin_prefetch(nextPanel + line * 16, 0, 2);
@@ -110,8 +110,17 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
     const int64_t kc = std::min(kKc, K - k0);
     const bool accumulate = k0 > 0, last = k0 + kc == K;
     for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
-      const int64_t i = i0 + rb * blockMr, mr = std::min(blockMr, M - i);
+      int64_t i = i0 + rb * blockMr, mr = std::min(blockMr, M - i);
+      if (!a.packed && (toPlanes || fn.gemmTail)) {
+        // Rows read in place, where the table has a kernel for every row count, are cut into
+        // blocks of equal height: 49 positions (or Winograd tiles) run as 7 blocks of 7 rows,
+        // not 6 of 8 and one of a single row, whose two sums wait on each other's latency at a
+        // quarter of the FMA rate.
+        i = i0 + (i1 - i0) * rb / nRowBlocks;
+        mr = i0 + (i1 - i0) * (rb + 1) / nRowBlocks - i;
+      }
       RowBlock& r = rowBlocks[rb];
+      r.first = i;
       r.rows = mr;
       // A kernel for exactly mr rows computes no padding rows and reads A where it is.
       if (toPlanes)
@@ -183,7 +192,7 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
       }
       for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
         const RowBlock& r = rowBlocks[rb];
-        const int64_t i = i0 + rb * blockMr, mr = r.rows;
+        const int64_t i = r.first, mr = r.rows;
         float* cp = c + i * ldc + j;
         const bool whole = r.exactRows && nr == blockNr;
         GemmOutputStage tileStage;
