@@ -109,6 +109,8 @@ TEST(CpuKernels, ConvIm2col) {
   checkConv({1, 3, 41, 39, 8, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);         // stride 2 gathers, odd width
   checkConv({1, 2, 23, 26, 5, 3, 3, 1, 3, 1, 1, true, Kind::Relu}, seed++);         // stride 3: the generic gather
   checkConv({1, 3, 19, 21, 6, 3, 3, 1, 2, 2, 2, true, Kind::None}, seed++);         // stride 2 phases, dilated
+  checkConv({1, 3, 9, 70, 8, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);          // stride 2 phases, wide rows
+  checkConv({1, 8, 5, 75, 16, 1, 1, 1, 2, 0, 1, true, Kind::None}, seed++);         // strided 1x1, wide odd rows
   checkConv({1, 5, 16, 17, 9, 5, 5, 1, 2, 0, 1, true, Kind::Relu, false, 1, {1, 2, 2, 1}}, seed++);  // odd pads
 }
 
@@ -297,6 +299,9 @@ TEST(CpuKernels, ConvTaps) {
       {1, 20, 6, 31, 32, 1, 3, 1, 1, 0, 1, true, Kind::Relu, false, 1, {0, 1, 0, 1}},
       {1, 20, 12, 11, 64, 3, 3, 1, 2, 0, 1, true, Kind::Relu, true, 2, {1, 0, 0, 1}},
       {1, 8, 3, 2, 32, 3, 3, 1, 1, 1, 1, true, Kind::Clip},
+      // Stride-2 rows past 32 and 64 columns.
+      {1, 16, 9, 71, 32, 3, 3, 1, 2, 1, 1, true, Kind::Relu},
+      {1, 16, 8, 66, 32, 3, 3, 1, 2, 0, 1, false, Kind::None, false, 2},
   };
   for (const ConvCase& k : cases) checkConv(k, seed++);
 }
