@@ -19,8 +19,8 @@ namespace osprey {
 // on the stack (rep stos) and spills them, which costs more than a short-K block itself.
 namespace {
 
-// kRows x 32: 8 for whole blocks, fewer for the last rows of an unpacked A (49 output positions
-// as 6 blocks of 8 and one of 1, instead of 7 blocks of 8 with 7 rows of padding).
+// kRows x 32: 8 for whole blocks, fewer for an unpacked A cut into blocks of equal height (49
+// output positions as 7 blocks of 7, instead of 7 blocks of 8 with 7 rows of padding).
 template <int kRows>
 void gemmRowsX32(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b, int64_t ldb,
                  float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage) {
