@@ -106,19 +106,16 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   alignas(64) float zStage[kGemmMaxMr * kGemmMaxNr];
   RowBlock rowBlocks[kMaxRowBlocks];
   const int64_t nRowBlocks = (i1 - i0 + blockMr - 1) / blockMr;
+  // Rows read in place, where the table has a kernel for every row count, are cut into blocks of
+  // equal height: 49 positions (or Winograd tiles) run as 7 blocks of 7 rows, not 6 of 8 and one
+  // of a single row, whose two sums wait on each other's latency at a quarter of the FMA rate.
+  const bool equalHeights = !a.packed && (toPlanes ? fn.gemmPlanesTail : fn.gemmTail);
   for (int64_t k0 = 0; k0 < K; k0 += kKc) {
     const int64_t kc = std::min(kKc, K - k0);
     const bool accumulate = k0 > 0, last = k0 + kc == K;
     for (int64_t rb = 0; rb < nRowBlocks; ++rb) {
-      int64_t i = i0 + rb * blockMr, mr = std::min(blockMr, M - i);
-      if (!a.packed && (toPlanes || fn.gemmTail)) {
-        // Rows read in place, where the table has a kernel for every row count, are cut into
-        // blocks of equal height: 49 positions (or Winograd tiles) run as 7 blocks of 7 rows,
-        // not 6 of 8 and one of a single row, whose two sums wait on each other's latency at a
-        // quarter of the FMA rate.
-        i = i0 + (i1 - i0) * rb / nRowBlocks;
-        mr = i0 + (i1 - i0) * (rb + 1) / nRowBlocks - i;
-      }
+      const int64_t i = equalHeights ? i0 + (i1 - i0) * rb / nRowBlocks : i0 + rb * blockMr;
+      const int64_t mr = equalHeights ? i0 + (i1 - i0) * (rb + 1) / nRowBlocks - i : std::min(blockMr, M - i);
       RowBlock& r = rowBlocks[rb];
       r.first = i;
       r.rows = mr;
