@@ -875,12 +875,14 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
   // thin products (few rows of A or few columns of B) that take the GEMV paths, products whose
   // threads' shares are runs of column panels or of row panels with a partial last panel
   // (169 x 1000: columns, several blocks per share; 49 x 160: rows, as the columns deal out
-  // unevenly; 1000 x 13: rows), fewer panels than threads, and last row blocks of every partial size.
+  // unevenly; 1000 x 13: rows), fewer panels than threads, last row blocks of every partial size,
+  // and K in several blocks of unequal length (770: 272 + 272 + 226) under more rows than one block.
   const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33},
                                {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20}, {169, 1000, 24},
                                {49, 160, 50}, {5, 9, 10},
                                // A last row block of every size 1..7 (AVX-512's tail kernels on unpacked A)
-                               {9, 40, 37}, {11, 70, 20}, {12, 33, 65}, {14, 96, 300}, {15, 31, 8}};
+                               {9, 40, 37}, {11, 70, 20}, {12, 33, 65}, {14, 96, 300}, {15, 31, 8},
+                               {301, 70, 770}};
   for (int threads : {2, 3}) {
     ThreadPool pool(threads);
     uint32_t seed = 3;
@@ -905,7 +907,7 @@ TEST(CpuKernels, PackedGemmResidualBothTables) {
   // epilogue (alpha 0.5).
   ThreadPool pool(3);
   const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19},
-                               {7, 17, 0},    {15, 40, 300}, {48, 96, 40}};
+                               {7, 17, 0},    {15, 40, 300}, {48, 96, 40}, {21, 40, 800}};
   uint32_t seed = 50;
   for (const auto& shape : shapes) {
     const int64_t M = shape[0], N = shape[1], K = shape[2], ldc = N + 3;
