@@ -257,6 +257,9 @@ TEST(CpuKernels, ConvWinograd) {
   checkConv({1, 8, 17, 12, 8, 3, 3, 1, 1, 0, 1, true, Kind::LeakyRelu, true, 2, {0, 1, 1, 0}}, seed++);
   checkConv({1, 300, 12, 12, 17, 3, 3, 1, 1, 1, 1, true, Kind::None, true, 2}, seed++);
   checkConv({1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2}, seed++);  // 4 KiB-multiple strides
+  // The fewest tiles Winograd takes: 7x7 (a last tile of one row and column) and 8x8 outputs.
+  checkConv({1, 40, 7, 7, 48, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2}, seed++);
+  checkConv({1, 33, 10, 10, 20, 3, 3, 1, 1, 0, 1, true, Kind::None, false, 2}, seed++);
   // Past 256 tiles the channels stay the GEMM's rows with the 32-wide tile too: odd sizes, batch 2.
   checkConv({1, 9, 35, 33, 13, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({2, 8, 33, 40, 9, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid, true, 2}, seed++);
