@@ -108,6 +108,8 @@ void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t a
 
 // The same block summed over taps: row r of tap t's A is at a + offsets[t] + r, its channel ch
 // channelStride further on, and B's rows follow tap by tap (t * channels + ch), 32 floats each.
+// B is packed weights, prefetched 4 KiB ahead (stride-2 3x3 of 128 channels on 56x56, six in a
+// model, per-op minimums at two threads: -6.5 to -7% over three alternating runs).
 template <int kRows>
 void gemmTapsX32Planes(int64_t taps, const int64_t* offsets, int64_t channels, const float* a,
                        int64_t channelStride, const float* b, float* c, int64_t ldc, bool accumulate,
@@ -115,7 +117,8 @@ void gemmTapsX32Planes(int64_t taps, const int64_t* offsets, int64_t channels, c
   __m512 acc0[8], acc1[8];
   columnBiasRows<kRows>(stage, acc0, acc1);
   for (int64_t t = 0; t < taps; ++t)
-    gemmSumsX32<kRows>(channels, a + offsets[t], 1, channelStride, b + t * channels * 32, 32, acc0, acc1);
+    gemmSumsX32<kRows, BStream::kPackedB>(channels, a + offsets[t], 1, channelStride, b + t * channels * 32, 32, acc0,
+                                          acc1);
   storePlanes<kRows>(acc0, acc1, c, ldc, accumulate, stage);
 }
 
