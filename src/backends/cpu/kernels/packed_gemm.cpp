@@ -248,7 +248,6 @@ void gemmBlock(const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const Ge
   }
 }
 
-
 // The largest share over the average when `extent` in register blocks of `unit` is dealt out to
 // `threads` in contiguous runs (the last block may be partial).
 double shareImbalance(int64_t extent, int64_t unit, int threads) {
