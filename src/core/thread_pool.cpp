@@ -37,6 +37,11 @@ bool spinUntil(const Ready& ready) {
 }
 
 constexpr uint64_t kIndexMask = 0xffffffffu;
+constexpr uint64_t kFieldMask = 0xffffu;
+
+uint64_t slotWord(uint64_t generation, int64_t first, int64_t end) {
+  return (generation & kIndexMask) << 32 | static_cast<uint64_t>(first) << 16 | static_cast<uint64_t>(end);
+}
 
 #if defined(__linux__)
 // The cores this thread may run on, in order.
@@ -76,12 +81,13 @@ ThreadPool::ThreadPool(int threads, Pinning pin) {
     }
   }
 #endif
+  slots_ = std::make_unique<Slot[]>(threads);
   for (int i = 1; i < threads; ++i)
     workers_.emplace_back([this, i] {
 #if defined(__linux__)
       if (pinned()) bindTo(cores_[i]);
 #endif
-      workerLoop();
+      workerLoop(i);
     });
 }
 
@@ -95,17 +101,44 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-void ThreadPool::runRanges(uint64_t generation) {
+// Both claims check the word's generation first: a thread still looking at a finished job
+// finds its slots rewritten or stale and leaves without reading anything of the job.
+int64_t ThreadPool::claimOwn(uint64_t generation, int self) {
+  std::atomic<uint64_t>& word = slots_[self].word;
+  uint64_t v = word.load(std::memory_order_acquire);
   for (;;) {
-    uint64_t v = claim_.load(std::memory_order_acquire);
-    do {
-      // A later job, or every range taken: nothing left here. The word counts the ranges left,
-      // so nothing of a job that may already be over is read before a claim succeeds.
-      if ((v >> 32) != (generation & kIndexMask) || (v & kIndexMask) == 0) return;
-    } while (!claim_.compare_exchange_weak(v, v - 1, std::memory_order_acq_rel, std::memory_order_acquire));
+    const int64_t first = static_cast<int64_t>(v >> 16 & kFieldMask), end = static_cast<int64_t>(v & kFieldMask);
+    if ((v >> 32) != (generation & kIndexMask) || first >= end) return -1;
+    if (word.compare_exchange_weak(v, slotWord(generation, first + 1, end), std::memory_order_acq_rel,
+                                   std::memory_order_acquire))
+      return first;
+  }
+}
+
+int64_t ThreadPool::claimOthers(uint64_t generation, int self) {
+  const int threads = this->threads();
+  for (int k = 1; k < threads; ++k) {
+    std::atomic<uint64_t>& word = slots_[(self + k) % threads].word;
+    uint64_t v = word.load(std::memory_order_acquire);
+    for (;;) {
+      const int64_t first = static_cast<int64_t>(v >> 16 & kFieldMask), end = static_cast<int64_t>(v & kFieldMask);
+      if ((v >> 32) != (generation & kIndexMask) || first >= end) break;
+      if (word.compare_exchange_weak(v, slotWord(generation, first, end - 1), std::memory_order_acq_rel,
+                                     std::memory_order_acquire))
+        return end - 1;
+    }
+  }
+  return -1;
+}
+
+void ThreadPool::runRanges(uint64_t generation, int self) {
+  for (;;) {
+    int64_t i = claimOwn(generation, self);
+    if (i < 0) i = claimOthers(generation, self);
+    if (i < 0) return;
     // Claimed a range of this job: the caller waits for it, so job_, jobSize_ and jobRanges_
     // hold still.
-    const int64_t n = jobSize_, ranges = jobRanges_, i = ranges - static_cast<int64_t>(v & kIndexMask);
+    const int64_t n = jobSize_, ranges = jobRanges_;
     const int64_t begin = n * i / ranges, end = n * (i + 1) / ranges;
     if (begin < end) (*job_)(begin, end);
     if (completed_.fetch_add(1, std::memory_order_acq_rel) + 1 == ranges) {
@@ -117,6 +150,8 @@ void ThreadPool::runRanges(uint64_t generation) {
 
 void ThreadPool::parallelFor(int64_t n, RangeFn fn, int ranges) {
   if (ranges <= 0) ranges = threads();
+  ranges = std::min(ranges, kMaxRanges);
+  const int threads = this->threads();
   uint64_t generation;
   bool wake;
   {
@@ -126,12 +161,14 @@ void ThreadPool::parallelFor(int64_t n, RangeFn fn, int ranges) {
     jobRanges_ = ranges;
     completed_.store(0, std::memory_order_relaxed);
     generation = generation_.load(std::memory_order_relaxed) + 1;
-    claim_.store((generation & kIndexMask) << 32 | static_cast<uint64_t>(ranges), std::memory_order_relaxed);
+    for (int t = 0; t < threads; ++t)
+      slots_[t].word.store(slotWord(generation, int64_t{ranges} * t / threads, int64_t{ranges} * (t + 1) / threads),
+                           std::memory_order_relaxed);
     generation_.store(generation, std::memory_order_release);
     wake = sleepers_ > 0;
   }
   if (wake) wake_.notify_all();
-  runRanges(generation);
+  runRanges(generation, 0);
   auto finished = [&] { return completed_.load(std::memory_order_acquire) == ranges; };
   if (!spinUntil(finished)) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -159,7 +196,7 @@ void ThreadPool::endRun() {
 #endif
 }
 
-void ThreadPool::workerLoop() {
+void ThreadPool::workerLoop(int self) {
   uint64_t seen = 0;
   for (;;) {
     auto newJob = [&] { return generation_.load(std::memory_order_acquire) != seen; };
@@ -178,7 +215,7 @@ void ThreadPool::workerLoop() {
     // that bump also sees stop_ (the other order could take the bump for a job and sleep on).
     seen = generation_.load(std::memory_order_acquire);
     if (stop_.load(std::memory_order_relaxed)) return;
-    runRanges(seen);
+    runRanges(seen, self);
   }
 }
 

@@ -1,6 +1,8 @@
 // The Runtime's worker threads. A job is cut into one contiguous range per thread (or more, for
-// kernels that ask), and any thread, the caller included, claims the ranges not yet taken: when
-// a worker is descheduled (a busy machine) the caller runs its range instead of waiting for it.
+// kernels that ask); each thread owns a contiguous run of the ranges and takes them in order,
+// then takes the ranges not yet claimed from the far end of the others' runs: when a worker is
+// descheduled or its core slowed (a busy machine) the others run its ranges instead of waiting,
+// and when none is, each thread walks contiguous memory as with one range per thread.
 // Between the ops of a run a worker spins briefly for the next job (a futex wake-up per op costs
 // more than many small ops), and for the whole of a run bracketed by beginRun/endRun; otherwise
 // it sleeps on a condition variable, so an idle session burns no CPU.
@@ -51,16 +53,24 @@ class ThreadPool {
   // slept between runs is awake by the first ops instead of waking late for each of them.
   void beginRun();
   void endRun();
-  // Splits [0, n) into `ranges` contiguous ranges (threads() when 0) and runs each once, on
-  // whichever thread claims it first. With more ranges than threads a thread that starts late
+  // Splits [0, n) into `ranges` contiguous ranges (threads() when 0, at most kMaxRanges) and
+  // runs each once, on whichever thread claims it first. With more ranges than threads a thread that starts late
   // (a worker waking after an idle pause) takes only what is left when it arrives, so fn must
   // not use the range as a thread slot.
   void parallelFor(int64_t n, RangeFn fn, int ranges = 0);
+  static constexpr int kMaxRanges = 0xffff;
 
  private:
-  void workerLoop();
-  // Claims and runs ranges of job `generation` until none is left unclaimed.
-  void runRanges(uint64_t generation);
+  void workerLoop(int self);
+  // Claims and runs ranges of job `generation` until none is left unclaimed; `self` is the
+  // thread's slot (the caller's is 0).
+  void runRanges(uint64_t generation, int self);
+  int64_t claimOwn(uint64_t generation, int self);
+  int64_t claimOthers(uint64_t generation, int self);
+  // A thread's unclaimed ranges of a job: generation << 32 | first << 16 | end.
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> word{0};
+  };
   std::vector<std::thread> workers_;
   std::vector<int> cores_;  // when pinned: the core of each thread, the caller's first
   std::mutex mutex_;
@@ -69,12 +79,16 @@ class ThreadPool {
   int64_t jobSize_ = 0;
   int jobRanges_ = 1;
   std::atomic<uint64_t> generation_{0};  // bumped (under mutex_) for each job
-  std::atomic<uint64_t> claim_{0};       // generation << 32 | ranges not yet claimed
+  std::unique_ptr<Slot[]> slots_;         // one per thread
   std::atomic<int> completed_{0};        // ranges of the current job finished
   int sleepers_ = 0;                     // workers blocked on wake_ (under mutex_)
   std::atomic<int> activeRuns_{0};       // runs between beginRun and endRun
   std::atomic<bool> stop_{false};
 };
+
+// Ranges per thread for work cut into pieces of equal cost: a core slowed by another tenant (or
+// a worker that wakes late) then takes fewer pieces instead of holding up the op.
+inline constexpr int kFineRangesPerThread = 4;
 
 // Runs fn over [0, n) on the pool, or inline when pool is null. rangesPerThread above 1 cuts
 // the job into that many ranges per thread (at most n), each claimed by whichever thread is

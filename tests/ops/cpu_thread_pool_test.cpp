@@ -98,6 +98,33 @@ TEST(CpuThreadPool, FineRangesGoToTheThreadThatIsFree) {
   EXPECT_EQ(least, 1);  // the holding thread ran only the range it held
 }
 
+TEST(CpuThreadPool, EachThreadRunsItsOwnRangesInOrderBeforeOthersTakeTheRest) {
+  // Two threads, 8 ranges: the caller owns ranges 0-3 and the worker 4-7. Each takes its own from
+  // the front; a thread that runs out takes the other's from the back. So what each thread runs of
+  // its own ranges is a prefix of them, in order, and what it takes of the other's is a suffix.
+  ThreadPool pool(2);
+  for (int job = 0; job < 300; ++job) {
+    std::mutex mutex;
+    std::map<std::thread::id, std::vector<int64_t>> order;
+    const std::thread::id caller = std::this_thread::get_id();
+    pool.parallelFor(8, [&](int64_t begin, int64_t) {
+      std::lock_guard<std::mutex> lock(mutex);
+      order[std::this_thread::get_id()].push_back(begin);
+    }, 8);
+    for (auto& [id, ranges] : order) {
+      const int64_t ownFirst = id == caller ? 0 : 4;
+      int64_t nextOwn = ownFirst, nextOther = id == caller ? 7 : 3;
+      for (int64_t r : ranges) {
+        if (r >= ownFirst && r < ownFirst + 4) {
+          ASSERT_EQ(r, nextOwn++) << "job " << job;
+        } else {
+          ASSERT_EQ(r, nextOther--) << "job " << job;
+        }
+      }
+    }
+  }
+}
+
 TEST(CpuThreadPool, OneRangePerThreadWhenNEqualsThreads) {
   ThreadPool pool(4);
   std::vector<std::atomic<int>> calls(4);

@@ -158,7 +158,7 @@ class TapConvExecution : public Execution {
           for (int64_t o = 0; o < 32; ++o)
             applyActivation(fn, act_, yPanel + o * outPlane + oh0 * outW, (oh1 - oh0) * outW);
       }
-    });
+    }, kFineRangesPerThread);
   }
 
   // B [K x outChannels], K in tap-major order (tap, channel), packed in panels of 32 columns.

@@ -78,7 +78,7 @@ class WinogradConvExecution : public Execution {
       parallelFor(pool, cin_ * tilesY_, [&](int64_t begin, int64_t end) {
         for (int64_t r = begin; r < end; ++r) transformInputRow(fn, xn + (r / tilesY_) * inPlane, r % tilesY_,
                                                                  v + (r / tilesY_) * tiles_);
-      });
+      }, kFineRangesPerThread);
       float* yn = y + n * cout_ * outPlane;
       const float* zn = z ? z + n * cout_ * outPlane : nullptr;
       if (tileRows_) {
@@ -95,7 +95,7 @@ class WinogradConvExecution : public Execution {
           b.rowStride = tiles_;
           packedGemm(nullptr, fn, cout_, tiles_, cin_, a, b, m + p * mStride_, tiles_, GemmEpilogue());
         }
-      });
+      }, kPositions);
       float lo, hi;
       const bool clampOnly = clampBounds(act_, &lo, &hi);
       parallelFor(pool, cout_, [&](int64_t begin, int64_t end) {
@@ -109,7 +109,7 @@ class WinogradConvExecution : public Execution {
           // Other activations over the finished plane, still in cache.
           if (!clampOnly) applyActivation(fn, act_, plane, outPlane);
         }
-      });
+      }, kFineRangesPerThread);
     }
     return Status::ok();
   }
@@ -147,7 +147,7 @@ class WinogradConvExecution : public Execution {
         b.packed = true;
         packedGemm(nullptr, fn, tiles_, cout_, cin_, a, b, m + p * mStride_, cout_, GemmEpilogue());
       }
-    });
+    }, kPositions);
     const int64_t gridW = 2 * tilesX_;
     parallelFor(pool, tilesY_, [&](int64_t begin, int64_t end) {
       for (int64_t ty = begin; ty < end; ++ty)
@@ -157,7 +157,7 @@ class WinogradConvExecution : public Execution {
           fn.winogradOutputChannels2x3(m + (ty * tilesX_ + tx) * cout_, mStride_, cout_, top, top + cout_, bottom,
                                        bottom + cout_);
         }
-    });
+    }, kFineRangesPerThread);
     // An even row length leaves no grid column out: the whole plane is one run of positions.
     const bool oneRun = outW_ == gridW;
     transposeToPlanesWithEpilogue(pool, fn, rows, cout_, cout_, oneRun ? 1 : outH_, oneRun ? outH_ * outW_ : outW_,
