@@ -23,7 +23,6 @@ constexpr int64_t kMc = 128;
 constexpr int64_t kNc = 256;
 constexpr int64_t kMaxRowBlocks = (kMc + 5) / 6 + 1;  // rows of one block of C, in the smallest register block
 constexpr int64_t kThinRows = 4;  // up to this many rows of A, a GEMV per row beats padded blocks
-constexpr int64_t kSharedOperandBytes = 512 << 10;  // half of a core's L2
 
 int64_t roundUp(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -269,9 +268,9 @@ bool shareByColumns(int64_t M, int64_t N, int64_t mr, int64_t nr, int threads) {
   return N >= M ? columns <= rows + kMargin : columns + kMargin < rows;
 }
 
-// The threads take contiguous shares of C, cut along one dimension in whole register blocks (a
-// boundary elsewhere would split a tile), as equal as those blocks allow; within a share a
-// thread walks blocks of mc x nc that keep A's block in L2. Equal shares matter more than
+// Each thread takes one contiguous share of C, cut along one dimension in whole register
+// blocks (a boundary elsewhere would split a tile), as equal as those blocks allow; within its
+// share it walks blocks of mc x nc that keep A's block in L2. Equal shares matter more than
 // anything the blocks do inside them: the run lasts as long as the larger share (a classifier's
 // 169 x 1000 in blocks of 64 rows, dealt out six to a thread, gave one thread 57% of the work).
 void gemmShares(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, int64_t K, const GemmA& a,
@@ -280,14 +279,7 @@ void gemmShares(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, 
   const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
   const bool byColumns = shareByColumns(M, N, mr, nr, threads);
   const int64_t panels = byColumns ? (N + nr - 1) / nr : (M + mr - 1) / mr;
-  // Several shares per thread, claimed by whichever thread is free, where every share reads all
-  // of the operand that is not cut and it fits in L2: then a core slowed by another tenant takes
-  // fewer shares instead of holding up the op. Where it does not fit (a transformer's 3072-long
-  // rows of activations), each more share would read it once more from L3 or memory.
-  const int64_t whole = byColumns ? M * K : K * N;
-  const int perThread =
-      threads > 1 && whole * static_cast<int64_t>(sizeof(float)) <= kSharedOperandBytes ? kFineRangesPerThread : 1;
-  const int64_t shares = std::max(std::min<int64_t>(threads, panels), std::min<int64_t>(threads * perThread, panels / 2));
+  const int64_t shares = std::min<int64_t>(threads, panels);
   parallelFor(shares > 1 ? pool : nullptr, shares, [&](int64_t begin, int64_t end) {
     for (int64_t s = begin; s < end; ++s) {
       const int64_t p0 = panels * s / shares, p1 = panels * (s + 1) / shares;
@@ -301,7 +293,7 @@ void gemmShares(ThreadPool* pool, const CpuFunctions& fn, int64_t M, int64_t N, 
         for (int64_t j = j0; j < j1; j += nc)
           gemmBlock(fn, M, N, K, a, b, c, ldc, epilogue, i, std::min(i1, i + mc), j, std::min(j1, j + nc), toPlanes);
     }
-  }, perThread);
+  });
 }
 
 }  // namespace
