@@ -101,40 +101,25 @@ ThreadPool::~ThreadPool() {
   for (auto& w : workers_) w.join();
 }
 
-// Both claims check the word's generation first: a thread still looking at a finished job
-// finds its slots rewritten or stale and leaves without reading anything of the job.
-int64_t ThreadPool::claimOwn(uint64_t generation, int self) {
-  std::atomic<uint64_t>& word = slots_[self].word;
+// Takes the first unclaimed range of a slot (the thread's own run) or the last (another's); -1
+// when none is left. The word's generation is checked first: a thread still looking at a finished
+// job finds the slot rewritten or stale and leaves without reading anything of the job.
+int64_t ThreadPool::claim(uint64_t generation, int slot, bool fromFront) {
+  std::atomic<uint64_t>& word = slots_[slot].word;
   uint64_t v = word.load(std::memory_order_acquire);
   for (;;) {
     const int64_t first = static_cast<int64_t>(v >> 16 & kFieldMask), end = static_cast<int64_t>(v & kFieldMask);
     if ((v >> 32) != (generation & kIndexMask) || first >= end) return -1;
-    if (word.compare_exchange_weak(v, slotWord(generation, first + 1, end), std::memory_order_acq_rel,
-                                   std::memory_order_acquire))
-      return first;
+    const uint64_t rest = fromFront ? slotWord(generation, first + 1, end) : slotWord(generation, first, end - 1);
+    if (word.compare_exchange_weak(v, rest, std::memory_order_acq_rel, std::memory_order_acquire))
+      return fromFront ? first : end - 1;
   }
-}
-
-int64_t ThreadPool::claimOthers(uint64_t generation, int self) {
-  const int threads = this->threads();
-  for (int k = 1; k < threads; ++k) {
-    std::atomic<uint64_t>& word = slots_[(self + k) % threads].word;
-    uint64_t v = word.load(std::memory_order_acquire);
-    for (;;) {
-      const int64_t first = static_cast<int64_t>(v >> 16 & kFieldMask), end = static_cast<int64_t>(v & kFieldMask);
-      if ((v >> 32) != (generation & kIndexMask) || first >= end) break;
-      if (word.compare_exchange_weak(v, slotWord(generation, first, end - 1), std::memory_order_acq_rel,
-                                     std::memory_order_acquire))
-        return end - 1;
-    }
-  }
-  return -1;
 }
 
 void ThreadPool::runRanges(uint64_t generation, int self) {
   for (;;) {
-    int64_t i = claimOwn(generation, self);
-    if (i < 0) i = claimOthers(generation, self);
+    int64_t i = claim(generation, self, true);
+    for (int k = 1; i < 0 && k < threads(); ++k) i = claim(generation, (self + k) % threads(), false);
     if (i < 0) return;
     // Claimed a range of this job: the caller waits for it, so job_, jobSize_ and jobRanges_
     // hold still.

@@ -65,8 +65,7 @@ class ThreadPool {
   // Claims and runs ranges of job `generation` until none is left unclaimed; `self` is the
   // thread's slot (the caller's is 0).
   void runRanges(uint64_t generation, int self);
-  int64_t claimOwn(uint64_t generation, int self);
-  int64_t claimOthers(uint64_t generation, int self);
+  int64_t claim(uint64_t generation, int slot, bool fromFront);
   // A thread's unclaimed ranges of a job: generation << 32 | first << 16 | end.
   struct alignas(64) Slot {
     std::atomic<uint64_t> word{0};

@@ -95,7 +95,7 @@ class WinogradConvExecution : public Execution {
           b.rowStride = tiles_;
           packedGemm(nullptr, fn, cout_, tiles_, cin_, a, b, m + p * mStride_, tiles_, GemmEpilogue());
         }
-      }, kPositions);
+      }, kPositions);  // one range per position (at most n ranges)
       float lo, hi;
       const bool clampOnly = clampBounds(act_, &lo, &hi);
       parallelFor(pool, cout_, [&](int64_t begin, int64_t end) {
@@ -147,7 +147,7 @@ class WinogradConvExecution : public Execution {
         b.packed = true;
         packedGemm(nullptr, fn, tiles_, cout_, cin_, a, b, m + p * mStride_, cout_, GemmEpilogue());
       }
-    }, kPositions);
+    }, kPositions);  // one range per position (at most n ranges)
     const int64_t gridW = 2 * tilesX_;
     parallelFor(pool, tilesY_, [&](int64_t begin, int64_t end) {
       for (int64_t ty = begin; ty < end; ++ty)
