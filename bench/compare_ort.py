@@ -6,7 +6,7 @@ Each engine runs in its own worker process (so each one's peak RSS is its own): 
 the two are driven in lockstep, one timed run of each per iteration, so a change of machine
 load hits both alike. Prints: model, medians, the ratio Osprey/ORT and each peak RSS.
 
-  bench/compare_ort.py [--models-dir /tmp/models] [--threads 2] [--warmup 5] [--loops 30]
+  bench/compare_ort.py [--models-dir /tmp/models] [--threads 2] [--warmup 5] [--loops 60]
                        [--gap-ms 200] [--osprey BIN] [--ort-python PY] [MODEL ...]
 """
 import argparse
@@ -77,7 +77,9 @@ def main():
     p.add_argument("--models-dir", default="/tmp/models")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=5)
-    p.add_argument("--loops", type=int, default=30)
+    # On a noisy VM the median of 30 runs moved a ratio by 5% between two runs of the script;
+    # 60 runs narrow that by about 1/sqrt(2) (about 12 minutes for the eight models).
+    p.add_argument("--loops", type=int, default=60)
     p.add_argument("--gap-ms", type=float, default=200.0, help="idle pause before each timed run (ORT's workers spin for tens of ms after a run)")
     p.add_argument("--osprey", default=os.environ.get("OSPREY_BIN", os.path.join(here, "..", "build", "osprey")))
     p.add_argument("--ort-python", default=sys.executable, help="a python with onnxruntime and numpy")
