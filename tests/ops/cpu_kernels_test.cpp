@@ -284,8 +284,8 @@ TEST(CpuKernels, ConvPositionRows) {
 // The implicit GEMM over the window's taps (AVX-512; elsewhere these run im2col or Winograd):
 // strides 1 and 2, 3x3 / 5x5 / 7x7 / 1x3 windows, odd and one-sided pads, output rows that end
 // in every part of the 8-position block (1-15, 28, 55 wide), 16-300 input channels (K up to
-// 2700 in one pass of the micro-kernel), 32-96 output channels, batch 2, the residual, clamped and other activations, 1-3 threads and a
-// pool with more work items than threads.
+// 2700 in one pass of the micro-kernel), 32-96 output channels, batch 2, the residual, clamped
+// and other activations, 1-3 threads and a pool with more work items than threads.
 TEST(CpuKernels, ConvTaps) {
   uint32_t seed = 1300;
   const ConvCase cases[] = {
