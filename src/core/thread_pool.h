@@ -54,9 +54,9 @@ class ThreadPool {
   void beginRun();
   void endRun();
   // Splits [0, n) into `ranges` contiguous ranges (threads() when 0, at most kMaxRanges) and
-  // runs each once, on whichever thread claims it first. With more ranges than threads a thread that starts late
-  // (a worker waking after an idle pause) takes only what is left when it arrives, so fn must
-  // not use the range as a thread slot.
+  // runs each once, on whichever thread claims it first. With more ranges than threads a thread
+  // that starts late (a worker waking after an idle pause) takes only what is left when it
+  // arrives, so fn must not use the range as a thread slot.
   void parallelFor(int64_t n, RangeFn fn, int ranges = 0);
   static constexpr int kMaxRanges = 0xffff;
 

@@ -30,12 +30,12 @@ struct GemmOutputStage {
 using GemmMicroKernel = void (*)(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                                  int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 
-// C[rows x 32] stored transposed, element (r, col) at c[col * ldc + r], = stage((accumulate ? C : 0)
-// + sum over taps t < taps and ch < channels of a[offsets[t] + ch * channelStride + r] *
-// b[(t * channels + ch) * 32 + col]), the stage's bias per column: a convolution's window as
-// shifted views of its input rows (implicit GEMM), no im2col copy.
+// C[rows x 32] stored transposed, element (r, col) at c[col * ldc + r], = stage(sum over taps
+// t < taps and ch < channels of a[offsets[t] + ch * channelStride + r] * b[(t * channels + ch) *
+// 32 + col]), the stage's bias per column: a convolution's window as shifted views of its input
+// rows (implicit GEMM), no im2col copy, all of K in one call.
 using GemmTapsKernel = void (*)(int64_t taps, const int64_t* offsets, int64_t channels, const float* a,
-                                int64_t channelStride, const float* b, float* c, int64_t ldc, bool accumulate,
+                                int64_t channelStride, const float* b, float* c, int64_t ldc,
                                 const GemmOutputStage* stage);
 
 // out[j] = sum over k < K of a[k * aStride] * panel[k * nr + j], for j < nr: one row of A

@@ -112,14 +112,13 @@ void gemmRowsX32Planes(int64_t kc, const float* a, int64_t aRowStride, int64_t a
 // model, per-op minimums at two threads: -6.5 to -7% over three alternating runs).
 template <int kRows>
 void gemmTapsX32Planes(int64_t taps, const int64_t* offsets, int64_t channels, const float* a,
-                       int64_t channelStride, const float* b, float* c, int64_t ldc, bool accumulate,
-                       const GemmOutputStage* stage) {
+                       int64_t channelStride, const float* b, float* c, int64_t ldc, const GemmOutputStage* stage) {
   __m512 acc0[8], acc1[8];
   columnBiasRows<kRows>(stage, acc0, acc1);
   for (int64_t t = 0; t < taps; ++t)
     gemmSumsX32<kRows, BStream::kPackedB>(channels, a + offsets[t], 1, channelStride, b + t * channels * 32, 32, acc0,
                                           acc1);
-  storePlanes<kRows>(acc0, acc1, c, ldc, accumulate, stage);
+  storePlanes<kRows>(acc0, acc1, c, ldc, false, stage);
 }
 
 }  // namespace

@@ -49,8 +49,8 @@ struct RowBlock {
 // stack, because the kernel reads a bias and a residual for, and writes, all of its columns.
 // nextPanel (optional): B's next panel, prefetched into L2 a slice per row block.
 void planesTiles(const CpuFunctions& fn, const GemmEpilogue& ep, const RowBlock* rowBlocks, int64_t nRowBlocks,
-                 int64_t j, int64_t nr, int64_t kc, const float* bp, int64_t ldb, float* c, int64_t ldc, bool accumulate,
-                 bool useStage, const float* nextPanel) {
+                 int64_t j, int64_t nr, int64_t kc, const float* bp, int64_t ldb, float* c, int64_t ldc,
+                 bool accumulate, bool useStage, const float* nextPanel) {
   const int64_t blockMr = fn.gemmMr, blockNr = fn.gemmNr;
   const bool whole = nr == blockNr;
   alignas(64) float cStage[kGemmMaxNr * kGemmMaxMr];  // [column][row]

@@ -135,7 +135,7 @@ class TapConvExecution : public Execution {
             const int64_t rows = std::min<int64_t>(8, outW - ow), p = oh * outW + ow;
             if (z) stage.residual = z + panel * 32 * outPlane + p;
             fn.gemmTaps[rows](taps_, offsets_, inChannels_, aRow + ow, channelStride, panelB, yPanel + p, outPlane,
-                              false, &stage);
+                              &stage);
           }
         }
         if (!clampOnly_)
