@@ -52,7 +52,8 @@ TEST(Allocations, NoneInAParallelForOfALambdaWithManyCaptures) {
   EXPECT_EQ(total, 31 * 1000 * 15);
 }
 
-// A chain of `blocks` blocks of Conv, Add (broadcast), Relu, Mul (broadcast), MatMul, Softmax.
+// A chain of `blocks` blocks of Conv, Add (broadcast), Relu, Mul (broadcast), MatMul, Softmax,
+// and the spatial ReduceMean added back (broadcast).
 Graph chainOfBlocks(int blocks) {
   test::GraphBuilder b;
   const int64_t c = 8, h = 7, w = 9;
@@ -68,6 +69,7 @@ Graph chainOfBlocks(int blocks) {
     x = b.op(OpType::Mul, {x, b.floats(std::vector<float>(c, 0.9f), {c, 1, 1})});
     x = b.op(OpType::MatMul, {x, b.weights(matWeight)});
     x = b.op(OpType::Softmax, {x});
+    x = b.op(OpType::Add, {x, b.op(OpType::ReduceMean, {x, b.ints({2, 3})})});
   }
   b.output(x);
   return b.g;

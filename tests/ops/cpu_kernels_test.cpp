@@ -680,6 +680,38 @@ TEST(CpuKernels, GlobalAveragePool) {
   }
 }
 
+TEST(CpuKernels, ReduceOverOneBlockOfAxes) {
+  // [outer, n, inner] with inner 1 (partial sums), inner past a chunk of 256 columns and its
+  // tail, size-1 dims inside the reduced block, negative axes, every axis, keepdims 0, a NaN.
+  struct Case {
+    Shape shape;
+    std::vector<int64_t> axes;  // empty: every axis
+    int64_t keepdims;
+  };
+  const std::vector<Case> cases = {{{1, 1024, 7, 7}, {2, 3}, 0},   {{2, 5, 3, 4}, {1}, 1},
+                                   {{3, 7, 1, 300}, {1, 2}, 1},    {{13, 517}, {0}, 0},
+                                   {{2, 1, 9, 1, 5}, {-2, -3}, 1}, {{4, 6, 33}, {}, 1},
+                                   {{1, 3, 77, 111}, {-1}, 1}};
+  uint32_t seed = 230;
+  for (OpType type : {OpType::ReduceSum, OpType::ReduceMean, OpType::ReduceMax, OpType::ReduceMin}) {
+    for (const Case& c : cases) {
+      for (int threads : {1, 2}) {
+        Node node;
+        node.type = type;
+        node.setInt("keepdims", c.keepdims);
+        Tensor x = randomTensor(DataType::Float32, c.shape, seed++, -3.0, 5.0);
+        if (c.shape[0] == 4) x.data<float>()[17] = std::numeric_limits<float>::quiet_NaN();
+        std::vector<OpInput> inputs = {in(x)};
+        if (!c.axes.empty())
+          inputs.push_back(constant(makeTensor<int64_t>({static_cast<int64_t>(c.axes.size())}, c.axes)));
+        SCOPED_TRACE(::testing::Message() << opTypeName(type) << " " << shapeToString(c.shape) << " threads "
+                                          << threads);
+        checkAgainstReference(node, inputs, threads);
+      }
+    }
+  }
+}
+
 TEST(CpuKernels, SigmoidErfSoftmax) {
   uint32_t seed = 200;
   for (int64_t n : {1, 7, 13, 127, 40000}) {  // vector tails, and enough to spread over the pool

@@ -12,6 +12,10 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::MaxPool: return createMaxPoolExecution;
     case OpType::AveragePool: return createAveragePoolExecution;
     case OpType::GlobalAveragePool: return createGlobalAveragePoolExecution;
+    case OpType::ReduceSum:
+    case OpType::ReduceMean:
+    case OpType::ReduceMax:
+    case OpType::ReduceMin: return createReduceExecution;
     case OpType::Sigmoid: return createSigmoidExecution;
     case OpType::Erf: return createErfExecution;
     case OpType::Softmax: return createSoftmaxExecution;

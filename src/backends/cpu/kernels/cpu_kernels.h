@@ -54,6 +54,9 @@ std::unique_ptr<Execution> createAveragePoolExecution(CPUBackend* backend, const
 std::unique_ptr<Execution> createGlobalAveragePoolExecution(CPUBackend* backend, const OpRef& op,
                                                             const std::vector<RuntimeTensor*>& inputs,
                                                             const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createReduceExecution(CPUBackend* backend, const OpRef& op,
+                                                 const std::vector<RuntimeTensor*>& inputs,
+                                                 const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createSigmoidExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs);
@@ -84,6 +87,10 @@ Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string&
 // until released; the out-of-memory error names what it is for and the Conv.
 Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what, const std::string& convName,
                           RuntimeTensor* scratch, std::unique_ptr<MemObj>* memory);
+
+// ys[p] = (sum of the `size` floats of plane p) / divisor for p < planes, in float partial sums;
+// planes of at least 16384 floats in all are split over `pool`.
+void planeSumsDivided(ThreadPool* pool, const float* xs, int64_t planes, int64_t size, float divisor, float* ys);
 
 // col[c * kernelSize + tap][outPos] for `channels` planes of x, zero where a tap reads padding.
 // phases (stride 2 only, else null): x's rows split into their even then odd columns, each half

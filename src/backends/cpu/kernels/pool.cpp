@@ -1,7 +1,7 @@
 // CPU MaxPool and AveragePool (2-D, float32, NCHW, no Indices output): clamped window bounds
 // computed once per output row and column instead of per tap. Same order of taps and the same
 // tie and NaN rule as the reference (the first value counts, later ones only when greater).
-// GlobalAveragePool with vectorised partial sums.
+// GlobalAveragePool with vectorised partial sums (shared with ReduceSum and ReduceMean).
 #include <algorithm>
 #include <limits>
 
@@ -120,53 +120,57 @@ std::unique_ptr<Execution> createPool(CPUBackend* backend, const OpRef& op, cons
   return std::make_unique<PoolExecution<kMax>>(backend, op);
 }
 
-// GlobalAveragePool: the mean of each (n, c) plane. The reference sums in double one element at
-// a time; here 32 independent float partial sums (vectorised, each over n / 32 elements, the
-// tail into the first ones) are added pairwise at the end, and small planes sum in one chain each.
+// GlobalAveragePool: the mean of each (n, c) plane (planeSumsDivided).
 class GlobalAveragePoolExecution : public Execution {
  public:
   explicit GlobalAveragePoolExecution(CPUBackend* backend) : Execution(backend) {}
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RuntimeTensor& x = *inputs[0];
-    const float* xs = reinterpret_cast<const float*>(x.host());
-    float* ys = reinterpret_cast<float*>(outputs[0]->host());
     const int64_t planes = x.shape[0] * x.shape[1], size = planes ? x.elements() / planes : 0;
-    ThreadPool* pool = planes * size >= 16384 ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
-    parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
-      int64_t p = begin;
-      // Small planes (7x7, 8x8) eight at a time, one chain of additions per plane: the partial
-      // sums below spent most of a 7x7 plane's time in their tail and pairwise sum (EfficientNet-B0's
-      // 1152 planes of 7x7: 0.033 -> 0.009 ms). A chain of at most kChainMax additions in float stays
-      // within a few 1e-6.
-      constexpr int64_t kChainMax = 64, kGroup = 8;  // 14x14 planes ran slower this way
-      if (size <= kChainMax)
-        for (; p + kGroup <= end; p += kGroup) {
-          float sums[kGroup] = {};
-          for (int64_t i = 0; i < size; ++i)
-            for (int64_t j = 0; j < kGroup; ++j) sums[j] += xs[(p + j) * size + i];
-          for (int64_t j = 0; j < kGroup; ++j) ys[p + j] = sums[j] / static_cast<float>(size);
-        }
-      constexpr int64_t kLanes = 32;
-      for (; p < end; ++p) {
-        const float* xp = xs + p * size;
-        float lanes[kLanes] = {};
-        int64_t i = 0;
-        for (; i + kLanes <= size; i += kLanes)
-          for (int64_t j = 0; j < kLanes; ++j) lanes[j] += xp[i + j];
-        for (int64_t j = 0; i + j < size; ++j) lanes[j] += xp[i + j];
-        // Lanes added pairwise: summing them (and the tail) one by one in double was a chain of
-        // about 50 dependent additions per plane, most of the time for a 7x7 plane.
-        for (int64_t width = kLanes / 2; width > 0; width /= 2)
-          for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
-        ys[p] = lanes[0] / static_cast<float>(size);
-      }
-    });
+    planeSumsDivided(static_cast<CPUBackend*>(backend())->threadPool(), reinterpret_cast<const float*>(x.host()),
+                     planes, size, static_cast<float>(size), reinterpret_cast<float*>(outputs[0]->host()));
     return Status::ok();
   }
 };
 
 }  // namespace
+
+// The reference sums in double one element at a time; here 32 independent float partial sums
+// (vectorised, each over size / 32 elements, the tail into the first ones) are added pairwise at
+// the end, and small planes sum in one chain each.
+void planeSumsDivided(ThreadPool* pool, const float* xs, int64_t planes, int64_t size, float divisor, float* ys) {
+  if (planes * size < 16384) pool = nullptr;
+  parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
+    int64_t p = begin;
+    // Small planes (7x7, 8x8) eight at a time, one chain of additions per plane: the partial
+    // sums below spent most of a 7x7 plane's time in their tail and pairwise sum (EfficientNet-B0's
+    // 1152 planes of 7x7: 0.033 -> 0.009 ms). A chain of at most kChainMax additions in float stays
+    // within a few 1e-6.
+    constexpr int64_t kChainMax = 64, kGroup = 8;  // 14x14 planes ran slower this way
+    if (size <= kChainMax)
+      for (; p + kGroup <= end; p += kGroup) {
+        float sums[kGroup] = {};
+        for (int64_t i = 0; i < size; ++i)
+          for (int64_t j = 0; j < kGroup; ++j) sums[j] += xs[(p + j) * size + i];
+        for (int64_t j = 0; j < kGroup; ++j) ys[p + j] = sums[j] / divisor;
+      }
+    constexpr int64_t kLanes = 32;
+    for (; p < end; ++p) {
+      const float* xp = xs + p * size;
+      float lanes[kLanes] = {};
+      int64_t i = 0;
+      for (; i + kLanes <= size; i += kLanes)
+        for (int64_t j = 0; j < kLanes; ++j) lanes[j] += xp[i + j];
+      for (int64_t j = 0; i + j < size; ++j) lanes[j] += xp[i + j];
+      // Lanes added pairwise: summing them (and the tail) one by one in double was a chain of
+      // about 50 dependent additions per plane, most of the time for a 7x7 plane.
+      for (int64_t width = kLanes / 2; width > 0; width /= 2)
+        for (int64_t j = 0; j < width; ++j) lanes[j] += lanes[j + width];
+      ys[p] = lanes[0] / divisor;
+    }
+  });
+}
 
 std::unique_ptr<Execution> createGlobalAveragePoolExecution(CPUBackend* backend, const OpRef& op,
                                                             const std::vector<RuntimeTensor*>& inputs,
