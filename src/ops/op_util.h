@@ -11,6 +11,9 @@ namespace osprey {
 // Maps a possibly negative axis into [0, rank); error names the axis when out of range.
 Status normalizeAxis(int64_t axis, int64_t rank, int64_t* out);
 Status normalizeAxes(const std::vector<int64_t>& axes, int64_t rank, std::vector<int64_t>* out);
+// Which axes of in[0] a Reduce* node reduces (the axes of input 1, or of the attribute of older
+// opsets; none given: all); `noop` when it is an identity (noop_with_empty_axes and no axes).
+Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* reduced, bool* noop);
 // Multidirectional (numpy) broadcast of two shapes.
 Status broadcastShapes(const Shape& a, const Shape& b, Shape* out);
 // Strides (in elements) of `shape` as seen from a broadcast output of rank `rank`: 0 on

@@ -19,30 +19,6 @@
 
 namespace osprey {
 
-namespace {
-
-enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
-
-constexpr bool isExtreme(Reduce k) { return k == Reduce::Max || k == Reduce::Min; }
-// Reductions finished by a float function: accumulated in double whatever the element type.
-constexpr bool inDouble(Reduce k) { return k == Reduce::L2 || k == Reduce::LogSum || k == Reduce::LogSumExp; }
-
-// log(sum(exp(x))) accumulated online: s = sum(exp(x - m)) with m the largest x so far.
-struct LogSumExpAcc {
-  double m = -std::numeric_limits<double>::infinity();
-  double s = 0.0;
-};
-
-// A double converted to an integer type: NaN gives 0, out-of-range values saturate.
-template <class T>
-T saturate(double v) {
-  if (v != v) return T(0);
-  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(v);
-}
-
-// Which input axes are reduced; `noop` when the op is an identity.
 Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* reduced, bool* noop) {
   const int64_t rank = in[0].rank();
   std::vector<int64_t> axes;
@@ -69,6 +45,29 @@ Status reducedAxes(const Node& node, const TensorViews& in, std::vector<bool>* r
     return Status::invalidModel("axes: " + st.message() + " (data has shape " + shapeToString(in[0].shape) + ")");
   for (int64_t a : norm) (*reduced)[static_cast<size_t>(a)] = true;
   return Status::ok();
+}
+
+namespace {
+
+enum class Reduce { Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare };
+
+constexpr bool isExtreme(Reduce k) { return k == Reduce::Max || k == Reduce::Min; }
+// Reductions finished by a float function: accumulated in double whatever the element type.
+constexpr bool inDouble(Reduce k) { return k == Reduce::L2 || k == Reduce::LogSum || k == Reduce::LogSumExp; }
+
+// log(sum(exp(x))) accumulated online: s = sum(exp(x - m)) with m the largest x so far.
+struct LogSumExpAcc {
+  double m = -std::numeric_limits<double>::infinity();
+  double s = 0.0;
+};
+
+// A double converted to an integer type: NaN gives 0, out-of-range values saturate.
+template <class T>
+T saturate(double v) {
+  if (v != v) return T(0);
+  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
+  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return static_cast<T>(v);
 }
 
 Status reduceShape(const Node& node, const TensorViews& in, TensorViews& out) {

@@ -73,38 +73,24 @@ class ReduceExecution : public Execution {
   int64_t outer_, n_, inner_;
 };
 
-// The reduced axes of x from the axes input (constant) or the attribute of older opsets; false
-// when the op is an identity or its axes are unknown or invalid (the reference then runs, and
-// reports what is wrong).
-bool reducedAxes(const Node& node, const std::vector<RuntimeTensor*>& inputs, std::vector<bool>* reduced) {
-  const int64_t rank = static_cast<int64_t>(inputs[0]->shape.size());
-  std::vector<int64_t> axes;
-  if (inputs.size() > 1 && inputs[1]) {
-    if (!inputs[1]->constData || inputs[1]->shape.size() > 1) return false;
-    if (!inputs[1]->view().readInts(&axes, "axes").isOk()) return false;
-  } else {
-    axes = node.getInts("axes");
-  }
-  if (axes.empty()) {
-    if (node.getInt("noop_with_empty_axes", 0) != 0) return false;
-    reduced->assign(static_cast<size_t>(rank), true);
-    return true;
-  }
-  std::vector<int64_t> normalized;
-  if (!normalizeAxes(axes, rank, &normalized).isOk()) return false;
-  reduced->assign(static_cast<size_t>(rank), false);
-  for (int64_t a : normalized) (*reduced)[static_cast<size_t>(a)] = true;
-  return true;
-}
-
 template <ReduceKind K>
 std::unique_ptr<Execution> createFor(CPUBackend* backend, const Node& node, const std::vector<RuntimeTensor*>& inputs,
                                      const std::vector<RuntimeTensor*>& outputs) {
   const RuntimeTensor* x = inputs[0];
   if (x->dtype != DataType::Float32 || x->layout != Layout::NCHW || x->elements() == 0) return nullptr;
   if (!outputs[0] || outputs[0]->layout != Layout::NCHW) return nullptr;
+  // Axes unknown until run time or invalid: the reference runs (and reports what is wrong).
+  if (inputs.size() > 1 && inputs[1] && !inputs[1]->constData) return nullptr;
+  TensorViews views(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i])
+      views[i] = inputs[i]->view();
+    else
+      views[i].present = false;
+  }
   std::vector<bool> reduced;
-  if (!reducedAxes(node, inputs, &reduced)) return nullptr;
+  bool noop = false;
+  if (!reducedAxes(node, views, &reduced, &noop).isOk() || noop) return nullptr;
   // [outer, n, inner]: every reduced dim of size > 1 must lie between the kept ones' blocks.
   int64_t outer = 1, n = 1, inner = 1;
   int phase = 0;  // 0: before the reduced block, 1: inside it, 2: after it
