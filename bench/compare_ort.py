@@ -78,7 +78,7 @@ def main():
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=5)
     # On a noisy VM the median of 30 runs moved a ratio by 5% between two runs of the script;
-    # 60 runs narrow that by about 1/sqrt(2) (about 12 minutes for the eight models).
+    # 60 runs narrow that by about 1/sqrt(2) (about 4 minutes for the eight models).
     p.add_argument("--loops", type=int, default=60)
     p.add_argument("--gap-ms", type=float, default=200.0, help="idle pause before each timed run (ORT's workers spin for tens of ms after a run)")
     p.add_argument("--osprey", default=os.environ.get("OSPREY_BIN", os.path.join(here, "..", "build", "osprey")))
