@@ -1,7 +1,11 @@
 #include "cli_common.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <sstream>
@@ -67,6 +71,8 @@ Status loadTensorFile(const std::string& path, Tensor* out) {
     OSPREY_RETURN_IF_ERROR(onnx::loadTensorFile(path, &tp));
     if (tp.dtype == DataType::Undefined)
       return Status::unsupported("'" + path + "' holds ONNX data type " + std::to_string(tp.rawType));
+    if (tp.external)  // its values are elsewhere: reading on would feed zeros
+      return Status::unsupported("'" + path + "' keeps its data in an external file, which --input does not read");
     Tensor t(tp.dtype, tp.dims);
     if (tp.dtype == DataType::String) {
       t.strings() = tp.strings;
@@ -142,7 +148,34 @@ Status backendConfigFromArgs(const Args& args, BackendConfig* config) {
   else if (precision == "high") config->precision = BackendConfig::Precision::High;
   else if (precision == "low") config->precision = BackendConfig::Precision::Low;
   else return Status::invalidArgument("--precision must be normal, high or low, got '" + precision + "'");
+  if (args.has("memory-limit")) {
+    const std::string text = args.get("memory-limit");
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long v = std::strtoull(text.c_str(), &end, 10);
+    int shift = 0;
+    if (end != text.c_str() && *end && !end[1]) {
+      const char* units = "KMGT";
+      const char* unit = std::strchr(units, std::toupper(static_cast<unsigned char>(*end)));
+      if (unit) shift = 10 * static_cast<int>(unit - units + 1), ++end;
+    }
+    if (text.empty() || !std::isdigit(static_cast<unsigned char>(text[0])) || *end || errno || v == 0 ||
+        v > (UINT64_MAX >> shift))
+      return Status::invalidArgument("--memory-limit must be a positive number of bytes (K, M, G or T suffix allowed), got '" +
+                                     text + "'");
+    config->memoryLimit = static_cast<uint64_t>(v) << shift;
+  }
   return Status::ok();
+}
+
+Status planBeforeGenerating(Session* session, const std::map<std::string, Tensor>& given,
+                            const std::map<std::string, Shape>& generated) {
+  std::map<std::string, Shape> shapes = generated;
+  for (const auto& info : session->inputs()) {  // a wrong name is left for run() to report
+    auto it = given.find(info.name);
+    if (it != given.end()) shapes[info.name] = it->second.shape();
+  }
+  return session->resize(shapes);
 }
 
 Status generatedInputShape(const Args& args, const TensorInfoPublic& info, Shape* shape) {

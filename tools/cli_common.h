@@ -31,8 +31,13 @@ std::string previewValues(const Tensor& t, int count);
 
 Status loadModel(const std::string& path, std::shared_ptr<Interpreter>* out);
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule);
-// --precision normal|high|low (Low: fp16 storage on CUDA; OSPREY_CUDA_LOW_PRECISION=bf16 for bf16).
+// --precision normal|high|low (Low: fp16 storage on CUDA; OSPREY_CUDA_LOW_PRECISION=bf16 for bf16)
+// and --memory-limit BYTES (a K, M, G or T suffix multiplies by 1024 per step).
 Status backendConfigFromArgs(const Args& args, BackendConfig* config);
+// Plans `session` for the given inputs' shapes and the shapes of those still to be generated,
+// so that shapes past the memory limit are refused before any input is allocated.
+Status planBeforeGenerating(Session* session, const std::map<std::string, Tensor>& given,
+                            const std::map<std::string, Shape>& generated);
 // The shape a generated input gets: --shape NAME=D0,D1,... if given, else the model's shape with
 // symbolic dims set to 1 and, with --batch N, dim 0 set to N.
 Status generatedInputShape(const Args& args, const TensorInfoPublic& info, Shape* shape);

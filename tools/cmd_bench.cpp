@@ -56,7 +56,7 @@ std::string shapesText(const std::vector<Shape>& shapes) {
   return s;
 }
 
-Status loadInputs(const Args& args, const Interpreter& interp, std::map<std::string, Tensor>* inputs) {
+Status loadInputs(const Args& args, const Interpreter& interp, Session* session, std::map<std::string, Tensor>* inputs) {
   const auto infos = interp.inputs();
   for (const std::string& spec : args.all("input")) {
     size_t eq = spec.find('=');
@@ -69,13 +69,13 @@ Status loadInputs(const Args& args, const Interpreter& interp, std::map<std::str
     OSPREY_RETURN_IF_ERROR(loadTensorFile(spec.substr(eq == std::string::npos ? 0 : eq + 1), &t));
     (*inputs)[name] = std::move(t);
   }
+  std::map<std::string, Shape> generated;
+  for (const auto& info : infos)
+    if (!inputs->count(info.name)) OSPREY_RETURN_IF_ERROR(generatedInputShape(args, info, &generated[info.name]));
+  OSPREY_RETURN_IF_ERROR(planBeforeGenerating(session, *inputs, generated));
   uint32_t seed = 0;
-  for (const auto& info : infos) {
-    if (inputs->count(info.name)) continue;
-    Shape shape;
-    OSPREY_RETURN_IF_ERROR(generatedInputShape(args, info, &shape));
-    (*inputs)[info.name] = randomInput(info.dtype, shape, seed++);
-  }
+  for (const auto& info : infos)
+    if (generated.count(info.name)) (*inputs)[info.name] = randomInput(info.dtype, generated[info.name], seed++);
   return Status::ok();
 }
 
@@ -134,7 +134,7 @@ Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, con
 
 int cmdBench(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape"}, {"per-op", "json", "step"},
+  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape", "memory-limit"}, {"per-op", "json", "step"},
                         &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
@@ -153,12 +153,12 @@ int cmdBench(int argc, char** argv) {
   std::shared_ptr<Interpreter> interp;
   if (!(st = loadModel(args.positional[0], &interp))) return fail(st);
   const double loadMs = msSince(t0);
-  std::map<std::string, Tensor> inputs;
-  if (!(st = loadInputs(args, *interp, &inputs))) return fail(st);
   BackendConfig config;
   if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
   if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
+  std::map<std::string, Tensor> inputs;
+  if (!(st = loadInputs(args, *interp, session.get(), &inputs))) return fail(st);
 
   std::vector<Tensor> outputs;
   t0 = std::chrono::steady_clock::now();

@@ -1,5 +1,5 @@
 // osprey run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend B] [--threads N] [--loops L]
-//                  [--precision normal|high|low]
+//                  [--precision normal|high|low] [--memory-limit BYTES]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,7 +24,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int cmdRun(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision"}, {"quiet"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit"}, {"quiet"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;
@@ -47,21 +47,27 @@ int cmdRun(int argc, char** argv) {
     if (!(st = loadTensorFile(spec.substr(eq + 1), &t))) return fail(st);
     inputs[spec.substr(0, eq)] = std::move(t);
   }
-  uint32_t inputSeed = static_cast<uint32_t>(seed);
+  std::map<std::string, Shape> generated;
   for (const auto& info : interp->inputs()) {
     if (inputs.count(info.name)) continue;
-    Shape shape = info.shape;
+    Shape& shape = generated[info.name] = info.shape;
     for (auto& d : shape)
       if (d < 0) d = 1;  // symbolic dimensions default to 1
-    inputs[info.name] = randomInput(info.dtype, shape, inputSeed++);
-    std::printf("input '%s': random %s %s (seed %u)\n", info.name.c_str(), dataTypeName(info.dtype),
-                shapeToString(shape).c_str(), inputSeed - 1);
   }
 
   BackendConfig config;
   if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
   if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
+  if (!(st = planBeforeGenerating(session.get(), inputs, generated))) return fail(st);
+  uint32_t inputSeed = static_cast<uint32_t>(seed);
+  for (const auto& info : interp->inputs()) {
+    auto it = generated.find(info.name);
+    if (it == generated.end()) continue;
+    inputs[info.name] = randomInput(info.dtype, it->second, inputSeed++);
+    std::printf("input '%s': random %s %s (seed %u)\n", info.name.c_str(), dataTypeName(info.dtype),
+                shapeToString(it->second).c_str(), inputSeed - 1);
+  }
   std::vector<Tensor> outputs;
   std::vector<double> times;
   for (int i = 0; i < loops; ++i) {

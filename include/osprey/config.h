@@ -1,5 +1,6 @@
 // How a session is scheduled (which backend, threads, fallback) and how its backend behaves.
 #pragma once
+#include <cstdint>
 #include <string>
 
 namespace osprey {
@@ -26,6 +27,11 @@ struct BackendConfig {
   // amplified by every later layer, so there it costs the most accuracy for the least time.
   // OSPREY_FP32_STEM overrides it.
   float fullPrecisionStem = 0.1f;
+  // The most bytes a session may plan: any one tensor, and its activation arena, weights and
+  // folded constants together. A shape that needs more is refused at resize with an error
+  // naming the tensor, instead of the process being killed by the system's out-of-memory
+  // handling. 0 means the machine's physical memory.
+  uint64_t memoryLimit = 0;
 };
 
 }  // namespace osprey

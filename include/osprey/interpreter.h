@@ -1,5 +1,11 @@
 // Interpreter (an immutable, verified model, shareable between threads) and Session (one
 // schedule of it: backend, threads, memory plan).
+//
+// Threads: an Interpreter may be shared by any number of threads, each creating and running
+// its own Sessions at the same time. One Session's calls (run, resize, inputs, outputs,
+// setProfiling) may come from several threads; they are serialised (one waits for the other),
+// so to run in parallel, give each thread its own Session. stats() and lastRunProfile() return
+// references that the next run or resize rewrites: read them on the thread that ran.
 #pragma once
 #include <map>
 #include <memory>
@@ -53,7 +59,8 @@ class Session {
   // Sets new input shapes and replans; a repeated call with the same shapes does nothing.
   Status resize(const std::map<std::string, Shape>& inputShapes);
   // Runs with the given inputs (missing ones keep their last values). Shapes that differ from
-  // the current ones trigger a resize first. Outputs are host tensors in NCHW.
+  // the current ones trigger a resize first. Outputs are host tensors in NCHW. A shape whose
+  // tensors would pass BackendConfig::memoryLimit is refused (StatusCode::OutOfMemory).
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
   std::vector<TensorInfoPublic> inputs() const;
   std::vector<TensorInfoPublic> outputs() const;

@@ -140,6 +140,9 @@ class InferenceSession:
         threads: CPU threads; None uses every CPU this process may run on.
         precision: ``"normal"``, ``"high"`` or ``"low"`` (backends may compute in lower precision
             with "low").
+        memory_limit: the most bytes the session may plan (any one tensor, and activations,
+            weights and folded constants together); shapes needing more raise
+            ``OutOfMemoryError`` when run. None: the machine's physical memory.
         providers: ONNX Runtime provider names (e.g. ``["CUDAExecutionProvider",
             "CPUExecutionProvider"]``); the first one compiled into this build picks the backend.
             Overrides ``backend``.
@@ -161,6 +164,7 @@ class InferenceSession:
         threads: Optional[int] = None,
         precision: str = "normal",
         *,
+        memory_limit: Optional[int] = None,
         providers: Optional[Sequence[str]] = None,
     ) -> None:
         if providers:
@@ -175,7 +179,10 @@ class InferenceSession:
         self._backend = backend
         self._threads = int(threads)
         self._precision = precision
-        self._session = _osprey.Session(source, backend, self._threads, precision)
+        if memory_limit is not None and int(memory_limit) <= 0:
+            raise ValueError("memory_limit must be a positive number of bytes, got %r" % (memory_limit,))
+        self._session = _osprey.Session(source, backend, self._threads, precision,
+                                        0 if memory_limit is None else int(memory_limit))
         self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
         self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
 

@@ -183,7 +183,8 @@ bool isOspBuffer(const std::string& bytes) {
 // One loaded model and one session of it. Runs are serialised: a Session is not reentrant.
 class PySession {
  public:
-  PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision) {
+  PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision,
+            uint64_t memoryLimit) {
     ScheduleConfig schedule;
     if (!forwardTypeFromName(backend, &schedule.backend))
       throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
@@ -199,6 +200,7 @@ class PySession {
     } else {
       throw StatusError{invalidArgument("unknown precision '" + precision + "' (known: normal, high, low)")};
     }
+    config.memoryLimit = memoryLimit;
     if (py::isinstance<py::bytes>(source)) {
       std::string bytes = source.cast<std::string>();
       py::gil_scoped_release release;
@@ -379,8 +381,8 @@ PYBIND11_MODULE(_osprey, m) {
   });
 
   py::class_<PySession>(m, "Session")
-      .def(py::init<const py::object&, const std::string&, int, const std::string&>(), py::arg("source"),
-           py::arg("backend"), py::arg("threads"), py::arg("precision"))
+      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t>(), py::arg("source"),
+           py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0)
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))

@@ -163,6 +163,17 @@ def test_bad_arguments(model_path):
         osprey.InferenceSession(model_path).run("y", {"x": np.ones((1, 13), np.float32)})
 
 
+def test_memory_limit(model_path):
+    session = osprey.InferenceSession(model_path, memory_limit=1 << 20)
+    big = np.ones((1 << 15, 13), np.float32)  # 1.6 MiB
+    with pytest.raises(osprey.OutOfMemoryError, match="input 'x'.*memory limit of 1048576 bytes"):
+        session.run(None, {"x": big})
+    y, _ = session.run(None, {"x": big[:4]})  # still usable at a shape that fits
+    assert y.shape == (4, 5)
+    with pytest.raises(ValueError):
+        osprey.InferenceSession(model_path, memory_limit=0)
+
+
 def test_bfloat16_output_is_unsupported(rng):
     x = randn(rng, 2, 3)
     model = single_op("Cast", {"x": x}, to=TensorProto.BFLOAT16)

@@ -82,14 +82,27 @@ std::vector<TensorInfoPublic> Interpreter::outputs() const { return describe(*mo
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
-Status Session::resize(const std::map<std::string, Shape>& inputShapes) { return impl_->resize(inputShapes); }
+Status Session::resize(const std::map<std::string, Shape>& inputShapes) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  return impl_->resize(inputShapes);
+}
 Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
   return impl_->run(inputs, outputs);
 }
-std::vector<TensorInfoPublic> Session::inputs() const { return impl_->inputInfo(); }
-std::vector<TensorInfoPublic> Session::outputs() const { return impl_->outputInfo(); }
+std::vector<TensorInfoPublic> Session::inputs() const {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  return impl_->inputInfo();
+}
+std::vector<TensorInfoPublic> Session::outputs() const {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  return impl_->outputInfo();
+}
 const SessionStats& Session::stats() const { return impl_->stats(); }
-void Session::setProfiling(bool on) { impl_->setProfiling(on); }
+void Session::setProfiling(bool on) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  impl_->setProfiling(on);
+}
 const std::vector<OpTiming>& Session::lastRunProfile() const { return impl_->lastRunProfile(); }
 
 }  // namespace osprey

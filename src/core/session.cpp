@@ -1,3 +1,6 @@
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
@@ -10,11 +13,21 @@
 
 namespace osprey {
 
+namespace {
+uint64_t physicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) : UINT64_MAX;
+}
+
+uint64_t saturatingProduct(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
+}  // namespace
+
 SessionImpl::SessionImpl(std::shared_ptr<const Model> model, const ScheduleConfig& schedule, const BackendConfig& config)
     : model_(std::move(model)), schedule_(schedule), config_(config) {}
 
 Status SessionImpl::init() {
   if (schedule_.threads < 1) return Status::invalidArgument("threads must be at least 1, got " + std::to_string(schedule_.threads));
+  memoryLimit_ = config_.memoryLimit ? config_.memoryLimit : physicalMemoryBytes();
   const RuntimeCreator* mainCreator = getRuntimeCreator(schedule_.backend);
   if (!mainCreator)
     return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' is not compiled into this build");
@@ -82,6 +95,7 @@ Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
           return Status::invalidArgument("input '" + t.name + "' has symbolic shape " + shapeToString(t.shape) +
                                          "; give its shape");
     }
+    OSPREY_RETURN_IF_ERROR(checkTensorFits("input '" + t.name + "'", t.dtype, s));
     shapes[t.name] = s;
   }
   if (planned_ && shapes == shapes_) return Status::ok();
@@ -94,10 +108,36 @@ Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
 }
 
 uint8_t* SessionImpl::allocateFolded(size_t bytes) {
+  if (bytes > memoryLimit_ || foldedBytes_ > memoryLimit_ - bytes) return nullptr;
   auto block = allocateHost(bytes);
   if (!block) return nullptr;
   folded_.push_back(block);
+  foldedBytes_ += bytes;
   return block.get();
+}
+
+Status SessionImpl::checkTensorFits(const std::string& what, DataType dtype, const Shape& shape) const {
+  const int64_t elements = shapeElements(shape);
+  const size_t elementBytes = std::max<size_t>(dataTypeSize(dtype), 1);
+  const bool overflows = elements < 0 && std::all_of(shape.begin(), shape.end(), [](int64_t d) { return d >= 0; });
+  if (!overflows && (elements <= 0 || static_cast<uint64_t>(elements) <= memoryLimit_ / elementBytes)) return Status::ok();
+  const std::string bytes = overflows ? "more elements than int64 can count"
+                                      : std::to_string(saturatingProduct(static_cast<uint64_t>(elements), elementBytes)) + " bytes";
+  return Status::outOfMemory(what + " of shape " + shapeToString(shape) + " (" + dataTypeName(dtype) + ") needs " + bytes +
+                             ", more than the session's memory limit of " + std::to_string(memoryLimit_) +
+                             " bytes (BackendConfig::memoryLimit)");
+}
+
+Status SessionImpl::checkPlanFits() const {
+  const uint64_t total = uint64_t{stats_.arenaPeakBytes} + stats_.staticBytes + foldedBytes_;
+  if (total <= memoryLimit_) return Status::ok();
+  std::string shapes;
+  for (auto& [name, shape] : shapes_) shapes += (shapes.empty() ? "" : ", ") + name + " " + shapeToString(shape);
+  return Status::outOfMemory("the plan for input shapes " + shapes + " needs " + std::to_string(total) +
+                             " bytes (activations " + std::to_string(stats_.arenaPeakBytes) + ", weights " +
+                             std::to_string(stats_.staticBytes) + ", folded constants " + std::to_string(foldedBytes_) +
+                             "), more than the session's memory limit of " + std::to_string(memoryLimit_) +
+                             " bytes (BackendConfig::memoryLimit)");
 }
 
 Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues) {
@@ -106,6 +146,7 @@ Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues
   memory_.clear();
   mirrors_.clear();
   folded_.clear();
+  foldedBytes_ = 0;
   stats_ = SessionStats();
   tensors_.assign(g.tensors.size(), RuntimeTensor());
   known_.assign(g.tensors.size(), false);
@@ -131,8 +172,9 @@ Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues
     }
     if (inputValues) {
       const Tensor* v = inputValues->at(t.name);
+      OSPREY_RETURN_IF_ERROR(checkTensorFits("input '" + t.name + "'", t.dtype, t.shape));
       uint8_t* p = allocateFolded(t.bytes());
-      if (!p) return Status::outOfMemory("cannot allocate input '" + t.name + "'");
+      if (!p) return Status::outOfMemory("cannot allocate input '" + t.name + "' of " + std::to_string(t.bytes()) + " bytes");
       OSPREY_RETURN_IF_ERROR(convertLayout(v->data(), v->layout(), p, Layout::NCHW, t.shape, dataTypeSize(t.dtype)));
       t.constData = p;
       t.strings = &v->strings();
@@ -179,6 +221,7 @@ Status SessionImpl::computeNode(const Node& node) {
     RuntimeTensor& t = tensors_[node.outputs[i]];
     t.dtype = out[i].dtype;
     t.shape = out[i].shape;
+    OSPREY_RETURN_IF_ERROR(checkTensorFits("output '" + t.name + "' of " + node.describe(), t.dtype, t.shape));
   }
   const bool lowered = !rasters.empty();  // an op may decline lowering for some attributes
   if (allKnown && (def.reference || lowered)) {  // constant folding, on the host
@@ -186,7 +229,10 @@ Status SessionImpl::computeNode(const Node& node) {
       if (node.outputs[i] < 0) continue;
       RuntimeTensor& t = tensors_[node.outputs[i]];
       uint8_t* p = allocateFolded(t.bytes());
-      if (!p) return Status::outOfMemory("cannot allocate folded tensor '" + t.name + "'");
+      if (!p)
+        return Status::outOfMemory("cannot allocate folded tensor '" + t.name + "' of " + std::to_string(t.bytes()) +
+                                   " bytes (" + std::to_string(foldedBytes_) + " folded before it; memory limit " +
+                                   std::to_string(memoryLimit_) + " bytes)");
       t.constData = p;
       out[i].data = p;
       known_[node.outputs[i]] = true;

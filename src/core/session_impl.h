@@ -4,6 +4,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 #include <vector>
 
@@ -28,6 +29,9 @@ class SessionImpl {
     if (backup_) backup_->onProfiling(on);
   }
   const std::vector<OpTiming>& lastRunProfile() const { return profile_; }
+
+  // Held by each public Session call: calls from several threads run one after another.
+  std::mutex callMutex;
 
  private:
   struct Command {
@@ -68,6 +72,9 @@ class SessionImpl {
   void findConcatParts();
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
+  // Refuses a tensor whose shape overflows or whose bytes exceed memoryLimit_; `what` names it.
+  Status checkTensorFits(const std::string& what, DataType dtype, const Shape& shape) const;
+  Status checkPlanFits() const;
   Status storeOutputs(std::vector<Tensor>* outputs) const;
   uint8_t* allocateFolded(size_t bytes);
 
@@ -89,6 +96,8 @@ class SessionImpl {
   std::unordered_map<const RuntimeTensor*, Part> partOf_;  // from findConcatParts
   std::vector<std::unique_ptr<MemObj>> memory_;
   std::vector<std::shared_ptr<uint8_t>> folded_;
+  size_t foldedBytes_ = 0;
+  uint64_t memoryLimit_ = 0;  // BackendConfig::memoryLimit, or the machine's memory
   std::map<std::string, Shape> shapes_;  // current input shapes
   // Dtypes of inputs the model leaves undeclared (subgraph inputs), as last given to run().
   std::map<std::string, DataType> givenDtypes_;

@@ -254,6 +254,11 @@ Status SessionImpl::planMemory() {
   stats_.arenaPeakBytes = main_->arenaPeakBytes() + (backup_ ? backup_->arenaPeakBytes() : 0);
   stats_.activationBytesSum = activationSum;
   stats_.staticBytes = main_->staticBytes() + (backup_ ? backup_->staticBytes() : 0);
+  if (Status fits = checkPlanFits(); !fits) {
+    main_->onClearBuffer();
+    if (backup_) backup_->onClearBuffer();
+    return fits;
+  }
   // Constants needed on a device backend are uploaded once, now.
   for (auto& cmd : commands_)
     if (cmd.isCopy && cmd.inputs[0]->constData)

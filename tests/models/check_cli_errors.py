@@ -82,6 +82,24 @@ def main():
     expect_error(["run", osp, "--input", "nosuch=" + wrong_dtype], "'nosuch'")
     expect_error(["run", os.path.join(tmp, "missing.osp")], "missing.osp")
     expect_error(["bench", osp, "--gap-ms", "-5"], "--gap-ms")
+
+    # Shapes past the memory limit are refused before anything is allocated, naming the tensor.
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"])], "huge",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 100000, 100000])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 100000, 100000])])
+    huge = os.path.join(tmp, "huge_input.onnx")
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), huge)
+    expect_error(["run", huge], "input 'x'", "120000000000 bytes", "memory limit")
+    expect_error(["bench", osp, "--memory-limit", "64K"], "the plan for input shapes input [1, 3, 64, 64]", "limit of 65536 bytes")
+    expect_error(["run", osp, "--memory-limit", "lots"], "--memory-limit")
+    tile = helper.make_graph(
+        [helper.make_node("Tile", ["x", "reps"], ["y"])], "tile",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 224, 224])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+        [helper.make_tensor("reps", TensorProto.INT64, [4], [1, 1, 1, 10 ** 9])])
+    tiled = os.path.join(tmp, "tile_billion.onnx")
+    onnx.save(helper.make_model(tile, opset_imports=[helper.make_opsetid("", 13)]), tiled)
+    expect_error(["run", tiled], "(Tile)", "602112000000000 bytes")
     paused = subprocess.run([os.environ["OSPREY_BIN"], "bench", osp, "--gap-ms", "1", "--loops", "2", "--per-op"],
                             capture_output=True, text=True, timeout=120)
     print("%-4s osprey bench good.osp --gap-ms 1 --loops 2 --per-op" % ("ok" if paused.returncode == 0 else "FAIL"))
