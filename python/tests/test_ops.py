@@ -125,3 +125,16 @@ def test_unary(rng, op):
 def test_cast_to_float16(rng):
     x = randn(rng, 4, 13)
     run_both(single_op("Cast", {"x": x}, to=10), {"x": x})
+
+
+@pytest.mark.parametrize("max_boxes", [np.iinfo(np.int64).max, 2 ** 53 + 1, 3])
+def test_non_max_suppression_box_count_stays_an_integer(rng, max_boxes):
+    # torchvision's detectors export INT64_MAX as the box count: every box ONNX Runtime keeps
+    # must be kept, not none (the count once went through a double and became 0).
+    corners = rng.uniform(0, 100, size=(1, 40, 2)).astype(np.float32)
+    boxes = np.concatenate([corners, corners + rng.uniform(5, 30, size=(1, 40, 2)).astype(np.float32)], axis=2)
+    scores = rng.uniform(0, 1, size=(1, 3, 40)).astype(np.float32)
+    model = single_op("NonMaxSuppression", {"boxes": boxes, "scores": scores},
+                      initializers={"max_boxes": np.array([max_boxes], np.int64), "iou": np.array([0.4], np.float32),
+                                    "score": np.array([0.2], np.float32)})
+    run_both(model, {"boxes": boxes, "scores": scores})

@@ -88,8 +88,29 @@ void storeFromDouble(DataType dtype, void* data, int64_t i, double v) {
     using T = typename decltype(tag)::type;
     if constexpr (std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>) {
       static_cast<T*>(data)[i] = T(static_cast<float>(v));
+    } else if constexpr (std::is_integral_v<T>) {
+      static_cast<T*>(data)[i] = saturatingCast<T>(v);
     } else {
       static_cast<T*>(data)[i] = static_cast<T>(v);
+    }
+  });
+}
+
+bool loadAsInt64(DataType dtype, const void* data, int64_t i, int64_t* out) {
+  if (isLowPrecisionType(dtype)) {
+    *out = saturatingCast<int64_t>(decodeLowPrecision(dtype, static_cast<const uint8_t*>(data)[i]));
+    return true;
+  }
+  return dispatchNumeric(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T v = static_cast<const T*>(data)[i];
+    if constexpr (std::is_same_v<T, uint64_t>) {
+      *out = v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                            : static_cast<int64_t>(v);
+    } else if constexpr (std::is_integral_v<T>) {
+      *out = static_cast<int64_t>(v);
+    } else {
+      *out = saturatingCast<int64_t>(static_cast<double>(static_cast<ComputeType<T>>(v)));
     }
   });
 }

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "osprey/types.h"
@@ -96,9 +97,45 @@ constexpr DataType dataTypeOf() {
   else return DataType::Undefined;
 }
 
+// The one float -> integer conversion every op uses. In range it truncates toward zero, as C
+// and ONNX Cast do. ONNX leaves NaN and out-of-range values undefined (C makes them UB), so
+// here NaN gives 0 and everything else saturates to To's range (-inf and -1.5 -> 0 for
+// unsigned, 300 -> 255 for uint8, 1e30 -> INT64_MAX for int64).
+template <class To>
+To saturatingCast(double v) {
+  static_assert(std::is_integral_v<To>);
+  if constexpr (std::is_same_v<To, bool>) {
+    return v != 0.0;  // ONNX: only +-0 is false; NaN is true
+  } else {
+    if (std::isnan(v)) return To(0);
+    // The limits' doubles are exact or round up to 2^n, so no out-of-range value reaches the cast.
+    if (v <= static_cast<double>(std::numeric_limits<To>::lowest())) return std::numeric_limits<To>::lowest();
+    if (v >= static_cast<double>(std::numeric_limits<To>::max())) return std::numeric_limits<To>::max();
+    return static_cast<To>(v);
+  }
+}
+
+// Unsigned arithmetic of at least 32 bits: integer ops wrap through it (two's complement)
+// without the undefined behaviour of signed overflow or of uint16 * uint16 promoting to int.
+template <class T>
+using WrapType = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
+template <class T>
+T wrappingAdd(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) + static_cast<WrapType<T>>(b));
+}
+template <class T>
+T wrappingMul(T a, T b) {
+  return static_cast<T>(static_cast<WrapType<T>>(a) * static_cast<WrapType<T>>(b));
+}
+
 // Reads element i of a numeric buffer as double / writes a double into it (conversion helpers
-// for Cast, constant folding and tests; not for hot loops).
+// for Cast, constant folding and tests; not for hot loops). Integer targets go through
+// saturatingCast. loadAsDouble rounds int64 values beyond 2^53: integer operands (counts,
+// indices, shapes) are read with loadAsInt64 instead.
 double loadAsDouble(DataType dtype, const void* data, int64_t i);
 void storeFromDouble(DataType dtype, void* data, int64_t i, double v);
+// Element i as int64: integers exactly (uint64 beyond INT64_MAX saturates), floats through
+// saturatingCast. False for a non-numeric dtype.
+bool loadAsInt64(DataType dtype, const void* data, int64_t i, int64_t* out);
 
 }  // namespace osprey

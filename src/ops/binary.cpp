@@ -7,7 +7,6 @@
 // (negative exponents give 0 unless the base is 1 or -1); with a float exponent it is computed
 // in double and converted back.
 #include <cmath>
-#include <limits>
 #include <type_traits>
 
 #include "ops/broadcast_rows.h"
@@ -16,11 +15,6 @@
 namespace osprey {
 
 namespace {
-
-// Unsigned arithmetic of at least 32 bits: wraps without undefined behaviour and without the
-// promotion to int that makes uint16 * uint16 overflow.
-template <class T>
-using WrapType = std::conditional_t<(sizeof(T) <= 4), uint32_t, uint64_t>;
 
 enum class Arith { Add, Sub, Mul, Div };
 
@@ -124,16 +118,6 @@ std::vector<C> convertedValues(const TensorView& v) {
   return r;
 }
 
-// Converts a double to an integer type without undefined behaviour: NaN gives 0, values out
-// of range saturate.
-template <class T>
-T saturatingFromDouble(double v) {
-  if (std::isnan(v)) return 0;
-  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(v);
-}
-
 template <class T>
 T integerPow(T base, int64_t e) {
   if (e < 0) {
@@ -186,7 +170,7 @@ void powKernelFor(const TensorView& a, const TensorView& b, TensorView& y, Threa
     if (floatExponent) {
       std::vector<double> e = convertedValues<double>(b);
       broadcastBinary(y.shape, o, x, a.shape, e.data(), b.shape, pool,
-                      [](T v, double p) { return saturatingFromDouble<T>(std::pow(static_cast<double>(v), p)); });
+                      [](T v, double p) { return saturatingCast<T>(std::pow(static_cast<double>(v), p)); });
     } else {
       std::vector<int64_t> e = convertedValues<int64_t>(b);
       broadcastBinary(y.shape, o, x, a.shape, e.data(), b.shape, pool,

@@ -4,9 +4,10 @@
 // Casts to string are not supported.
 //
 // Conversions ONNX leaves undefined are made deterministic: float to integer truncates toward
-// zero, NaN gives 0, and values outside int64 saturate before the result wraps to a narrower
-// integer (the wrap matches numpy and C casts on x86 for in-range-of-int64 values). Integer to
-// integer wraps. double to float16/bfloat16 rounds through float.
+// zero, NaN gives 0, and values outside the target's range saturate to it (saturatingCast,
+// the rule every float -> integer path in Osprey shares; numpy's wrap would turn 300 into 44
+// and -1 into 255). Integer to integer wraps, as ONNX and numpy do. double to float16/bfloat16
+// rounds through float.
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
@@ -53,19 +54,6 @@ Status castShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-// Float to integer without undefined behaviour (see the file comment).
-template <class To>
-To floatToInteger(double v) {
-  if (std::isnan(v)) return To(0);
-  if constexpr (std::is_same_v<To, uint64_t>) {
-    if (v >= 18446744073709551616.0) return std::numeric_limits<uint64_t>::max();
-    if (v >= 9223372036854775808.0) return static_cast<uint64_t>(v);
-  }
-  if (v >= 9223372036854775808.0) return static_cast<To>(std::numeric_limits<int64_t>::max());
-  if (v < -9223372036854775808.0) return static_cast<To>(std::numeric_limits<int64_t>::min());
-  return static_cast<To>(static_cast<int64_t>(v));
-}
-
 template <class To, class From>
 inline To convertValue(From x) {
   using CF = ComputeType<From>;
@@ -75,7 +63,7 @@ inline To convertValue(From x) {
   } else if constexpr (std::is_same_v<From, bool>) {
     return To(CT(x ? 1 : 0));
   } else if constexpr (isFloatLike<From> && !isFloatLike<To>) {
-    return floatToInteger<To>(static_cast<double>(CF(x)));
+    return saturatingCast<To>(static_cast<double>(CF(x)));
   } else {
     return To(static_cast<CT>(CF(x)));
   }
@@ -152,8 +140,18 @@ void castLowPrecision(const Node& node, const TensorView& in, TensorView& out) {
   const bool saturate = node.getInt("saturate", 1) != 0;
   const std::string roundMode = node.getString("round_mode", "up");
   const int64_t n = in.elements();
+  const bool wrapsToSubByteInt = out.dtype == DataType::Int4 || out.dtype == DataType::UInt4 ||
+                                 out.dtype == DataType::Int2 || out.dtype == DataType::UInt2;
   for (int64_t i = 0; i < n; ++i) {
     double v = loadAsDouble(in.dtype, in.data, i);
+    // An integer wraps to a 2- or 4-bit one by its low bits, which a double loses beyond 2^53:
+    // its low byte stands in for it.
+    if (wrapsToSubByteInt && !isLowPrecisionType(in.dtype))
+      dispatchNumeric(in.dtype, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+          v = static_cast<double>(static_cast<uint64_t>(in.as<const T>()[i]) & 0xffu);
+      });
     if (isLowPrecisionType(out.dtype)) {
       out.as<uint8_t>()[i] = encodeLowPrecision(out.dtype, v, saturate, roundMode);
     } else if (out.dtype == DataType::Bool) {

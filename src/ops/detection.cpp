@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -75,7 +76,8 @@ struct Sample {
 // The bilinear taps of point (y, x) in an h x w map.
 Sample bilinearSample(double y, double x, int64_t h, int64_t w) {
   Sample s;
-  if (y < -1.0 || y > static_cast<double>(h) || x < -1.0 || x > static_cast<double>(w)) return s;
+  // Written to be false for NaN too: a NaN coordinate reads nothing instead of an undefined cast.
+  if (!(y >= -1.0 && y <= static_cast<double>(h) && x >= -1.0 && x <= static_cast<double>(w))) return s;
   y = std::max(y, 0.0);
   x = std::max(x, 0.0);
   int64_t y0 = static_cast<int64_t>(y), x0 = static_cast<int64_t>(x), y1, x1;
@@ -105,7 +107,8 @@ Status roiAlignKernel(const Node& node, const TensorViews& in, TensorViews& out,
   const int64_t numRois = in[1].shape[0];
   std::vector<int64_t> batchIndex(static_cast<size_t>(numRois));
   for (int64_t r = 0; r < numRois; ++r) {
-    batchIndex[r] = static_cast<int64_t>(loadAsDouble(in[2].dtype, in[2].data, r));
+    if (!loadAsInt64(in[2].dtype, in[2].data, r, &batchIndex[r]))
+      return Status::invalidModel(dtypeError(in[2], "batch_indices"));
     if (batchIndex[r] < 0 || batchIndex[r] >= n)
       return Status::invalidArgument("batch_indices[" + std::to_string(r) + "] = " + std::to_string(batchIndex[r]) +
                                      " is outside [0, " + std::to_string(n) + ")");
@@ -180,12 +183,20 @@ struct NmsParams {
   bool hasScoreThreshold = false, centerBox = false;
 };
 
-Status readScalar(const TensorViews& in, size_t i, const char* what, double* v, bool* present) {
+// The one value of optional input i, if present and known: as int64 exactly for the box
+// count (torchvision exports INT64_MAX, which a double would turn into 2^63), as double else.
+template <class V>
+Status readScalar(const TensorViews& in, size_t i, const char* what, V* v, bool* present) {
   *present = in.size() > i && in[i].present;
   if (!*present) return Status::ok();
   if (in[i].elements() != 1)
     return Status::invalidModel(std::string(what) + " " + shapeToString(in[i].shape) + " must hold one value");
-  if (in[i].data) *v = loadAsDouble(in[i].dtype, in[i].data, 0);
+  if (!in[i].data) return Status::ok();
+  if constexpr (std::is_same_v<V, int64_t>) {
+    if (!loadAsInt64(in[i].dtype, in[i].data, 0, v)) return Status::invalidModel(dtypeError(in[i], what));
+  } else {
+    *v = loadAsDouble(in[i].dtype, in[i].data, 0);
+  }
   return Status::ok();
 }
 
@@ -203,9 +214,9 @@ Status setupNms(const Node& node, const TensorViews& in, NmsParams* p) {
     return Status::invalidModel("center_point_box must be 0 or 1, got " + std::to_string(center));
   p->centerBox = center == 1;
   bool present;
-  double maxOut = 0;
+  int64_t maxOut = 0;
   OSPREY_RETURN_IF_ERROR(readScalar(in, 2, "max_output_boxes_per_class", &maxOut, &present));
-  p->maxPerClass = std::max<int64_t>(0, static_cast<int64_t>(maxOut));
+  p->maxPerClass = std::max<int64_t>(0, maxOut);  // negative keeps nothing, as 0 does in ONNX Runtime
   OSPREY_RETURN_IF_ERROR(readScalar(in, 3, "iou_threshold", &p->iouThreshold, &present));
   OSPREY_RETURN_IF_ERROR(readScalar(in, 4, "score_threshold", &p->scoreThreshold, &p->hasScoreThreshold));
   return Status::ok();

@@ -41,7 +41,10 @@ Status tileShape(const Node&, const TensorViews& inputs, TensorViews& outputs) {
     return Status::invalidModel("repeats " + shapeToString(repeats) + " must have one entry per dimension of input shape " +
                                 shapeToString(inputs[0].shape));
   Shape out = inputs[0].shape;
-  for (size_t d = 0; d < out.size(); ++d) out[d] *= repeats[d];
+  for (size_t d = 0; d < out.size(); ++d)
+    if (__builtin_mul_overflow(out[d], repeats[d], &out[d]))
+      return Status::invalidModel("repeats " + shapeToString(repeats) + " take input shape " +
+                                  shapeToString(inputs[0].shape) + " beyond int64");
   outputs[0].dtype = inputs[0].dtype;
   outputs[0].shape = out;
   return Status::ok();

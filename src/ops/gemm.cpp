@@ -151,11 +151,19 @@ Status gemmReference(const Node& node, const TensorViews& inputs, TensorViews& o
       const T* cRow = c ? c + i * cStrides[0] : nullptr;
       for (int64_t j = 0; j < s.N; ++j) {
         T v = row[j];
-        if (!plain)
-          v = static_cast<T>(alpha * static_cast<Scale>(v) +
-                             (cRow ? beta * static_cast<Scale>(cRow[j * cStrides[1]]) : Scale(0)));
-        else if (cRow)
-          v += cRow[j * cStrides[1]];
+        if (!plain) {
+          const Scale scaled = alpha * static_cast<Scale>(v) +
+                               (cRow ? beta * static_cast<Scale>(cRow[j * cStrides[1]]) : Scale(0));
+          if constexpr (std::is_integral_v<T>)
+            v = saturatingCast<T>(scaled);
+          else
+            v = scaled;
+        } else if (cRow) {
+          if constexpr (std::is_integral_v<T>)
+            v = wrappingAdd(v, cRow[j * cStrides[1]]);
+          else
+            v += cRow[j * cStrides[1]];
+        }
         row[j] = applyActivation(s.act, v);
       }
     });

@@ -1,6 +1,7 @@
 // Compress (select slices by a bool mask), OneHot, CumSum/CumProd (running sums and products
 // along an axis) and ReverseSequence (reverse the first len[b] steps of every batch entry).
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <type_traits>
@@ -84,10 +85,10 @@ Status oneHotParams(const Node& node, const TensorViews& in, int64_t* depth, int
     return Status::invalidModel("depth (input 1) must hold one value, got shape " + shapeToString(in[1].shape));
   if (!in[1].hasValue()) return Status::invalidArgument("depth (input 1) must be known when shapes are computed");
   if (!dispatchNumeric(in[1].dtype, [](auto) {})) return Status::invalidModel(dtypeError(in[1], "depth (input 1)"));
-  // A non-integer depth is cast to int64, as the ONNX spec says.
-  const double d = loadAsDouble(in[1].dtype, in[1].data, 0);
-  if (!(d >= 0 && d < 9.0e18)) return Status::invalidArgument("depth " + std::to_string(d) + " must be non-negative");
-  *depth = static_cast<int64_t>(d);
+  // A non-integer depth is cast to int64, as the ONNX spec says; an integer one is read exactly.
+  const double approx = loadAsDouble(in[1].dtype, in[1].data, 0);
+  if (std::isnan(approx) || !loadAsInt64(in[1].dtype, in[1].data, 0, depth) || *depth < 0)
+    return Status::invalidArgument("depth " + std::to_string(approx) + " must be non-negative");
   if (in[2].elements() != 2)
     return Status::invalidModel("values (input 2) must hold [off, on], got shape " + shapeToString(in[2].shape));
   const int64_t outRank = in[0].rank() + 1;
@@ -116,9 +117,9 @@ Status oneHotKernel(const Node& node, const TensorViews& in, TensorViews& out, T
   for (int64_t d = axis; d < in[0].rank(); ++d) inner *= in[0].shape[d];
   const int64_t count = in[0].elements();
   for (int64_t j = 0; j < count; ++j) {
-    const double raw = loadAsDouble(in[0].dtype, in[0].data, j);
-    if (!(raw > -9.0e18 && raw < 9.0e18)) continue;  // NaN or far out of range: all off
-    int64_t idx = static_cast<int64_t>(raw);
+    if (std::isnan(loadAsDouble(in[0].dtype, in[0].data, j))) continue;  // all off
+    int64_t idx;
+    loadAsInt64(in[0].dtype, in[0].data, j, &idx);  // saturated far-out indices stay out of range
     if (idx < 0) idx += depth;
     if (idx < 0 || idx >= depth) continue;  // out-of-range indices give an all-off row
     const int64_t o = j / inner, i = j % inner;

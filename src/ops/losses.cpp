@@ -93,7 +93,8 @@ Status negativeLogLikelihood(const LossSetup& s, const ComputeType<T>* logp, con
   for (int64_t n = 0; n < s.batch; ++n) {
     for (int64_t d = 0; d < s.inner; ++d) {
       const int64_t p = n * s.inner + d;
-      const int64_t cls = static_cast<int64_t>(loadAsDouble(target.dtype, target.data, p));
+      const int64_t cls =
+          target.dtype == DataType::Int64 ? target.as<const int64_t>()[p] : target.as<const int32_t>()[p];
       if (s.hasIgnore && cls == s.ignoreIndex) {
         loss[p] = 0;
         continue;

@@ -4,7 +4,6 @@
 // float16/bfloat16). Sign and Shrink also take integers; Shrink computes integers in double and
 // converts back the way numpy's astype does (truncation, here saturating instead of undefined).
 #include <cmath>
-#include <limits>
 #include <string>
 #include <type_traits>
 
@@ -44,15 +43,6 @@ Status mathShape(const Node& node, const TensorViews& in, TensorViews& out) {
 template <class C>
 C softplus(C v) {
   return v > C(0) ? v + std::log1p(std::exp(-v)) : std::log1p(std::exp(v));
-}
-
-// A double as integer type T: truncation toward zero, NaN gives 0, saturating out of range.
-template <class T>
-T integerFromDouble(double v) {
-  if (std::isnan(v)) return T(0);
-  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(v);
 }
 
 template <class T>
@@ -121,7 +111,7 @@ bool numericOp(const Node& node, const T* x, T* y, int64_t n, ThreadPool* pool) 
       } else {
         mapElements(x, y, n, pool, [bias, lambd](T t) {
           const double v = static_cast<double>(t);
-          return integerFromDouble<T>(v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
+          return saturatingCast<T>(v < -lambd ? v + bias : v > lambd ? v - bias : 0.0);
         });
       }
       return true;

@@ -203,7 +203,7 @@ Status tensorScatterReference(const Node& node, const TensorViews& in, TensorVie
   std::vector<int64_t> writeAt(static_cast<size_t>(s.batch), 0);
   if (in.size() > 2 && in[2].present) OSPREY_RETURN_IF_ERROR(in[2].readInts(&writeAt, "write_indices"));
   for (int64_t w : writeAt) {
-    if (w < 0 || (!s.circular && w + s.seq > s.maxSeq))
+    if (w < 0 || (!s.circular && w > s.maxSeq - s.seq))  // not w + seq: INT64_MAX would wrap
       return Status::invalidArgument("write index " + std::to_string(w) + " with " + std::to_string(s.seq) +
                                      " updates does not fit a cache of " + std::to_string(s.maxSeq));
   }
@@ -215,7 +215,7 @@ Status tensorScatterReference(const Node& node, const TensorViews& in, TensorVie
   for (int64_t p = 0; p < s.prefix; ++p) {
     const int64_t start = writeAt[static_cast<size_t>(p / perBatch)];
     for (int64_t t = 0; t < s.seq; ++t) {
-      const int64_t pos = s.circular ? (start + t) % s.maxSeq : start + t;
+      const int64_t pos = s.circular ? (start % s.maxSeq + t) % s.maxSeq : start + t;
       std::memcpy(dst + (p * s.maxSeq + pos) * row, src + (p * s.seq + t) * row, row);
     }
   }

@@ -4,6 +4,7 @@
 // runs of constant source step and copies the product of the runs as boxes.
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "geometry/geometry.h"
 #include "ops/op_util.h"
@@ -58,7 +59,12 @@ Status computePad(const Node& node, const TensorViews& inputs, PadPlan* plan) {
   }
   plan->shape = in;
   for (int64_t d = 0; d < rank; ++d) {
-    plan->shape[d] = in[d] + plan->begin[d] + plan->end[d];
+    // In 128 bits: pads of INT64_MIN and INT64_MAX may cancel out, or overflow alone.
+    const __int128 length = static_cast<__int128>(in[d]) + plan->begin[d] + plan->end[d];
+    if (length > std::numeric_limits<int64_t>::max())
+      return Status::invalidModel("pads " + shapeToString(pads) + " take dimension " + std::to_string(d) +
+                                  " of input shape " + shapeToString(in) + " beyond int64");
+    plan->shape[d] = length < 0 ? -1 : static_cast<int64_t>(length);
     if (plan->shape[d] < 0)
       return Status::invalidModel("pads " + shapeToString(pads) + " crop more than dimension " + std::to_string(d) +
                                   " of input shape " + shapeToString(in) + " holds");
@@ -73,16 +79,16 @@ Status computePad(const Node& node, const TensorViews& inputs, PadPlan* plan) {
 // Coordinates outside the input reflect, clamp or wrap against the whole input dimension,
 // also when the other side is cropped.
 int64_t sourceIndex(PadMode mode, int64_t o, int64_t begin, int64_t dim) {
-  const int64_t i = o - begin;
-  if (i >= 0 && i < dim) return i;
+  const __int128 i = static_cast<__int128>(o) - begin;  // begin may be INT64_MIN
+  if (i >= 0 && i < dim) return static_cast<int64_t>(i);
   switch (mode) {
     case PadMode::Constant: return -1;
     case PadMode::Edge: return i < 0 ? 0 : dim - 1;
-    case PadMode::Wrap: return ((i % dim) + dim) % dim;
+    case PadMode::Wrap: return static_cast<int64_t>(((i % dim) + dim) % dim);
     case PadMode::Reflect: {
       if (dim == 1) return 0;
       const int64_t period = 2 * (dim - 1);  // 0 1 .. dim-1 .. 1, repeated (as numpy's reflect)
-      int64_t m = ((i % period) + period) % period;
+      const int64_t m = static_cast<int64_t>(((i % period) + period) % period);
       return m < dim ? m : period - m;
     }
   }

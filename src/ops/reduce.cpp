@@ -61,15 +61,6 @@ struct LogSumExpAcc {
   double s = 0.0;
 };
 
-// A double converted to an integer type: NaN gives 0, out-of-range values saturate.
-template <class T>
-T saturate(double v) {
-  if (v != v) return T(0);
-  if (v <= static_cast<double>(std::numeric_limits<T>::lowest())) return std::numeric_limits<T>::lowest();
-  if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-  return static_cast<T>(v);
-}
-
 Status reduceShape(const Node& node, const TensorViews& in, TensorViews& out) {
   const DataType t = in[0].dtype;
   bool ok = dispatchNumeric(t, [](auto) {}) &&
@@ -181,7 +172,7 @@ struct Reducer {
       if constexpr (isFloatLike<T>)
         return T(C(r));
       else
-        return saturate<T>(r);
+        return saturatingCast<T>(r);
     } else {
       return static_cast<T>(a);
     }

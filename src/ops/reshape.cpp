@@ -29,7 +29,7 @@ Status reshapeShape(const Node& node, const TensorViews& inputs, TensorViews& ou
   const Shape& in = inputs[0].shape;
   Shape out(requested.size());
   int inferred = -1;
-  bool hasZero = false;
+  bool hasZero = false, overflow = false, emptyDim = false;
   int64_t known = 1;
   for (size_t i = 0; i < requested.size(); ++i) {
     int64_t v = requested[i];
@@ -49,8 +49,13 @@ Status reshapeShape(const Node& node, const TensorViews& inputs, TensorViews& ou
       }
     }
     out[i] = v;
-    known *= v;
+    // A wrapped product could match the element count by accident and pass a huge shape.
+    overflow |= __builtin_mul_overflow(known, v, &known);
+    emptyDim |= v == 0;
   }
+  if (overflow && !emptyDim)
+    return Status::invalidModel("shape " + shapeToString(requested) + " has more elements than int64 holds");
+  if (emptyDim) known = 0;
   if (allowZero && hasZero && inferred >= 0)
     return Status::invalidModel("shape " + shapeToString(requested) + " has both 0 and -1, which allowzero=1 forbids");
   const int64_t total = inputs[0].elements();

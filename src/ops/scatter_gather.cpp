@@ -61,13 +61,24 @@ void combine(DataType dtype, Reduction r, void* dst, const void* src, int64_t n)
   dispatchNumeric(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
+    // Integers wrap like Add and Mul do (int64 overflow would be undefined); bool is or / and.
+    auto add = [](C a, C b) -> C {
+      if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) return wrappingAdd(a, b);
+      else if constexpr (std::is_same_v<C, bool>) return a || b;
+      else return a + b;
+    };
+    auto mul = [](C a, C b) -> C {
+      if constexpr (std::is_integral_v<C> && !std::is_same_v<C, bool>) return wrappingMul(a, b);
+      else if constexpr (std::is_same_v<C, bool>) return a && b;
+      else return a * b;
+    };
     T* d = static_cast<T*>(dst);
     const T* s = static_cast<const T*>(src);
     for (int64_t i = 0; i < n; ++i) {
       const C a = C(d[i]), b = C(s[i]);
       switch (r) {
-        case Reduction::Add: d[i] = T(static_cast<C>(a + b)); break;
-        case Reduction::Mul: d[i] = T(static_cast<C>(a * b)); break;
+        case Reduction::Add: d[i] = T(add(a, b)); break;
+        case Reduction::Mul: d[i] = T(mul(a, b)); break;
         case Reduction::Max: d[i] = T(std::max(a, b)); break;
         default: d[i] = T(std::min(a, b)); break;
       }

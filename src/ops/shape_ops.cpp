@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "ops/op_util.h"
 
@@ -108,11 +109,16 @@ Status rangeShape(const Node&, const TensorViews& inputs, TensorViews& outputs) 
       // Exact integer count; __int128 keeps limit - start from overflowing.
       const __int128 span = static_cast<__int128>(limit) - static_cast<__int128>(start), d = delta;
       const __int128 n = (span > 0) == (d > 0) && span != 0 ? (span + d + (d > 0 ? -1 : 1)) / d : 0;
+      if (n > std::numeric_limits<int64_t>::max()) {  // INT64_MIN to INT64_MAX by 1: 2^64 - 1 values
+        st = Status::invalidModel("start, limit and delta give more than INT64_MAX values");
+        return;
+      }
       count = static_cast<int64_t>(n);
     } else {
       const double n = std::ceil((static_cast<double>(limit) - static_cast<double>(start)) / static_cast<double>(delta));
-      if (!std::isfinite(n)) {
-        st = Status::invalidModel("start, limit and delta do not give a finite length");
+      // 2^63 and beyond would not survive the cast to int64.
+      if (!std::isfinite(n) || n >= 9223372036854775808.0) {
+        st = Status::invalidModel("start, limit and delta do not give a length that int64 holds");
         return;
       }
       count = n > 0 ? static_cast<int64_t>(n) : 0;
@@ -188,10 +194,11 @@ Status constantReference(const Node& node, const TensorViews&, TensorViews& outp
   } else if (a->name == "value_float") {
     *static_cast<float*>(dst) = node.getFloat("value_float", 0.f);
   } else if (a->name == "value_floats") {
-    std::memcpy(dst, a->floats.data(), a->floats.size() * sizeof(float));
+    // An empty list has no data() to copy from (null), and its output no bytes to copy to.
+    if (!a->floats.empty()) std::memcpy(dst, a->floats.data(), a->floats.size() * sizeof(float));
   } else if (a->name == "value_int") {
     *static_cast<int64_t*>(dst) = node.getInt("value_int", 0);
-  } else {
+  } else if (!a->ints.empty()) {
     std::memcpy(dst, a->ints.data(), a->ints.size() * sizeof(int64_t));
   }
   return Status::ok();

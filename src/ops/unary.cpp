@@ -61,8 +61,7 @@ Status unaryShape(const Node& node, const TensorViews& in, TensorViews& out) {
 template <class C>
 inline C wrapNegate(C v) {
   if constexpr (std::is_integral_v<C>) {
-    using W = std::conditional_t<(sizeof(C) <= 4), uint32_t, uint64_t>;
-    return static_cast<C>(W(0) - static_cast<W>(v));
+    return static_cast<C>(WrapType<C>(0) - static_cast<WrapType<C>>(v));
   } else {
     return -v;
   }

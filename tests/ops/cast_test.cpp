@@ -54,13 +54,13 @@ TEST(CastOp, EveryNumericPair) {
   }
 }
 
-TEST(CastOp, NegativeAndWrapping) {
+TEST(CastOp, NegativeAndSaturating) {
   Tensor f = makeTensor<float>({6}, {-1.5f, -0.5f, 2.9f, 300.f, -129.f, std::numeric_limits<float>::quiet_NaN()});
   Tensor i8 = run1(castTo(DataType::Int8), {in(f)});
-  const int8_t e8[] = {-1, 0, 2, 44, 127, 0};  // truncation toward zero, then wrap; NaN -> 0
+  const int8_t e8[] = {-1, 0, 2, 127, -128, 0};  // truncation toward zero, saturation; NaN -> 0
   for (int i = 0; i < 6; ++i) EXPECT_EQ(i8.data<int8_t>()[i], e8[i]) << i;
   Tensor u8 = run1(castTo(DataType::UInt8), {in(f)});
-  const uint8_t eu8[] = {255, 0, 2, 44, 127, 0};
+  const uint8_t eu8[] = {0, 0, 2, 255, 0, 0};
   for (int i = 0; i < 6; ++i) EXPECT_EQ(u8.data<uint8_t>()[i], eu8[i]) << i;
   Tensor huge = makeTensor<double>({3}, {1e30, -1e30, 1.8e19});
   Tensor i64 = run1(castTo(DataType::Int64), {in(huge)});

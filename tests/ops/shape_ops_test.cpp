@@ -172,6 +172,9 @@ TEST(ConstantOp, EveryValueAttribute) {
   Node empty = makeNode(OpType::Constant);
   empty.setInts("value_ints", {});
   expectSame(run1(empty, {}), ints({}));
+  Node emptyFloats = makeNode(OpType::Constant);
+  emptyFloats.setFloats("value_floats", {});
+  expectSame(run1(emptyFloats, {}), makeTensor<float>({0}, {}));
 }
 
 TEST(ConstantOp, BadAttributesAreErrors) {
