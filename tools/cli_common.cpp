@@ -139,6 +139,11 @@ Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
     return Status::invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)");
   if (args.has("threads")) OSPREY_RETURN_IF_ERROR(parseInt(args.get("threads"), "--threads", &schedule->threads));
   if (schedule->threads < 1) return Status::invalidArgument("--threads must be at least 1");
+  if (args.has("time-limit-ms")) {
+    int ms = 0;
+    OSPREY_RETURN_IF_ERROR(parseInt(args.get("time-limit-ms"), "--time-limit-ms", &ms));
+    schedule->runTimeLimitMs = ms;
+  }
   return Status::ok();
 }
 

@@ -1,5 +1,6 @@
 // osprey run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend B] [--threads N] [--loops L]
 //                  [--precision normal|high|low] [--memory-limit BYTES]
+//                  [--time-limit-ms MS]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -24,7 +25,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int cmdRun(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit"}, {"quiet"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit", "time-limit-ms"}, {"quiet"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;

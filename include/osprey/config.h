@@ -13,6 +13,10 @@ struct ScheduleConfig {
   ForwardType backend = ForwardType::CPU;
   ForwardType backupBackend = ForwardType::CPU;  // takes every op the main backend declines
   int threads = 1;
+  // A run that takes longer fails with an error instead of going on (0: no limit). Checked
+  // between commands and at each iteration of Loop and Scan, whose trip count a model may set
+  // to 2^63.
+  int64_t runTimeLimitMs = 0;
 };
 
 struct BackendConfig {

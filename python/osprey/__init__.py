@@ -143,6 +143,8 @@ class InferenceSession:
         memory_limit: the most bytes the session may plan (any one tensor, and activations,
             weights and folded constants together); shapes needing more raise
             ``OutOfMemoryError`` when run. None: the machine's physical memory.
+        run_time_limit_ms: a run that takes longer raises ``InvalidArgumentError`` (checked
+            between ops and at each Loop / Scan iteration). None: no limit.
         providers: ONNX Runtime provider names (e.g. ``["CUDAExecutionProvider",
             "CPUExecutionProvider"]``); the first one compiled into this build picks the backend.
             Overrides ``backend``.
@@ -165,6 +167,7 @@ class InferenceSession:
         precision: str = "normal",
         *,
         memory_limit: Optional[int] = None,
+        run_time_limit_ms: Optional[int] = None,
         providers: Optional[Sequence[str]] = None,
     ) -> None:
         if providers:
@@ -181,8 +184,11 @@ class InferenceSession:
         self._precision = precision
         if memory_limit is not None and int(memory_limit) <= 0:
             raise ValueError("memory_limit must be a positive number of bytes, got %r" % (memory_limit,))
+        if run_time_limit_ms is not None and int(run_time_limit_ms) <= 0:
+            raise ValueError("run_time_limit_ms must be a positive number of milliseconds, got %r" % (run_time_limit_ms,))
         self._session = _osprey.Session(source, backend, self._threads, precision,
-                                        0 if memory_limit is None else int(memory_limit))
+                                        0 if memory_limit is None else int(memory_limit),
+                                        0 if run_time_limit_ms is None else int(run_time_limit_ms))
         self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
         self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
 

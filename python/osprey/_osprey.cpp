@@ -184,12 +184,14 @@ bool isOspBuffer(const std::string& bytes) {
 class PySession {
  public:
   PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision,
-            uint64_t memoryLimit) {
+            uint64_t memoryLimit, int64_t runTimeLimitMs) {
     ScheduleConfig schedule;
     if (!forwardTypeFromName(backend, &schedule.backend))
       throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
     if (threads < 1) throw StatusError{invalidArgument("threads must be at least 1, got " + std::to_string(threads))};
     schedule.threads = threads;
+    if (runTimeLimitMs < 0) throw StatusError{invalidArgument("run_time_limit_ms must be >= 0")};
+    schedule.runTimeLimitMs = runTimeLimitMs;
     BackendConfig config;
     if (precision == "normal") {
       config.precision = BackendConfig::Precision::Normal;
@@ -381,8 +383,9 @@ PYBIND11_MODULE(_osprey, m) {
   });
 
   py::class_<PySession>(m, "Session")
-      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t>(), py::arg("source"),
-           py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0)
+      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t>(),
+           py::arg("source"), py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0,
+           py::arg("run_time_limit_ms") = 0)
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))

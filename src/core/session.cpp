@@ -1,5 +1,3 @@
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
@@ -7,6 +5,7 @@
 
 #include "core/evaluate.h"
 #include "core/layout.h"
+#include "core/run_limits.h"
 #include "core/session_impl.h"
 #include "ops/flops.h"
 #include "ops/op_def.h"
@@ -14,11 +13,6 @@
 namespace osprey {
 
 namespace {
-uint64_t physicalMemoryBytes() {
-  const long pages = sysconf(_SC_PHYS_PAGES), pageSize = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && pageSize > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(pageSize) : UINT64_MAX;
-}
-
 uint64_t saturatingProduct(uint64_t a, uint64_t b) { return b && a > UINT64_MAX / b ? UINT64_MAX : a * b; }
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/layout.h"
+#include "core/run_limits.h"
 #include "core/session_impl.h"
 #include "ops/op_def.h"
 
@@ -278,6 +279,7 @@ Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
 }
 
 Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
+  const RunDeadline deadline(schedule_.runTimeLimitMs);
   const Graph& g = model_->graph;
   std::map<std::string, Shape> shapes;
   std::map<std::string, const Tensor*> values;
@@ -348,6 +350,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   for (auto& cmd : commands_) {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
     if (cmd.viewOf || cmd.inputsInOutput) continue;        // shares its inputs' memory
+    if (RunDeadline::passed()) return RunDeadline::error(cmd.isCopy ? "a copy" : cmd.op.describe());
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     if (cmd.isCopy) {
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "core/graph.h"
+#include "core/run_limits.h"
 #include "ops/op_util.h"
 #include "osprey/interpreter.h"
 
@@ -108,7 +109,11 @@ Status loopCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
   const int64_t k = static_cast<int64_t>(body->outputs.size()) - 1 - n;
   if (k < 0) return Status::invalidModel("Loop body has fewer outputs than loop-carried values");
   const bool hasMax = in[0].present && in[0].hasValue() && in[0].elements() > 0;
-  const int64_t maxTrips = hasMax ? static_cast<int64_t>(loadAsDouble(in[0].dtype, in[0].data, 0)) : 0;
+  // Read exactly: exporters write INT64_MAX for "no limit", which a double turns into 2^63
+  // and a cast back into INT64_MIN, i.e. no iterations at all.
+  int64_t maxTrips = 0;
+  if (hasMax && !loadAsInt64(in[0].dtype, in[0].data, 0, &maxTrips))
+    return Status::invalidModel(dtypeError(in[0], "M"));
   bool cond = !(in.size() > 1 && in[1].present) || scalarTrue(in[1]);
   std::vector<Tensor> values;
   for (int64_t i = 0; i < n; ++i) {
@@ -119,7 +124,10 @@ Status loopCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
   std::vector<std::vector<Tensor>> scans(k);
   SubgraphRunner runner;
   OSPREY_RETURN_IF_ERROR(runner.init(body));
+  const uint64_t memory = physicalMemoryBytes();
+  uint64_t scanBytes = 0;
   for (int64_t iter = 0; (!hasMax || iter < maxTrips) && cond; ++iter) {
+    if (RunDeadline::passed()) return RunDeadline::error(node.describe() + ", iteration " + std::to_string(iter));
     Tensor iterNum(DataType::Int64, {});
     iterNum.data<int64_t>()[0] = iter;
     Tensor condIn(DataType::Bool, {});
@@ -131,7 +139,13 @@ Status loopCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
     OSPREY_RETURN_IF_ERROR(runner.run(inputs, &outs).withContext("Loop iteration " + std::to_string(iter)));
     cond = outs[0].elements() > 0 && loadAsDouble(outs[0].dtype(), outs[0].data(), 0) != 0.0;
     for (int64_t i = 0; i < n; ++i) values[i] = outs[1 + i];
-    for (int64_t i = 0; i < k; ++i) scans[i].push_back(outs[1 + n + i]);
+    for (int64_t i = 0; i < k; ++i) {
+      scanBytes += outs[1 + n + i].bytes();
+      scans[i].push_back(outs[1 + n + i]);
+    }
+    if (scanBytes > memory)
+      return Status::outOfMemory(node.describe() + ": its scan outputs pass the machine's " + std::to_string(memory) +
+                                 " bytes at iteration " + std::to_string(iter));
     if (!hasMax && !(in.size() > 1 && in[1].present)) return Status::invalidModel("Loop without M or cond never ends");
   }
   *results = values;
@@ -193,6 +207,7 @@ Status scanCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
   SubgraphRunner runner;
   OSPREY_RETURN_IF_ERROR(runner.init(body));
   for (int64_t t = 0; t < seqLen; ++t) {
+    if (RunDeadline::passed()) return RunDeadline::error(node.describe() + ", iteration " + std::to_string(t));
     std::vector<Tensor> inputs = states;
     for (int64_t j = 0; j < m; ++j) inputs.push_back(sliceAlong(in[n + j], inAxes[j], inDirs[j] ? seqLen - 1 - t : t));
     for (int64_t c = 0; c < captured; ++c) inputs.push_back(wrapView(in[in.size() - captured + c]));

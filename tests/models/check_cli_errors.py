@@ -100,6 +100,24 @@ def main():
     tiled = os.path.join(tmp, "tile_billion.onnx")
     onnx.save(helper.make_model(tile, opset_imports=[helper.make_opsetid("", 13)]), tiled)
     expect_error(["run", tiled], "(Tile)", "602112000000000 bytes")
+
+    # A Loop asking for INT64_MAX iterations ends at the run's time limit instead of never.
+    body = helper.make_graph(
+        [helper.make_node("Identity", ["cond_in"], ["cond_out"]), helper.make_node("Add", ["v_in", "one"], ["v_out"])],
+        "body", [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+                 helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+                 helper.make_tensor_value_info("v_in", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("v_out", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("one", TensorProto.FLOAT, [1], [1.0])])
+    loop = helper.make_graph(
+        [helper.make_node("Loop", ["m", "c", "v"], ["y"], body=body)], "endless",
+        [helper.make_tensor_value_info("v", TensorProto.FLOAT, [1])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
+        [helper.make_tensor("m", TensorProto.INT64, [], [2 ** 63 - 1]), helper.make_tensor("c", TensorProto.BOOL, [], [True])])
+    endless = os.path.join(tmp, "endless_loop.onnx")
+    onnx.save(helper.make_model(loop, opset_imports=[helper.make_opsetid("", 13)]), endless)
+    expect_error(["run", endless, "--time-limit-ms", "300"], "limit of 300 ms", "(Loop)")
     paused = subprocess.run([os.environ["OSPREY_BIN"], "bench", osp, "--gap-ms", "1", "--loops", "2", "--per-op"],
                             capture_output=True, text=True, timeout=120)
     print("%-4s osprey bench good.osp --gap-ms 1 --loops 2 --per-op" % ("ok" if paused.returncode == 0 else "FAIL"))

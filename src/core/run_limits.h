@@ -1,0 +1,34 @@
+// Limits a run is held to beyond one command: the wall-clock limit of a run
+// (ScheduleConfig::runTimeLimitMs), which the ops that loop inside one command (Loop, Scan)
+// check at each iteration, and the machine's memory, which bounds what they accumulate. A model
+// may legitimately ask for 2^63 iterations; with a limit it ends with an error instead of never.
+#pragma once
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include "osprey/status.h"
+
+namespace osprey {
+
+uint64_t physicalMemoryBytes();
+
+// Sets this thread's run deadline for its lifetime (limitMs 0: none). A nested run (a Loop's
+// body) keeps an enclosing run's earlier deadline.
+class RunDeadline {
+ public:
+  explicit RunDeadline(int64_t limitMs);
+  ~RunDeadline();
+  RunDeadline(const RunDeadline&) = delete;
+  RunDeadline& operator=(const RunDeadline&) = delete;
+  // Whether this thread's deadline has passed (a thread-local read when none is set), and the
+  // error that says so, naming where the run stopped.
+  static bool passed();
+  static Status error(const std::string& where);
+
+ private:
+  std::chrono::steady_clock::time_point saved_;
+  int64_t savedLimitMs_;
+};
+
+}  // namespace osprey
