@@ -24,6 +24,7 @@ Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* own
   ConvertReport r;
   OSPREY_RETURN_IF_ERROR(onnx::importModel(&proto, out, &r.onnxNodes));
   Graph& g = out->graph;
+  OSPREY_RETURN_IF_ERROR(checkOpArity(g));  // the passes read the inputs an op requires
   r.removedOps += passes::removeIdentities(g);
   if (options.foldConstants) {
     OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));

@@ -9,10 +9,19 @@ Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorVie
                                 std::vector<RasterPlan>* rasters) {
   const OpDef& def = opDef(node.type);
   rasters->clear();
+  // Shape functions and kernels compute strides and byte sizes in int64 without checking.
+  for (auto& in : inputs)
+    if (in.present && !shapeBytesFit(in.shape, dataTypeSize(in.dtype)))
+      return Status::invalidArgument(node.describe() + " reads a tensor of shape " + shapeToString(in.shape) +
+                                     ", whose size overflows 64 bits");
   OSPREY_RETURN_IF_ERROR_IN(def.shape(node, inputs, outputs), node.describe());
-  for (auto& o : outputs)
+  for (auto& o : outputs) {
     for (int64_t d : o.shape)
       if (d < 0) return Status::internal(node.describe() + " computed a negative dimension");
+    if (!shapeBytesFit(o.shape, dataTypeSize(o.dtype)))
+      return Status::invalidModel(node.describe() + " gives an output of shape " + shapeToString(o.shape) +
+                                  ", whose size overflows 64 bits");
+  }
   if (def.lower) {
     OSPREY_RETURN_IF_ERROR_IN(def.lower(node, inputs, outputs, *rasters), node.describe());
     for (auto& plan : *rasters) fuseRegions(plan.regions);
@@ -20,8 +29,19 @@ Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorVie
   return Status::ok();
 }
 
+bool outputsAllEmpty(const TensorViews& outputs) {
+  bool any = false;
+  for (const TensorView& o : outputs) {
+    if (!o.present) continue;
+    if (o.elements() != 0) return false;
+    any = true;
+  }
+  return any;
+}
+
 Status executeOnHost(const Node& node, const TensorViews& inputs, TensorViews& outputs,
                      const std::vector<RasterPlan>& rasters, ThreadPool* pool) {
+  if (outputsAllEmpty(outputs)) return Status::ok();
   if (!rasters.empty()) {
     std::vector<const void*> srcs;
     for (auto& v : inputs) srcs.push_back(v.data);

@@ -15,6 +15,9 @@ Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorVie
 // Executes the op on the host: outputs already hold their shape, dtype and allocated data.
 Status executeOnHost(const Node& node, const TensorViews& inputs, TensorViews& outputs,
                      const std::vector<RasterPlan>& rasters, ThreadPool* pool);
+// True when the op has outputs and none holds an element: its kernel has nothing to write, yet
+// would still loop over the non-zero dims, 2^58 times for an empty [2^58, 0] input.
+bool outputsAllEmpty(const TensorViews& outputs);
 // A 64-byte aligned, zeroed host block.
 std::shared_ptr<uint8_t> allocateHost(size_t bytes);
 

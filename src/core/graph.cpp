@@ -1,5 +1,6 @@
 #include "core/graph.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -127,6 +128,14 @@ std::string Node::describe() const {
   return "op '" + name + "' (" + opTypeName(type) + ")";
 }
 
+bool shapeBytesFit(const Shape& shape, size_t elementBytes) {
+  const bool empty = std::find(shape.begin(), shape.end(), 0) != shape.end();
+  int64_t n = empty ? 1 : static_cast<int64_t>(std::max<size_t>(elementBytes, 1));
+  for (int64_t d : shape)
+    if (d > 1 && __builtin_mul_overflow(n, d, &n)) return false;
+  return true;
+}
+
 int Graph::addTensor(TensorInfo t) {
   tensors.push_back(std::move(t));
   return static_cast<int>(tensors.size()) - 1;
@@ -145,7 +154,11 @@ Status Graph::validate() const {
     const TensorInfo& t = tensors[i];
     if (t.isConstant) {
       defined[i] = true;
-      size_t want = static_cast<size_t>(shapeElements(t.shape)) * dataTypeSize(t.dtype);
+      const int64_t elements = shapeElements(t.shape);
+      const size_t want = static_cast<size_t>(elements) * dataTypeSize(t.dtype);
+      if (elements < 0 || (dataTypeSize(t.dtype) && want / dataTypeSize(t.dtype) != static_cast<size_t>(elements)))
+        return Status::invalidModel("constant '" + t.name + "' has shape " + shapeToString(t.shape) +
+                                    ", which is unknown or too large to hold");
       if (t.dtype == DataType::String) {
         if (static_cast<int64_t>(t.data.strings.size()) != shapeElements(t.shape))
           return Status::invalidModel("constant '" + t.name + "' has the wrong number of strings");
@@ -157,6 +170,9 @@ Status Graph::validate() const {
     }
     for (int64_t d : t.shape)
       if (d < -1) return Status::invalidModel("tensor '" + t.name + "' has a negative dimension");
+    if (!shapeBytesFit(t.shape, dataTypeSize(t.dtype)))
+      return Status::invalidModel("tensor '" + t.name + "' has shape " + shapeToString(t.shape) +
+                                  ", whose size overflows 64 bits");
   }
   for (int i : inputs) {
     if (i < 0 || i >= n) return Status::invalidModel("graph input index out of range");

@@ -89,6 +89,11 @@ struct Graph {
   Status validate() const;
 };
 
+// Whether the product of `shape`'s dims other than 0 and -1 fits in int64, times `elementBytes`
+// unless the tensor is empty. Then every stride, outer/inner count and byte offset of it does
+// too, even of an empty [0, 2^62, 2^62], which shapeElements alone would pass.
+bool shapeBytesFit(const Shape& shape, size_t elementBytes);
+
 struct Model {
   int formatVersion = 1;
   std::string producer;

@@ -144,9 +144,9 @@ int64_t packedBytes(DataType t, int64_t n) {
   switch (t) {
     case DataType::Int4:
     case DataType::UInt4:
-    case DataType::Float4E2M1: return (n + 1) / 2;
+    case DataType::Float4E2M1: return n / 2 + n % 2;  // not (n + 1) / 2: n may be INT64_MAX
     case DataType::Int2:
-    case DataType::UInt2: return (n + 3) / 4;
+    case DataType::UInt2: return n / 4 + (n % 4 != 0);
     default: return n;
   }
 }

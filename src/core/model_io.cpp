@@ -1,5 +1,6 @@
 #include "core/model_io.h"
 
+#include <cstdint>
 #include <fstream>
 #include <iterator>
 
@@ -16,12 +17,20 @@ constexpr int kMaxGraphDepth = 32;
 using BufferOwner = std::shared_ptr<const void>;
 Status readGraph(const fb::Graph* g, Graph* out, int depth, const BufferOwner& owner);
 
+// FlatBuffers 2.0's verifier checks that a vector's length field is 4-byte aligned, not that its
+// 8-byte elements are: a damaged offset would have them read misaligned.
+template <class T>
+bool elementsAligned(const flatbuffers::Vector<T>* v) {
+  return !v || v->size() == 0 || reinterpret_cast<uintptr_t>(v->data()) % alignof(T) == 0;
+}
+
 Status readTensor(const fb::Tensor* t, TensorInfo* out, const BufferOwner& owner) {
   if (!t) return Status::invalidModel("null tensor entry");
   out->name = t->name() ? t->name()->str() : "";
   bool undefinedOk = t->dtype() == 0 && !t->is_constant();  // intermediate: dtype found at resize
   if (!undefinedOk && !isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
   out->dtype = static_cast<DataType>(t->dtype());
+  if (!elementsAligned(t->shape())) return Status::invalidModel("corrupt Osprey model: the shape of tensor '" + out->name + "' is misaligned");
   out->hasShape = t->shape() != nullptr;
   if (t->shape()) out->shape.assign(t->shape()->begin(), t->shape()->end());
   if (t->dim_names())
@@ -40,6 +49,8 @@ Status readAttribute(const fb::Attribute* a, Attribute* out, int depth, const Bu
   if (a->kind() < fb::AttrKind_MIN || a->kind() > fb::AttrKind_MAX)
     return Status::invalidModel("attribute '" + out->name + "' has an unknown kind");
   out->kind = static_cast<Attribute::Kind>(a->kind());
+  if (!elementsAligned(a->ints()))
+    return Status::invalidModel("corrupt Osprey model: the ints of attribute '" + out->name + "' are misaligned");
   out->i = a->i();
   out->f = a->f();
   if (a->s()) out->s = a->s()->str();

@@ -95,8 +95,12 @@ Status setupConvTranspose(const Node& node, const TensorViews& inputs, ConvSetup
                                 std::to_string(rank) + " values");
   for (int d = 0; d < rank; ++d) {
     const int s3 = 3 - rank + d;
-    if (outputPadding[d] < 0)
-      return Status::invalidModel("output_padding " + shapeToString(outputPadding) + " must not be negative");
+    if (outputPadding[d] < 0 || outputPadding[d] > kMaxWindowValue)
+      return Status::invalidModel("output_padding " + shapeToString(outputPadding) + " must be in [0, " +
+                                  std::to_string(kMaxWindowValue) + "]");
+    if (!outputShape.empty() && (outputShape[d] < 1 || outputShape[d] > kMaxWindowValue))
+      return Status::invalidModel("output_shape " + shapeToString(outputShape) + " must be in [1, " +
+                                  std::to_string(kMaxWindowValue) + "]");
     const int64_t full = win.stride[s3] * (win.in[s3] - 1) + outputPadding[d] + win.extent(s3);
     const bool same = win.autoPad == AutoPad::SameUpper || win.autoPad == AutoPad::SameLower;
     if (!outputShape.empty() || same) {

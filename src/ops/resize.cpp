@@ -5,7 +5,6 @@
 // where the spec's length_resized is needed it is input_length * scale, not rounded.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 
 #include "ops/op_util.h"
 
@@ -138,6 +137,9 @@ Status planAxes(const ResizeAttrs& a, const TensorViews& inputs, std::vector<Axi
       AxisResize& ax = (*axes)[d];
       ax.scale = s;
       ax.lengthResized = s * static_cast<double>(ax.inLen);
+      if (ax.lengthResized > 9.0e15)  // as for scales: the cast below must stay within int64
+        return Status::invalidModel("sizes " + shapeToString(sizes) + " with keep_aspect_ratio_policy stretch axis " +
+                                    std::to_string(d) + " of " + shapeToString(in) + " beyond int64");
       ax.outLen = static_cast<int64_t>(ax.lengthResized + 0.5);  // round half up
     }
   }
@@ -264,11 +266,8 @@ AxisTaps axisTaps(const ResizeAttrs& a, const AxisResize& ax) {
 
 template <class T>
 T fromDouble(double v) {
-  if constexpr (std::is_integral_v<T>) {  // saturate, then truncate as a cast to the type does
-    if (std::isnan(v)) return T(0);
-    v = std::clamp(v, static_cast<double>(std::numeric_limits<T>::lowest()), static_cast<double>(std::numeric_limits<T>::max()));
-    if (v >= static_cast<double>(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
-    return static_cast<T>(v);
+  if constexpr (std::is_integral_v<T>) {
+    return saturatingCast<T>(v);
   } else {
     return static_cast<T>(static_cast<ComputeType<T>>(v));
   }
@@ -331,6 +330,11 @@ Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews&
       axes[a.axes[i]].roiEnd = roi[i + a.axes.size()];
     }
   }
+  // Taps are planned per axis: an empty X of shape [2^58, 0] would plan 2^58 of them for nothing.
+  if (outputs[0].elements() == 0) return Status::ok();
+  if (inputs[0].elements() == 0)
+    return Status::invalidArgument("X " + shapeToString(inputs[0].shape) + " is empty; there is nothing to resize to " +
+                                   shapeToString(outputs[0].shape));
   std::vector<AxisTaps> taps;
   for (const AxisResize& ax : axes) taps.push_back(axisTaps(a, ax));
   bool ok = dispatchNumeric(inputs[0].dtype, [&](auto tag) {

@@ -15,9 +15,9 @@ Status readPerDim(const Node& node, const char* name, int rank, int64_t minValue
     return Status::invalidModel(std::string(name) + " " + listToString(a->ints) + " must have " + std::to_string(rank) +
                                 " values, one per spatial dimension");
   for (int d = 0; d < rank; ++d) {
-    if (a->ints[d] < minValue)
-      return Status::invalidModel(std::string(name) + " " + listToString(a->ints) + " must be at least " +
-                                  std::to_string(minValue));
+    if (a->ints[d] < minValue || a->ints[d] > kMaxWindowValue)
+      return Status::invalidModel(std::string(name) + " " + listToString(a->ints) + " must be in [" +
+                                  std::to_string(minValue) + ", " + std::to_string(kMaxWindowValue) + "]");
     slots[3 - rank + d] = a->ints[d];
   }
   return Status::ok();
@@ -37,7 +37,11 @@ Status readWindow(const Node& node, const Shape& inSpatial, const std::vector<in
                                 " values for input spatial shape " + shapeToString(inSpatial));
   w->rank = rank;
   for (int d = 0; d < rank; ++d) {
-    if (kernel[d] < 1) return Status::invalidModel("kernel_shape " + listToString(kernel) + " must be positive");
+    if (kernel[d] < 1 || kernel[d] > kMaxWindowValue)
+      return Status::invalidModel("kernel_shape " + listToString(kernel) + " must be in [1, " + std::to_string(kMaxWindowValue) + "]");
+    if (inSpatial[d] > kMaxWindowValue)
+      return Status::unsupported("spatial shape " + shapeToString(inSpatial) + " has a dimension above " +
+                                 std::to_string(kMaxWindowValue));
     w->kernel[3 - rank + d] = kernel[d];
     w->in[3 - rank + d] = inSpatial[d];
   }
@@ -60,8 +64,8 @@ Status readWindow(const Node& node, const Shape& inSpatial, const std::vector<in
       return Status::invalidModel("pads " + listToString(p->ints) + " must have " + std::to_string(2 * rank) +
                                   " values (begins then ends)");
     for (int d = 0; d < rank; ++d) {
-      if (p->ints[d] < 0 || p->ints[rank + d] < 0)
-        return Status::invalidModel("pads " + listToString(p->ints) + " must not be negative");
+      if (p->ints[d] < 0 || p->ints[rank + d] < 0 || p->ints[d] > kMaxWindowValue || p->ints[rank + d] > kMaxWindowValue)
+        return Status::invalidModel("pads " + listToString(p->ints) + " must be in [0, " + std::to_string(kMaxWindowValue) + "]");
       w->padBegin[3 - rank + d] = p->ints[d];
       w->padEnd[3 - rank + d] = p->ints[rank + d];
     }

@@ -10,6 +10,9 @@
 namespace osprey {
 
 constexpr int kMaxSpatialRank = 3;
+// Sizes, strides, dilations and pads beyond int32 are no real model's; bounding them keeps every
+// product of two of them (extent, (out - 1) * stride) and the sums of such inside int64.
+constexpr int64_t kMaxWindowValue = INT32_MAX;
 
 enum class AutoPad { NotSet, SameUpper, SameLower, Valid };
 

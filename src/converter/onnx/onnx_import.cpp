@@ -85,6 +85,8 @@ Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vect
   const bool adopt = &gp == state.mainGraph;
   for (size_t i = 0; i < gp.initializers.size(); ++i) {
     const TensorProto& init = gp.initializers[i];
+    // "" means "no tensor" in a node's inputs, so an unnamed initializer could never be read.
+    if (init.name.empty()) return Status::invalidModel("initializer " + std::to_string(i) + " has no name");
     int idx = ctx.tensor(init.name);
     TensorInfo* t = &g->tensors[idx];
     OSPREY_RETURN_IF_ERROR_IN(adopt ? adoptTensor(&state.mainGraph->initializers[i], t) : convertTensor(init, t),
@@ -93,6 +95,7 @@ Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vect
   }
   for (const ValueInfo& vi : gp.inputs) {
     if (initializerNames.count(vi.name)) continue;  // an initializer listed as input: a constant
+    if (vi.name.empty()) return Status::invalidModel("graph input " + std::to_string(g->inputs.size()) + " has no name");
     int idx = ctx.tensor(vi.name);
     OSPREY_RETURN_IF_ERROR(importValueInfo(vi, &g->tensors[idx], "input"));
     if (!captured && g->tensors[idx].dtype == DataType::Undefined)

@@ -49,6 +49,7 @@ bool foldNode(Graph& g, const Node& node, bool shapesOnly) {
   for (auto& o : out) {
     if (!o.present) continue;
     blocks.push_back(allocateHost(o.bytes()));
+    if (!blocks.back()) return false;
     o.data = blocks.back().get();
   }
   if (!executeOnHost(node, in, out, rasters, nullptr).isOk()) return false;

@@ -1,0 +1,30 @@
+// What the model fuzz targets share: a session of the loaded model, run once on inputs of the
+// declared shapes whose values come from the fuzz bytes, so every crash replays exactly.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "osprey/osprey.h"
+
+// Without libFuzzer the entries are linked into regression_main.cpp's driver under this name.
+#ifndef OSPREY_FUZZ_ENTRY
+#define OSPREY_FUZZ_ENTRY LLVMFuzzerTestOneInput
+#endif
+
+namespace osprey::fuzz {
+
+// Inputs larger than this in all are not run: a declared [100000, 100000] input is a valid
+// model that would only measure the fuzzing machine's memory.
+constexpr size_t kMaxInputBytes = size_t{16} << 20;
+// The session's own limit (BackendConfig::memoryLimit), well under the fuzzer's -rss_limit_mb,
+// so that a model asking for too much is an error Status, as it is for users, and not an OOM.
+constexpr uint64_t kMaxSessionBytes = uint64_t{512} << 20;
+// A run's time limit (ScheduleConfig::runTimeLimitMs), well under libFuzzer's -timeout: a Loop
+// may rightly ask for 2^63 iterations, which is an error here, as it would be for a user with
+// a limit, and not a hang.
+constexpr int64_t kRunTimeLimitMs = 2000;
+
+void runWithInputsFrom(const Interpreter& interp, const uint8_t* data, size_t size);
+
+}  // namespace osprey::fuzz
