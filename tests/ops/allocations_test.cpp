@@ -15,15 +15,29 @@
 namespace {
 thread_local bool tCounting = false;
 thread_local int64_t tAllocations = 0;
+
+void* countedMalloc(std::size_t size) noexcept {
+  if (tCounting) ++tAllocations;
+  return std::malloc(size == 0 ? 1 : size);
+}
 }  // namespace
 
+// Every form that a delete here may free is replaced, not only plain new: where a sanitizer's
+// runtime serves the other forms (new[], the nothrow new of std::stable_sort's buffer), its
+// memory would reach this free, a mismatch; without one, libstdc++'s forms call plain new anyway.
 void* operator new(std::size_t size) {
-  if (tCounting) ++tAllocations;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  if (void* p = countedMalloc(size)) return p;
   throw std::bad_alloc();
 }
+void* operator new[](std::size_t size) { return operator new(size); }
+void* operator new(std::size_t size, const std::nothrow_t&) noexcept { return countedMalloc(size); }
+void* operator new[](std::size_t size, const std::nothrow_t&) noexcept { return countedMalloc(size); }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void operator delete[](void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace osprey {
 namespace {
