@@ -12,4 +12,11 @@ cd build
 ctest --output-on-failure --timeout 3000 "$@"
 ../scripts/test_python.sh   # the Python package in a fresh venv (pip install .), against ONNX Runtime
 [[ ${OSPREY_SANITIZE:-1} == 0 ]] || OSPREY_MODELS_DIR=$PWD/model-check/models ../scripts/sanitize.sh
-[[ ${OSPREY_FUZZ_SECONDS:-60} == 0 ]] || ../scripts/fuzz.sh "${OSPREY_FUZZ_SECONDS:-60}"
+# A time-boxed random search reports what it finds without failing CI by chance on a change
+# that did not cause it; once fixed, a finding's reproducer joins fuzz/regressions/, which
+# ctest's fuzz_regressions replays and does fail on.
+if [[ ${OSPREY_FUZZ_SECONDS:-60} != 0 ]]; then
+  status=0
+  ../scripts/fuzz.sh "${OSPREY_FUZZ_SECONDS:-60}" || status=$?
+  if ((status == 3)); then echo "fuzz: FINDINGS above (reported, not failing this run)"; elif ((status)); then exit "$status"; fi
+fi
