@@ -152,15 +152,20 @@ Status Graph::validate() const {
   std::vector<bool> defined(n, false);
   for (int i = 0; i < n; ++i) {
     const TensorInfo& t = tensors[i];
+    for (int64_t d : t.shape)
+      if (d < -1) return Status::invalidModel("tensor '" + t.name + "' has a negative dimension");
+    if (!shapeBytesFit(t.shape, dataTypeSize(t.dtype)))
+      return Status::invalidModel("tensor '" + t.name + "' has shape " + shapeToString(t.shape) +
+                                  ", whose size overflows 64 bits");
     if (t.isConstant) {
       defined[i] = true;
-      const int64_t elements = shapeElements(t.shape);
-      const size_t want = static_cast<size_t>(elements) * dataTypeSize(t.dtype);
-      if (elements < 0 || (dataTypeSize(t.dtype) && want / dataTypeSize(t.dtype) != static_cast<size_t>(elements)))
+      const int64_t elements = shapeElements(t.shape);  // cannot overflow: its bytes fit, checked above
+      if (elements < 0)
         return Status::invalidModel("constant '" + t.name + "' has shape " + shapeToString(t.shape) +
-                                    ", which is unknown or too large to hold");
+                                    " with an unknown dimension");
+      const size_t want = static_cast<size_t>(elements) * dataTypeSize(t.dtype);
       if (t.dtype == DataType::String) {
-        if (static_cast<int64_t>(t.data.strings.size()) != shapeElements(t.shape))
+        if (static_cast<int64_t>(t.data.strings.size()) != elements)
           return Status::invalidModel("constant '" + t.name + "' has the wrong number of strings");
       } else if (t.data.size != want) {
         return Status::invalidModel("constant '" + t.name + "' holds " + std::to_string(t.data.size) +
@@ -168,11 +173,6 @@ Status Graph::validate() const {
                                     std::to_string(want));
       }
     }
-    for (int64_t d : t.shape)
-      if (d < -1) return Status::invalidModel("tensor '" + t.name + "' has a negative dimension");
-    if (!shapeBytesFit(t.shape, dataTypeSize(t.dtype)))
-      return Status::invalidModel("tensor '" + t.name + "' has shape " + shapeToString(t.shape) +
-                                  ", whose size overflows 64 bits");
   }
   for (int i : inputs) {
     if (i < 0 || i >= n) return Status::invalidModel("graph input index out of range");

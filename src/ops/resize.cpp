@@ -330,8 +330,8 @@ Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews&
       axes[a.axes[i]].roiEnd = roi[i + a.axes.size()];
     }
   }
-  // Taps are planned per axis: an empty X of shape [2^58, 0] would plan 2^58 of them for nothing.
-  if (outputs[0].elements() == 0) return Status::ok();
+  // An empty Y never gets here (executeOnHost and the reference execution skip ops whose outputs
+  // are all empty); an empty X has no value to sample for a non-empty one.
   if (inputs[0].elements() == 0)
     return Status::invalidArgument("X " + shapeToString(inputs[0].shape) + " is empty; there is nothing to resize to " +
                                    shapeToString(outputs[0].shape));
