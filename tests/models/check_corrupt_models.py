@@ -41,8 +41,10 @@ def mutate(data, rng):
 def run(path):
     """'ok', 'error' or a description of the failure."""
     try:
-        r = subprocess.run([os.environ["OSPREY_BIN"], "run", path, "--threads", "1"], capture_output=True,
-                           text=True, errors="replace", timeout=TIMEOUT_S)
+        # A damaged dimension may declare an input of gigabytes, which the CLI would fill with random
+        # values before running: the memory limit refuses it at once, as it would a user's.
+        r = subprocess.run([os.environ["OSPREY_BIN"], "run", path, "--threads", "1", "--memory-limit", "1G"],
+                           capture_output=True, text=True, errors="replace", timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return "hang: no exit within %d s" % TIMEOUT_S
     if r.returncode < 0:
