@@ -210,8 +210,10 @@ int cmdBench(int argc, char** argv) {
                 forwardTypeName(schedule.backend), schedule.threads, warmup, loops);
     std::printf("load %.1f ms, first run %.2f ms; min %.3f / median %.3f / max %.3f ms\n", loadMs, firstMs, minMs,
                 medianMs, maxMs);
-    std::printf("peak RSS %.1f MB, arena peak %.2f MB, %d executions\n", rss / 1048576.0,
+    std::printf("peak RSS %.1f MB, arena peak %.2f MB, %d executions", rss / 1048576.0,
                 stats.arenaPeakBytes / 1048576.0, stats.executions);
+    if (stats.hostOps > 0) std::printf(" in %d stages (%d data-dependent ops on the host)", stats.stages, stats.hostOps);
+    std::printf("\n");
   }
   if (perOp && !args.has("json")) printPerOp(profiled, medianMs);
   return 0;

@@ -109,6 +109,9 @@ int cmdRun(int argc, char** argv) {
               "%d lowered to raster (%d of them views of their input)\n",
               stats.arenaPeakBytes / 1048576.0, stats.activationBytesSum / 1048576.0, stats.staticBytes / 1048576.0,
               stats.executions, stats.foldedOps, stats.loweredOps, stats.views);
+  if (stats.hostOps > 0)
+    std::printf("%d planned stage(s): %d op(s) whose output shapes depend on data run on the host between them\n",
+                stats.stages, stats.hostOps);
   if (stats.relaidTensors > 0)
     std::printf("%d activations kept in the backend's own layout (converted at its edges)\n", stats.relaidTensors);
   if (stats.fullPrecisionOps > 0)

@@ -39,6 +39,10 @@ struct SessionStats {
   int foldedOps = 0;                // ops computed once at resize (constant folding)
   int loweredOps = 0;               // ops lowered to Raster
   int fullPrecisionOps = 0;         // commands kept in fp32 at Low precision (the stem)
+  // A node whose output shapes depend on values (NonZero, If, Loop ...) ends a planned stage and
+  // runs on the host between it and the next, which plans again only for new shapes.
+  int stages = 1;
+  int hostOps = 0;                  // such nodes run on the host at each run
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
 };
@@ -51,6 +55,29 @@ struct OpTiming {
   std::vector<Shape> inputShapes, outputShapes;
   double startUs = 0;     // from the start of the run
   double durationUs = 0;
+};
+
+struct SharedRuntimeState;
+
+// A backend's resources made once and used by several Sessions (MNN's createRuntime): thread
+// pool, memory pools, compiled programs, tuning caches. Sessions on one runtime take turns: a
+// run or resize waits while another session of the runtime runs on another thread (runs on
+// different runtimes go in parallel). A Session created without one makes its own.
+class SharedRuntime {
+ public:
+  ~SharedRuntime();
+  const ScheduleConfig& schedule() const;
+  const BackendConfig& backendConfig() const;
+  int threadCount() const;  // the CPU runtime's worker threads, the caller's included
+  // Returns to the system what the runtime's pools keep but no session uses (level 0: caches
+  // that are quick to refill; higher levels free more).
+  void garbageCollect(int level = 0);
+
+ private:
+  friend Status makeSharedRuntime(const ScheduleConfig&, const BackendConfig&, std::shared_ptr<SharedRuntime>*);
+  friend SharedRuntimeState& runtimeState(const SharedRuntime& runtime);
+  SharedRuntime();
+  std::unique_ptr<SharedRuntimeState> state_;
 };
 
 class Session {
@@ -88,6 +115,11 @@ class Interpreter {
 
   Status createSession(const ScheduleConfig& schedule, const BackendConfig& backend,
                        std::unique_ptr<Session>* out) const;
+  // Makes the runtime of a schedule, for sessions to share (of this or any other model).
+  static Status createRuntime(const ScheduleConfig& schedule, const BackendConfig& backend,
+                              std::shared_ptr<SharedRuntime>* out);
+  // A session on `runtime`, with its schedule and backend settings.
+  Status createSession(const std::shared_ptr<SharedRuntime>& runtime, std::unique_ptr<Session>* out) const;
   std::vector<TensorInfoPublic> inputs() const;
   std::vector<TensorInfoPublic> outputs() const;
   const Model& model() const { return *model_; }

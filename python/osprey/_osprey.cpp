@@ -275,6 +275,8 @@ class PySession {
     d["folded_ops"] = s.foldedOps;
     d["lowered_ops"] = s.loweredOps;
     d["flops"] = s.flops;
+    d["stages"] = s.stages;
+    d["host_ops"] = s.hostOps;
     d["ops_by_backend"] = s.opsByBackend;
     return d;
   }

@@ -68,6 +68,19 @@ Status Interpreter::createSession(const ScheduleConfig& schedule, const BackendC
   return Status::ok();
 }
 
+Status Interpreter::createRuntime(const ScheduleConfig& schedule, const BackendConfig& backend,
+                                  std::shared_ptr<SharedRuntime>* out) {
+  return makeSharedRuntime(schedule, backend, out);
+}
+
+Status Interpreter::createSession(const std::shared_ptr<SharedRuntime>& runtime, std::unique_ptr<Session>* out) const {
+  if (!runtime) return Status::invalidArgument("createSession was given no runtime");
+  auto impl = std::make_unique<SessionImpl>(model_, runtime);
+  OSPREY_RETURN_IF_ERROR(impl->init());
+  out->reset(new Session(std::move(impl)));
+  return Status::ok();
+}
+
 static std::vector<TensorInfoPublic> describe(const Model& m, const std::vector<int>& idx) {
   std::vector<TensorInfoPublic> out;
   for (int i : idx) {
@@ -84,10 +97,12 @@ Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
 Session::~Session() = default;
 Status Session::resize(const std::map<std::string, Shape>& inputShapes) {
   std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
   return impl_->resize(inputShapes);
 }
 Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
   std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
   return impl_->run(inputs, outputs);
 }
 std::vector<TensorInfoPublic> Session::inputs() const {

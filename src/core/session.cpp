@@ -2,6 +2,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/evaluate.h"
 #include "core/layout.h"
@@ -17,23 +18,42 @@ uint64_t saturatingProduct(uint64_t a, uint64_t b) { return b && a > UINT64_MAX 
 }  // namespace
 
 SessionImpl::SessionImpl(std::shared_ptr<const Model> model, const ScheduleConfig& schedule, const BackendConfig& config)
-    : model_(std::move(model)), schedule_(schedule), config_(config) {}
+    : model_(std::move(model)), schedule_(schedule), config_(config) {
+  inputs_ = model_->graph.inputs;
+  outputs_ = model_->graph.outputs;
+}
+
+SessionImpl::SessionImpl(std::shared_ptr<const Model> model, std::shared_ptr<SharedRuntime> runtime)
+    : SessionImpl(std::move(model), runtime->schedule(), runtime->backendConfig()) {
+  runtime_ = std::move(runtime);
+}
+
+SessionImpl::SessionImpl(const SessionImpl& parent, size_t firstNode, std::vector<int> entries, std::vector<int> exits,
+                         std::map<int, const RuntimeTensor*> known)
+    : model_(parent.model_),
+      schedule_(parent.schedule_),
+      config_(parent.config_),
+      runtime_(parent.runtime_),
+      subgraphs_(parent.subgraphs_),
+      firstNode_(firstNode),
+      inputs_(std::move(entries)),
+      outputs_(std::move(exits)),
+      givenKnown_(std::move(known)),
+      isStage_(true),
+      profiling_(parent.profiling_) {}
 
 Status SessionImpl::init() {
   if (schedule_.threads < 1) return Status::invalidArgument("threads must be at least 1, got " + std::to_string(schedule_.threads));
   memoryLimit_ = config_.memoryLimit ? config_.memoryLimit : physicalMemoryBytes();
-  const RuntimeCreator* mainCreator = getRuntimeCreator(schedule_.backend);
-  if (!mainCreator)
-    return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' is not compiled into this build");
-  mainRuntime_ = mainCreator->onCreate(schedule_);
-  if (!mainRuntime_) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' found no device");
+  if (!runtime_) OSPREY_RETURN_IF_ERROR(makeSharedRuntime(schedule_, config_, &runtime_));
+  if (!subgraphs_) subgraphs_ = std::make_shared<SubgraphSessions>(runtime_);
+  const SharedRuntimeState& shared = runtimeState(*runtime_);
+  mainRuntime_ = shared.main.get();
+  backupRuntime_ = shared.backup.get();
   main_ = mainRuntime_->onCreate(config_);
   if (!main_) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' could not start");
-  if (schedule_.backupBackend != schedule_.backend) {
-    const RuntimeCreator* backupCreator = getRuntimeCreator(schedule_.backupBackend);
-    if (!backupCreator) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule_.backupBackend) + "' is not compiled into this build");
-    backupRuntime_ = backupCreator->onCreate(schedule_);
-    if (backupRuntime_) backup_ = backupRuntime_->onCreate(config_);
+  if (backupRuntime_) {
+    backup_ = backupRuntime_->onCreate(config_);
     if (!backup_) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule_.backupBackend) + "' could not start");
   }
   return Status::ok();
@@ -41,7 +61,7 @@ Status SessionImpl::init() {
 
 std::vector<TensorInfoPublic> SessionImpl::inputInfo() const {
   std::vector<TensorInfoPublic> out;
-  for (int i : model_->graph.inputs) {
+  for (int i : inputs_) {
     auto& t = model_->graph.tensors[i];
     auto it = shapes_.find(t.name);
     out.push_back({t.name, t.dtype, it != shapes_.end() ? it->second : t.shape, t.dimNames});
@@ -51,34 +71,38 @@ std::vector<TensorInfoPublic> SessionImpl::inputInfo() const {
 
 std::vector<TensorInfoPublic> SessionImpl::outputInfo() const {
   std::vector<TensorInfoPublic> out;
-  for (int i : model_->graph.outputs) {
+  for (int i : outputs_) {
     auto& t = model_->graph.tensors[i];
-    out.push_back({t.name, t.dtype, planned_ && !eager_ ? tensors_[i].shape : t.shape, t.dimNames});
+    // Past a data-dependent op, shapes are known only once a run has made them.
+    const bool planned = planned_ && boundary_ < 0;
+    out.push_back({t.name, t.dtype, planned ? tensors_[i].shape : t.shape, t.dimNames});
   }
   return out;
+}
+
+bool SessionImpl::isInput(int tensor) const {
+  return tensor >= 0 && std::find(inputs_.begin(), inputs_.end(), tensor) != inputs_.end();
 }
 
 Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
   const Graph& g = model_->graph;
   std::map<std::string, Shape> shapes;
-  for (auto& [name, shape] : inputShapes) {
-    int idx = g.findTensor(name);
-    bool isInput = false;
-    for (int i : g.inputs) isInput |= (i == idx);
-    if (!isInput) return Status::invalidArgument("'" + name + "' is not an input of the model");
-  }
-  for (int i : g.inputs) {
+  for (auto& [name, shape] : inputShapes)
+    if (!isInput(g.findTensor(name))) return Status::invalidArgument("'" + name + "' is not an input of the model");
+  for (int i : inputs_) {
     const TensorInfo& t = g.tensors[i];
     auto it = inputShapes.find(t.name);
     Shape s;
     if (it != inputShapes.end()) {
       s = it->second;
-      if (t.hasShape && s.size() != t.shape.size())
+      // A later stage's entries are the values an earlier stage made, whatever was declared.
+      const bool declared = t.hasShape && !isStage_;
+      if (declared && s.size() != t.shape.size())
         return Status::invalidArgument("input '" + t.name + "' has rank " + std::to_string(s.size()) +
                                        "; the model expects shape " + shapeToString(t.shape));
       for (size_t d = 0; d < s.size(); ++d) {
         if (s[d] < 0) return Status::invalidArgument("input '" + t.name + "' has a negative dimension");
-        if (t.hasShape && t.shape[d] >= 0 && t.shape[d] != s[d])
+        if (declared && t.shape[d] >= 0 && t.shape[d] != s[d])
           return Status::invalidArgument("input '" + t.name + "' has shape " + shapeToString(s) +
                                          "; the model expects " + shapeToString(t.shape));
       }
@@ -95,8 +119,8 @@ Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
   if (planned_ && shapes == shapes_) return Status::ok();
   shapes_ = shapes;
   planned_ = false;
-  eager_ = false;
-  OSPREY_RETURN_IF_ERROR(plan(nullptr));
+  const SubgraphSessions::Scope bodies(subgraphs_.get());  // constant folding may run If / Loop bodies
+  OSPREY_RETURN_IF_ERROR(plan());
   planned_ = true;
   return Status::ok();
 }
@@ -134,8 +158,11 @@ Status SessionImpl::checkPlanFits() const {
                              " bytes (BackendConfig::memoryLimit)");
 }
 
-Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues) {
+Status SessionImpl::plan() {
   const Graph& g = model_->graph;
+  next_.reset();  // before the folded values it may point at
+  boundary_ = -1;
+  keep_.clear();
   commands_.clear();
   memory_.clear();
   mirrors_.clear();
@@ -156,37 +183,40 @@ Status SessionImpl::plan(const std::map<std::string, const Tensor*>* inputValues
       known_[i] = true;
     }
   }
-  for (int i : g.inputs) {
+  for (auto& [i, value] : givenKnown_) {
+    RuntimeTensor& t = tensors_[i];
+    t.dtype = value->dtype;
+    t.shape = value->shape;
+    t.constData = value->constData;
+    t.strings = value->strings;
+    known_[i] = true;
+  }
+  for (int i : inputs_) {
     RuntimeTensor& t = tensors_[i];
     t.shape = shapes_.at(t.name);
-    if (t.dtype == DataType::Undefined) {
+    if (t.dtype == DataType::Undefined || isStage_) {
       auto given = givenDtypes_.find(t.name);
       if (given == givenDtypes_.end()) return Status::invalidArgument("input '" + t.name + "' has no declared dtype; run it with a tensor");
       t.dtype = given->second;
     }
-    if (inputValues) {
-      const Tensor* v = inputValues->at(t.name);
-      OSPREY_RETURN_IF_ERROR(checkTensorFits("input '" + t.name + "'", t.dtype, t.shape));
-      uint8_t* p = allocateFolded(t.bytes());
-      if (!p) return Status::outOfMemory("cannot allocate input '" + t.name + "' of " + std::to_string(t.bytes()) + " bytes");
-      OSPREY_RETURN_IF_ERROR(convertLayout(v->data(), v->layout(), p, Layout::NCHW, t.shape, dataTypeSize(t.dtype)));
-      t.constData = p;
-      t.strings = &v->strings();
-      known_[i] = true;
-    }
   }
-  for (const Node& node : g.nodes) {
-    OSPREY_RETURN_IF_ERROR(computeNode(node));
-    if (eager_) {
-      commands_.clear();
-      return Status::ok();  // planned again at every run, with the inputs' values
+  for (size_t n = firstNode_; n < g.nodes.size(); ++n) {
+    bool planned = true;
+    OSPREY_RETURN_IF_ERROR(computeNode(g.nodes[n], &planned));
+    if (!planned) {
+      OSPREY_RETURN_IF_ERROR(splitAfter(n));
+      break;
     }
   }
   OSPREY_RETURN_IF_ERROR(createExecutions());
-  return planMemory();
+  copiedEntries_ = inputs_;
+  if (isStage_) bindEntries();
+  OSPREY_RETURN_IF_ERROR(planMemory());
+  mergedStats_ = stats_;
+  return Status::ok();
 }
 
-Status SessionImpl::computeNode(const Node& node) {
+Status SessionImpl::computeNode(const Node& node, bool* planned) {
   const OpDef& def = opDef(node.type);
   TensorViews in(node.inputs.size()), out(node.outputs.size());
   bool allKnown = true;
@@ -201,8 +231,7 @@ Status SessionImpl::computeNode(const Node& node) {
       in[i].data = nullptr;
       allKnown = allKnown && def.readsShapesOnly;
       if ((def.valueInputs >> i) & 1u || def.dataDependentShape) {
-        eager_ = true;
-        eagerReason_ = node.describe() + " needs the value of '" + tensors_[idx].name + "' to compute its shape";
+        *planned = false;
         return Status::ok();
       }
     }

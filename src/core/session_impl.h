@@ -10,6 +10,8 @@
 
 #include "core/backend.h"
 #include "core/graph.h"
+#include "core/shared_runtime.h"
+#include "core/subgraph_sessions.h"
 #include "osprey/interpreter.h"
 
 namespace osprey {
@@ -17,16 +19,25 @@ namespace osprey {
 class SessionImpl {
  public:
   SessionImpl(std::shared_ptr<const Model> model, const ScheduleConfig& schedule, const BackendConfig& config);
+  // A session on `runtime`, with its settings.
+  SessionImpl(std::shared_ptr<const Model> model, std::shared_ptr<SharedRuntime> runtime);
   Status init();
+  std::recursive_mutex& runtimeMutex() { return runtimeState(*runtime_).runMutex; }
+  // The stage of `parent`'s model that follows a data-dependent op (see plan()): the nodes from
+  // `firstNode` on, fed `entries` at every run and the parent's `known` values, returning
+  // `exits`. It creates its backends from the parent's runtimes.
+  SessionImpl(const SessionImpl& parent, size_t firstNode, std::vector<int> entries, std::vector<int> exits,
+              std::map<int, const RuntimeTensor*> known);
   Status resize(const std::map<std::string, Shape>& inputShapes);
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
   std::vector<TensorInfoPublic> inputInfo() const;
   std::vector<TensorInfoPublic> outputInfo() const;
-  const SessionStats& stats() const { return stats_; }
+  const SessionStats& stats() const { return next_ || boundary_ >= 0 ? mergedStats_ : stats_; }
   void setProfiling(bool on) {
     profiling_ = on;
     if (main_) main_->onProfiling(on);
     if (backup_) backup_->onProfiling(on);
+    if (next_) next_->setProfiling(on);
   }
   const std::vector<OpTiming>& lastRunProfile() const { return profile_; }
 
@@ -56,10 +67,24 @@ class SessionImpl {
     size_t offset = 0;
   };
 
-  // Builds the command list for the current input shapes. With `inputValues`, graph inputs are
-  // known values and everything folds (eager mode, for models whose shapes depend on data).
-  Status plan(const std::map<std::string, const Tensor*>* inputValues);
-  Status computeNode(const Node& node);
+  // Builds the command list for the current input shapes. A node whose output shapes depend on
+  // values not known before the run (NonZero, If, a Reshape fed by data) ends the planned stage:
+  // the commands before it run, the node runs on the host with their results, and the nodes
+  // after it form the next stage (next_), a session of its own that plans again only when the
+  // shapes reaching it change.
+  Status plan();
+  // Returns false in *planned when the node is data-dependent and ends the stage.
+  Status computeNode(const Node& node, bool* planned);
+  Status splitAfter(size_t boundary);
+  Status runBoundary(const std::map<int, Tensor>& values, std::vector<Tensor>* outputs);
+  Status executeCommands();
+  // After this stage's commands: hands what later stages need to `values` (host tensors by graph
+  // index, shared by the stages of one run), runs the boundary node and the next stage.
+  Status continueStages(std::map<int, Tensor>* values);
+  // A later stage's run: entries from `values`, its outputs and kept tensors into it.
+  Status runStage(std::map<int, Tensor>* values);
+  // The host value of an activation or constant in NCHW.
+  Status readTensor(const RuntimeTensor& rt, Tensor* out) const;
   Status createExecutions();
   // At Low precision, marks the commands at the model's input end that stay in fp32
   // (BackendConfig::fullPrecisionStem) where the main backend honours it.
@@ -72,6 +97,7 @@ class SessionImpl {
   void findConcatParts();
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
+  bool isInput(int tensor) const;
   // Refuses a tensor whose shape overflows or whose bytes exceed memoryLimit_; `what` names it.
   Status checkTensorFits(const std::string& what, DataType dtype, const Shape& shape) const;
   Status checkPlanFits() const;
@@ -81,7 +107,29 @@ class SessionImpl {
   std::shared_ptr<const Model> model_;
   ScheduleConfig schedule_;
   BackendConfig config_;
-  std::unique_ptr<Runtime> mainRuntime_, backupRuntime_;
+  std::shared_ptr<SharedRuntime> runtime_;
+  std::shared_ptr<SubgraphSessions> subgraphs_;  // shared with the later stages
+  Runtime* mainRuntime_ = nullptr;
+  Runtime* backupRuntime_ = nullptr;
+  // The stage this session plans: nodes from firstNode_ on, fed inputs_, returning outputs_ (the
+  // graph's own for the first stage). known_ values given by an earlier stage: givenKnown_.
+  size_t firstNode_ = 0;
+  std::vector<int> inputs_, outputs_;
+  std::map<int, const RuntimeTensor*> givenKnown_;
+  bool isStage_ = false;
+  // Set when a data-dependent node ends this stage (plan()).
+  int boundary_ = -1;
+  std::vector<int> keep_;  // produced here or fed in, needed by the boundary or the next stage
+  // The entries this stage's commands read (copied into its memory at each run); the others
+  // only pass through it, to the boundary or a later stage.
+  std::vector<int> copiedEntries_;
+  // Entries read where the earlier stage's host tensor lies: their chunks' base is entryBases_[k],
+  // set at each run.
+  std::vector<int> boundEntries_;
+  std::vector<uint8_t*> entryBases_;
+  void bindEntries();
+  std::unique_ptr<SessionImpl> next_;
+  SessionStats mergedStats_;  // this stage's and the following stages', as of the last run
   std::unique_ptr<Backend> main_, backup_;
   // Graph inputs are written by the host: on a device main backend they live on the CPU
   // backup and reach the device through the pipeline's copies.
@@ -102,8 +150,6 @@ class SessionImpl {
   // Dtypes of inputs the model leaves undeclared (subgraph inputs), as last given to run().
   std::map<std::string, DataType> givenDtypes_;
   bool planned_ = false;
-  bool eager_ = false;  // some shape depends on input values: plan at every run
-  std::string eagerReason_;
   SessionStats stats_;
   bool profiling_ = false;
   std::vector<OpTiming> profile_;

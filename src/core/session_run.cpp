@@ -17,7 +17,7 @@ Status SessionImpl::createExecutions() {
   std::unordered_map<const RuntimeTensor*, Backend*> home;  // backend holding each activation
   // A mirror is the tensor's copy on a backend, in the precision its consumers there run at.
   std::map<std::tuple<const RuntimeTensor*, Backend*, bool>, RuntimeTensor*> mirrorOf;
-  for (int i : model_->graph.inputs) home[&tensors_[i]] = inputHome();
+  for (int i : inputs_) home[&tensors_[i]] = inputHome();
   chooseFullPrecisionStem();
   auto markOutputs = [](Command& cmd) {
     for (auto* t : cmd.outputs)
@@ -109,7 +109,7 @@ bool wholeContiguousCopy(const RasterRegion& r) { return r.dst.offset == 0 && co
 
 void SessionImpl::findViews() {
   std::unordered_map<const RuntimeTensor*, bool> graphInput;
-  for (int i : model_->graph.inputs) graphInput[&tensors_[i]] = true;
+  for (int i : inputs_) graphInput[&tensors_[i]] = true;
   for (auto& cmd : commands_) {
     if (cmd.isCopy || cmd.op.type != OpType::Raster || !cmd.op.raster || cmd.outputs.size() != 1) continue;
     const RasterPlan& plan = *cmd.op.raster;
@@ -187,8 +187,9 @@ Status SessionImpl::planMemory() {
   for (size_t i = 0; i < commands_.size(); ++i)
     for (auto* t : commands_[i].inputs)
       if (t) lastUse[ownerOf(t)] = i;
-  std::unordered_map<const RuntimeTensor*, bool> isGraphOutput;
-  for (int o : model_->graph.outputs) isGraphOutput[ownerOf(&tensors_[o])] = true;
+  std::unordered_map<const RuntimeTensor*, bool> isGraphOutput;  // or kept for the next stage
+  for (const auto* list : {&outputs_, &keep_})
+    for (int o : *list) isGraphOutput[ownerOf(&tensors_[o])] = true;
 
   main_->onResizeBegin();
   if (backup_) backup_->onResizeBegin();
@@ -206,7 +207,7 @@ Status SessionImpl::planMemory() {
     }
     return Status::ok();
   };
-  for (int i : model_->graph.inputs) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], inputHome(), StorageType::DYNAMIC));
+  for (int i : copiedEntries_) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], inputHome(), StorageType::DYNAMIC));
   for (size_t i = 0; i < commands_.size(); ++i) {
     Command& cmd = commands_[i];
     auto releaseIfDone = [&](RuntimeTensor* t, bool dead) {
@@ -280,16 +281,15 @@ Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
 
 Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
   const RunDeadline deadline(schedule_.runTimeLimitMs);
+  const SubgraphSessions::Scope bodies(subgraphs_.get());
   const Graph& g = model_->graph;
   std::map<std::string, Shape> shapes;
   std::map<std::string, const Tensor*> values;
   for (auto& [name, t] : inputs) {
     int idx = g.findTensor(name);
-    bool isInput = false;
-    for (int i : g.inputs) isInput |= (i == idx);
-    if (!isInput) {
+    if (!isInput(idx)) {
       std::string names;
-      for (int i : g.inputs) names += (names.empty() ? "" : ", ") + g.tensors[i].name;
+      for (int i : inputs_) names += (names.empty() ? "" : ", ") + g.tensors[i].name;
       return Status::invalidArgument("'" + name + "' is not an input of the model; its inputs are: " + names);
     }
     OSPREY_RETURN_IF_ERROR(checkInput(g.tensors[idx], t));
@@ -301,29 +301,37 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     shapes[name] = logicalShape(t.shape(), t.layout());
     values[name] = &t;
   }
-  for (int i : g.inputs)
-    if (!values.count(g.tensors[i].name) && !(planned_ && !eager_))
+  for (int i : inputs_)
+    if (!values.count(g.tensors[i].name) && !planned_)
       return Status::invalidArgument("input '" + g.tensors[i].name + "' was not given");
   for (auto& [name, s] : shapes_)
     if (!shapes.count(name)) shapes[name] = s;
   OSPREY_RETURN_IF_ERROR(resize(shapes));
-  if (eager_) {
-    for (int i : g.inputs)
-      if (!values.count(g.tensors[i].name)) return Status::invalidArgument("input '" + g.tensors[i].name + "' was not given");
-    eager_ = false;  // plan() sets it again if some value is still missing
-    Status planned = plan(&values);
-    const bool folded = !eager_;
-    eager_ = true;  // the next run plans again, with its own values
-    OSPREY_RETURN_IF_ERROR(planned);
-    if (!folded) return Status::internal("eager planning did not fold: " + eagerReason_);
-    if (!commands_.empty()) return Status::internal("eager planning left commands to run");
-    return storeOutputs(outputs);
-  }
   for (auto& [name, t] : values) {
     RuntimeTensor& rt = tensors_[g.findTensor(name)];
     if (rt.dtype == DataType::String) return Status::unsupported("string input '" + name + "' must be constant-folded");
     OSPREY_RETURN_IF_ERROR(convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype)));
   }
+  OSPREY_RETURN_IF_ERROR(executeCommands());
+  if (boundary_ < 0) return storeOutputs(outputs);
+  std::map<int, Tensor> stageValues;
+  OSPREY_RETURN_IF_ERROR(continueStages(&stageValues));
+  outputs->clear();
+  for (int o : outputs_) {
+    auto it = stageValues.find(o);
+    if (it != stageValues.end()) {
+      outputs->push_back(it->second);
+    } else if (known_[o]) {
+      outputs->emplace_back();
+      OSPREY_RETURN_IF_ERROR(readTensor(tensors_[o], &outputs->back()));
+    } else {
+      return Status::internal("output '" + g.tensors[o].name + "' was made by no stage");
+    }
+  }
+  return Status::ok();
+}
+
+Status SessionImpl::executeCommands() {
   // A run that fails part-way ends with onExecuteAbort instead of onExecuteEnd.
   struct ExecuteScope {
     Backend* main;
@@ -372,29 +380,14 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     }
   }
   scope.end();
-  return storeOutputs(outputs);
+  return Status::ok();
 }
 
 Status SessionImpl::storeOutputs(std::vector<Tensor>* outputs) const {
   outputs->clear();
-  for (int o : model_->graph.outputs) {
-    const RuntimeTensor& rt = tensors_[o];
-    Tensor t(rt.dtype, rt.shape);
-    if (rt.dtype == DataType::String) {
-      if (rt.strings) t.strings() = *rt.strings;
-    } else if (rt.constData || (rt.backend && rt.backend->type() == ForwardType::CPU)) {
-      OSPREY_RETURN_IF_ERROR(convertLayout(rt.host(), rt.layout, t.data(), Layout::NCHW, rt.shape, dataTypeSize(rt.dtype)));
-    } else if (rt.backend) {
-      RuntimeTensor host = rt;
-      host.backend = nullptr;
-      host.layout = Layout::NCHW;
-      auto chunk = std::make_shared<MemChunk>();
-      uint8_t* base = static_cast<uint8_t*>(t.data());
-      chunk->base = &base;
-      host.chunk = chunk;
-      OSPREY_RETURN_IF_ERROR(rt.backend->onCopyBuffer(&rt, &host));
-    }
-    outputs->push_back(std::move(t));
+  for (int o : outputs_) {
+    outputs->emplace_back();
+    OSPREY_RETURN_IF_ERROR(readTensor(tensors_[o], &outputs->back()));
   }
   return Status::ok();
 }

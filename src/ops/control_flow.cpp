@@ -1,12 +1,14 @@
-// If, Loop and Scan run their subgraphs (Graph attributes) in nested sessions on the host.
-// Their output shapes depend on data, so a model holding them plans at every run with its
-// inputs' values (eager mode); the shape function runs the subgraph and keeps the result for
-// the kernel that follows.
+// If, Loop and Scan run their subgraphs (Graph attributes) in nested sessions: those of the
+// running session (SubgraphSessions, on its runtime and settings, planned once), or sessions
+// of their own when run outside one (the converter's constant folding). Their output shapes
+// depend on data, so they end a planned stage (core/session_stages.cpp) and run between it and
+// the next; the shape function runs the subgraph and keeps the result for the kernel that follows.
 #include <cstring>
 #include <map>
 
 #include "core/graph.h"
 #include "core/run_limits.h"
+#include "core/subgraph_sessions.h"
 #include "ops/op_util.h"
 #include "osprey/interpreter.h"
 
@@ -20,25 +22,30 @@ thread_local std::map<const Node*, std::vector<Tensor>> pendingOutputs;
 class SubgraphRunner {
  public:
   Status init(const std::shared_ptr<Graph>& graph) {
+    graph_ = graph;
+    if (SubgraphSessions* shared = SubgraphSessions::current()) return shared->get(graph, &session_);
     auto model = std::make_shared<Model>();
     model->graph = *graph;
     OSPREY_RETURN_IF_ERROR(Interpreter::fromModel(model, &interp_));
-    return interp_->createSession(ScheduleConfig(), BackendConfig(), &session_);
+    OSPREY_RETURN_IF_ERROR(interp_->createSession(ScheduleConfig(), BackendConfig(), &owned_));
+    session_ = owned_.get();
+    return Status::ok();
   }
   // Runs with the subgraph's inputs in order.
   Status run(const std::vector<Tensor>& inputs, std::vector<Tensor>* outputs) {
-    auto infos = interp_->inputs();
-    if (infos.size() != inputs.size())
-      return Status::invalidModel("subgraph takes " + std::to_string(infos.size()) + " inputs, given " +
+    if (graph_->inputs.size() != inputs.size())
+      return Status::invalidModel("subgraph takes " + std::to_string(graph_->inputs.size()) + " inputs, given " +
                                   std::to_string(inputs.size()));
     std::map<std::string, Tensor> feeds;
-    for (size_t i = 0; i < inputs.size(); ++i) feeds[infos[i].name] = inputs[i];
+    for (size_t i = 0; i < inputs.size(); ++i) feeds[graph_->tensors[graph_->inputs[i]].name] = inputs[i];
     return session_->run(feeds, outputs);
   }
 
  private:
+  std::shared_ptr<Graph> graph_;
   std::shared_ptr<Interpreter> interp_;
-  std::unique_ptr<Session> session_;
+  std::unique_ptr<Session> owned_;
+  Session* session_ = nullptr;
 };
 
 Tensor wrapView(const TensorView& v) {
