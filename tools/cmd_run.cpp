@@ -1,6 +1,6 @@
 // osprey run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend B] [--threads N] [--loops L]
 //                  [--precision normal|high|low] [--memory-limit BYTES]
-//                  [--time-limit-ms MS]
+//                  [--time-limit-ms MS] [--dump-tensors DIR]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -18,6 +18,39 @@ std::string fileSafe(const std::string& name) {
   return s;
 }
 
+// Writes every op's outputs of a run as DIR/NNNN_<tensor>.npy, in the order the ops ran.
+struct TensorDump {
+  std::string dir;
+  int count = 0;
+  Status failure;
+  RunCallbacks callbacks() {
+    RunCallbacks c;
+    c.after = [this](const OpCallbackInfo&, const OpTensors& outputs) {
+      for (size_t i = 0; i < outputs.size(); ++i) {
+        if (outputs.name(i).empty()) continue;
+        Tensor t;
+        Status st = outputs.read(i, &t);
+        char number[16];
+        std::snprintf(number, sizeof number, "%04d_", count++);
+        if (st) st = saveNpy(dir + "/" + number + fileSafe(outputs.name(i)) + ".npy", t);
+        if (!st) {
+          failure = st.withContext("--dump-tensors, tensor '" + outputs.name(i) + "'");
+          return false;
+        }
+      }
+      return true;
+    };
+    return c;
+  }
+};
+
+Status makeDirectory(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::invalidArgument("cannot create directory '" + dir + "': " + ec.message());
+  return Status::ok();
+}
+
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -25,7 +58,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int cmdRun(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit", "time-limit-ms"}, {"quiet"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit", "time-limit-ms", "dump-tensors"}, {"quiet"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;
@@ -69,20 +102,21 @@ int cmdRun(int argc, char** argv) {
     std::printf("input '%s': random %s %s (seed %u)\n", info.name.c_str(), dataTypeName(info.dtype),
                 shapeToString(it->second).c_str(), inputSeed - 1);
   }
+  TensorDump dump{args.get("dump-tensors")};
+  if (!dump.dir.empty() && !(st = makeDirectory(dump.dir))) return fail(st);
   std::vector<Tensor> outputs;
   std::vector<double> times;
   for (int i = 0; i < loops; ++i) {
     auto r0 = std::chrono::steady_clock::now();
-    if (!(st = session->run(inputs, &outputs))) return fail(st);
+    // The first run is dumped; the rest are timed as usual.
+    st = i == 0 && !dump.dir.empty() ? session->run(inputs, &outputs, dump.callbacks()) : session->run(inputs, &outputs);
+    if (!st) return fail(dump.failure ? st : dump.failure);
     times.push_back(msSince(r0));
   }
+  if (!dump.dir.empty()) std::printf("%d intermediate tensors written to %s\n", dump.count, dump.dir.c_str());
   auto names = session->outputs();
   std::string dir = args.get("save-outputs");
-  if (!dir.empty()) {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return fail(Status::invalidArgument("cannot create directory '" + dir + "': " + ec.message()));
-  }
+  if (!dir.empty() && !(st = makeDirectory(dir))) return fail(st);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& t = outputs[i];
     std::printf("output %zu '%s': %s %s %s\n", i, names[i].name.c_str(), dataTypeName(t.dtype()),

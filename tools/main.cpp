@@ -12,6 +12,7 @@ void usage() {
                "  convert SRC.onnx DST.osp          convert an ONNX model\n"
                "  run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend cpu] [--threads N]\n"
                "        [--precision normal|high|low] [--memory-limit BYTES[K|M|G|T]] [--time-limit-ms MS]\n"
+               "        [--dump-tensors DIR]        every op's outputs of the first run as DIR/NNNN_<name>.npy\n"
                "                                    run a .onnx or .osp model and print its outputs\n"
                "  bench MODEL [--input [NAME=]FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]\n"
                "        [--per-op] [--json] [--trace FILE] [--gap-ms G] [--precision normal|high|low]\n"

@@ -7,6 +7,7 @@
 // so to run in parallel, give each thread its own Session. stats() and lastRunProfile() return
 // references that the next run or resize rewrites: read them on the thread that ran.
 #pragma once
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -57,6 +58,36 @@ struct OpTiming {
   double durationUs = 0;
 };
 
+// An op as a run callback sees it. Ops lowered to data movement (Transpose, Slice, Concat ...)
+// keep their own type; ops computed once at resize (constant folding) are not reported.
+struct OpCallbackInfo {
+  std::string name;     // the node's name
+  std::string type;     // "Conv", "Transpose", ...
+  std::string backend;  // "cpu", "cuda", ... or "host" for an op whose output shapes depend on data
+};
+
+// The inputs (before the op) or outputs (after it) of the op being reported, readable while the
+// callback runs.
+class OpTensors {
+ public:
+  virtual ~OpTensors() = default;
+  virtual size_t size() const = 0;
+  virtual std::string name(size_t i) const = 0;  // "" for an omitted optional input
+  virtual Shape shape(size_t i) const = 0;
+  virtual DataType dtype(size_t i) const = 0;
+  // A host copy in NCHW (from any backend and layout).
+  virtual Status read(size_t i, Tensor* out) const = 0;
+};
+
+// Returns false to stop the run: run() then fails with StatusCode::Cancelled, naming the op.
+using OpCallback = std::function<bool(const OpCallbackInfo& op, const OpTensors& tensors)>;
+
+// MNN's runSessionWithCallBack: `before` sees each op's inputs, `after` its outputs; either may
+// be empty. Callbacks run on the thread that called run().
+struct RunCallbacks {
+  OpCallback before, after;
+};
+
 struct SharedRuntimeState;
 
 // A backend's resources made once and used by several Sessions (MNN's createRuntime): thread
@@ -89,6 +120,8 @@ class Session {
   // the current ones trigger a resize first. Outputs are host tensors in NCHW. A shape whose
   // tensors would pass BackendConfig::memoryLimit is refused (StatusCode::OutOfMemory).
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
+  // A run that reports every op to `callbacks` (see RunCallbacks).
+  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs, const RunCallbacks& callbacks);
   std::vector<TensorInfoPublic> inputs() const;
   std::vector<TensorInfoPublic> outputs() const;
   const SessionStats& stats() const;

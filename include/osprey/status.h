@@ -5,7 +5,7 @@
 
 namespace osprey {
 
-enum class StatusCode { Ok = 0, InvalidArgument, InvalidModel, Unsupported, OutOfMemory, Internal, NotFound };
+enum class StatusCode { Ok = 0, InvalidArgument, InvalidModel, Unsupported, OutOfMemory, Internal, NotFound, Cancelled };
 
 class [[nodiscard]] Status {
  public:
@@ -17,6 +17,7 @@ class [[nodiscard]] Status {
   static Status outOfMemory(std::string m) { return Status(StatusCode::OutOfMemory, std::move(m)); }
   static Status internal(std::string m) { return Status(StatusCode::Internal, std::move(m)); }
   static Status notFound(std::string m) { return Status(StatusCode::NotFound, std::move(m)); }
+  static Status cancelled(std::string m) { return Status(StatusCode::Cancelled, std::move(m)); }
 
   bool isOk() const { return code_ == StatusCode::Ok; }
   explicit operator bool() const { return isOk(); }

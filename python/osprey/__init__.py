@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
 import numpy as np
 
 from . import _osprey
 from ._osprey import (
+    CancelledError,
     InvalidArgumentError,
     InvalidModelError,
     NotFoundError,
@@ -40,6 +41,7 @@ __all__ = [
     "UnsupportedError",
     "NotFoundError",
     "OutOfMemoryError",
+    "CancelledError",
 ]
 
 PathOrBytes = Union[str, "os.PathLike[str]", bytes]
@@ -240,6 +242,24 @@ class InferenceSession:
         if not isinstance(input_feed, Mapping):
             raise TypeError("input_feed must be a mapping from input name to array, got %s" % type(input_feed).__name__)
         return self._session.run(list(output_names or ()), dict(input_feed))
+
+    def run_with_callbacks(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any], *,
+                           before: Optional[Callable[[Dict[str, Any], List[Optional[np.ndarray]]], Optional[bool]]] = None,
+                           after: Optional[Callable[[Dict[str, Any], List[Optional[np.ndarray]]], Optional[bool]]] = None
+                           ) -> List[np.ndarray]:
+        """Runs the model like ``run``, showing each op to the callbacks (MNN's runSessionWithCallBack).
+
+        ``before(op, inputs)`` is called before each op runs and ``after(op, outputs)`` after it;
+        ``op`` is a dict with ``name``, ``type``, ``backend`` and ``names`` (of the tensors), the
+        tensors are numpy copies (None for an omitted input). A callback that returns False stops
+        the run with ``CancelledError``; an exception it raises stops the run and propagates.
+        Ops computed once when the session was planned (constant folding) are not shown.
+        """
+        if isinstance(output_names, str):
+            raise TypeError("output_names must be a list of names or None, not a str")
+        if not isinstance(input_feed, Mapping):
+            raise TypeError("input_feed must be a mapping from input name to array, got %s" % type(input_feed).__name__)
+        return self._session.run_with_callbacks(list(output_names or ()), dict(input_feed), before, after)
 
     def stats(self) -> Dict[str, Any]:
         """Figures of the current plan: arena bytes, executions, folded ops, FLOPs, ops per backend."""

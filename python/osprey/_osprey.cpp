@@ -42,6 +42,7 @@ struct ErrorTypes {
   PyObject* unsupported = nullptr;
   PyObject* notFound = nullptr;
   PyObject* outOfMemory = nullptr;
+  PyObject* cancelled = nullptr;
 };
 ErrorTypes gErrors;
 
@@ -52,6 +53,7 @@ PyObject* errorTypeFor(StatusCode code) {
     case StatusCode::Unsupported: return gErrors.unsupported;
     case StatusCode::NotFound: return gErrors.notFound;
     case StatusCode::OutOfMemory: return gErrors.outOfMemory;
+    case StatusCode::Cancelled: return gErrors.cancelled;
     default: return gErrors.base;
   }
 }
@@ -229,6 +231,13 @@ class PySession {
 
   // `outputNames` empty: every output, in the model's order.
   py::list run(const std::vector<std::string>& outputNames, const py::dict& feed) {
+    return runWith(outputNames, feed, py::none(), py::none());
+  }
+
+  // `before` / `after`: None or a callable(op: dict, tensors: list of arrays) that returns False
+  // to stop the run (CancelledError). An exception it raises stops the run and is re-raised.
+  py::list runWith(const std::vector<std::string>& outputNames, const py::dict& feed, const py::object& before,
+                   const py::object& after) {
     std::vector<size_t> picks;
     for (auto& name : outputNames) picks.push_back(outputIndex(name));
     if (outputNames.empty())
@@ -250,11 +259,52 @@ class PySession {
         throw StatusError{invalidArgument("input '" + name + "' was not given; the model's inputs are: " + join(inputNames_))};
 
     std::vector<Tensor> results;
+    RunCallbacks callbacks;
+    std::unique_ptr<py::error_already_set> raised;
+    auto wrap = [&raised](const py::object& fn) -> OpCallback {
+      if (fn.is_none()) return nullptr;
+      return [fn, &raised](const OpCallbackInfo& op, const OpTensors& tensors) {
+        py::gil_scoped_acquire gil;
+        try {
+          py::dict info;
+          info["name"] = op.name;
+          info["type"] = op.type;
+          info["backend"] = op.backend;
+          py::list arrays;
+          for (size_t i = 0; i < tensors.size(); ++i) {
+            Tensor t;
+            if (tensors.name(i).empty() || !tensors.read(i, &t)) {
+              arrays.append(py::none());
+              continue;
+            }
+            try {
+              arrays.append(toNumpy(std::move(t), tensors.name(i)));
+            } catch (const StatusError&) {  // a dtype numpy has no type for (bfloat16 ...)
+              arrays.append(py::none());
+            }
+          }
+          py::list names;
+          for (size_t i = 0; i < tensors.size(); ++i) names.append(tensors.name(i));
+          info["names"] = names;
+          py::object verdict = fn(info, arrays);
+          return verdict.is_none() || verdict.cast<bool>();
+        } catch (py::error_already_set& e) {
+          raised = std::make_unique<py::error_already_set>(std::move(e));
+          return false;
+        }
+      };
+    };
+    callbacks.before = wrap(before);
+    callbacks.after = wrap(after);
+    const bool watched = callbacks.before || callbacks.after;
+    Status st;
     {
       py::gil_scoped_release release;
       std::lock_guard<std::mutex> lock(mutex_);  // taken without the GIL, so waiting never blocks Python
-      check(session_->run(inputs, &results));
+      st = watched ? session_->run(inputs, &results, callbacks) : session_->run(inputs, &results);
     }
+    if (raised) throw *raised;
+    check(st);
     py::list out;
     for (size_t i : picks) out.append(toNumpy(Tensor(results.at(i)), outputNames_[i]));
     return out;
@@ -376,6 +426,7 @@ PYBIND11_MODULE(_osprey, m) {
                                   "The model or argument uses something this build does not support.");
   gErrors.notFound = makeError(m, "NotFoundError", {base}, "A file or named entity does not exist.");
   gErrors.outOfMemory = makeError(m, "OutOfMemoryError", {base, PyExc_MemoryError}, "An allocation failed.");
+  gErrors.cancelled = makeError(m, "CancelledError", {base}, "A run callback stopped the run.");
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
@@ -391,6 +442,8 @@ PYBIND11_MODULE(_osprey, m) {
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))
+      .def("run_with_callbacks", &PySession::runWith, py::arg("output_names"), py::arg("feed"), py::arg("before"),
+           py::arg("after"))
       .def("stats", &PySession::stats);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true);
   m.def("backends", &backends);

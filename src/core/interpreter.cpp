@@ -105,6 +105,11 @@ Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Ten
   std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
   return impl_->run(inputs, outputs);
 }
+Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs, const RunCallbacks& callbacks) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
+  return impl_->run(inputs, outputs, &callbacks);
+}
 std::vector<TensorInfoPublic> Session::inputs() const {
   std::lock_guard<std::mutex> lock(impl_->callMutex);
   return impl_->inputInfo();

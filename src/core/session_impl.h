@@ -29,7 +29,10 @@ class SessionImpl {
   SessionImpl(const SessionImpl& parent, size_t firstNode, std::vector<int> entries, std::vector<int> exits,
               std::map<int, const RuntimeTensor*> known);
   Status resize(const std::map<std::string, Shape>& inputShapes);
-  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
+  Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs,
+             const RunCallbacks* callbacks = nullptr);
+  // The host value of an activation or constant in NCHW.
+  Status readTensor(const RuntimeTensor& rt, Tensor* out) const;
   std::vector<TensorInfoPublic> inputInfo() const;
   std::vector<TensorInfoPublic> outputInfo() const;
   const SessionStats& stats() const { return next_ || boundary_ >= 0 ? mergedStats_ : stats_; }
@@ -38,6 +41,12 @@ class SessionImpl {
     if (main_) main_->onProfiling(on);
     if (backup_) backup_->onProfiling(on);
     if (next_) next_->setProfiling(on);
+  }
+  void setCallbacks(const RunCallbacks* callbacks) {
+    callbacks_ = callbacks;
+    if (main_) main_->onProfiling(profiling_ || callbacks);
+    if (backup_) backup_->onProfiling(profiling_ || callbacks);
+    if (next_) next_->setCallbacks(callbacks);
   }
   const std::vector<OpTiming>& lastRunProfile() const { return profile_; }
 
@@ -78,13 +87,14 @@ class SessionImpl {
   Status splitAfter(size_t boundary);
   Status runBoundary(const std::map<int, Tensor>& values, std::vector<Tensor>* outputs);
   Status executeCommands();
+  // Shows a command (or a node run on the host) to callbacks_ before or after it runs.
+  Status report(const Command& cmd, bool after) const;
+  Status reportHost(const Node& node, const std::map<int, Tensor>& values, bool after) const;
   // After this stage's commands: hands what later stages need to `values` (host tensors by graph
   // index, shared by the stages of one run), runs the boundary node and the next stage.
   Status continueStages(std::map<int, Tensor>* values);
   // A later stage's run: entries from `values`, its outputs and kept tensors into it.
   Status runStage(std::map<int, Tensor>* values);
-  // The host value of an activation or constant in NCHW.
-  Status readTensor(const RuntimeTensor& rt, Tensor* out) const;
   Status createExecutions();
   // At Low precision, marks the commands at the model's input end that stay in fp32
   // (BackendConfig::fullPrecisionStem) where the main backend honours it.
@@ -129,7 +139,8 @@ class SessionImpl {
   std::vector<uint8_t*> entryBases_;
   void bindEntries();
   std::unique_ptr<SessionImpl> next_;
-  SessionStats mergedStats_;  // this stage's and the following stages', as of the last run
+  SessionStats mergedStats_;
+  const RunCallbacks* callbacks_ = nullptr;  // during a run given them  // this stage's and the following stages', as of the last run
   std::unique_ptr<Backend> main_, backup_;
   // Graph inputs are written by the host: on a device main backend they live on the CPU
   // backup and reach the device through the pipeline's copies.

@@ -279,8 +279,17 @@ Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
   return Status::ok();
 }
 
-Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs) {
+Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs,
+                        const RunCallbacks* callbacks) {
   const RunDeadline deadline(schedule_.runTimeLimitMs);
+  // Backends run op by op while callbacks read tensors between ops (no CUDA graph, as when profiling).
+  struct CallbackScope {
+    SessionImpl* s;
+    CallbackScope(SessionImpl* session, const RunCallbacks* callbacks) : s(session) {
+      s->setCallbacks(callbacks);
+    }
+    ~CallbackScope() { s->setCallbacks(nullptr); }
+  } callbackScope(this, callbacks);
   const SubgraphSessions::Scope bodies(subgraphs_.get());
   const Graph& g = model_->graph;
   std::map<std::string, Shape> shapes;
@@ -357,7 +366,12 @@ Status SessionImpl::executeCommands() {
   if (profiling_) profile_.clear();
   for (auto& cmd : commands_) {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
-    if (cmd.viewOf || cmd.inputsInOutput) continue;        // shares its inputs' memory
+    const bool reported = callbacks_ && !cmd.isCopy;
+    if (reported) OSPREY_RETURN_IF_ERROR(report(cmd, false));
+    if (cmd.viewOf || cmd.inputsInOutput) {  // shares its inputs' memory: nothing runs
+      if (reported) OSPREY_RETURN_IF_ERROR(report(cmd, true));
+      continue;
+    }
     if (RunDeadline::passed()) return RunDeadline::error(cmd.isCopy ? "a copy" : cmd.op.describe());
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
     if (cmd.isCopy) {
@@ -378,6 +392,7 @@ Status SessionImpl::executeCommands() {
       t.durationUs = us(end - start);
       profile_.push_back(std::move(t));
     }
+    if (reported) OSPREY_RETURN_IF_ERROR(report(cmd, true));
   }
   scope.end();
   return Status::ok();

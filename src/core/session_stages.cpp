@@ -159,10 +159,12 @@ Status SessionImpl::continueStages(std::map<int, Tensor>* values) {
     if (!values->count(i)) OSPREY_RETURN_IF_ERROR(readTensor(tensors_[i], &(*values)[i]));
   const Node& node = g.nodes[boundary_];
   const Clock::time_point start = Clock::now();
+  if (callbacks_) OSPREY_RETURN_IF_ERROR(reportHost(node, *values, false));
   std::vector<Tensor> results;
   OSPREY_RETURN_IF_ERROR(runBoundary(*values, &results));
   for (size_t i = 0; i < node.outputs.size(); ++i)
     if (node.outputs[i] >= 0) (*values)[node.outputs[i]] = std::move(results[i]);
+  if (callbacks_) OSPREY_RETURN_IF_ERROR(reportHost(node, *values, true));
   if (profiling_) {
     OpTiming t;
     t.opType = opTypeName(node.type);
@@ -177,6 +179,7 @@ Status SessionImpl::continueStages(std::map<int, Tensor>* values) {
   mergedStats_ = stats_;
   mergedStats_.hostOps += 1;
   if (!next_) return Status::ok();
+  next_->setCallbacks(callbacks_);
   OSPREY_RETURN_IF_ERROR(next_->runStage(values));
   addStats(&mergedStats_, next_->stats());
   if (profiling_) {

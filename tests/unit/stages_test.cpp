@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <thread>
 
 #include "../ops/op_test_util.h"
@@ -176,6 +177,44 @@ TEST(Stages, BoundaryOnAGraphInput) {
     }
   }
   EXPECT_EQ(session->stats().stages, 2);
+}
+
+TEST(RunCallbacks, SeeEveryOpAndStopTheRun) {
+  TrailingIf m = trailingIfModels();
+  auto session = sessionOf(*m.withIf);
+  const Tensor x = randomTensor(DataType::Float32, {1, 3, 6, 6}, 41);
+  std::vector<std::string> before, after;
+  std::map<std::string, Tensor> seen;
+  RunCallbacks callbacks;
+  callbacks.before = [&](const OpCallbackInfo& op, const OpTensors& inputs) {
+    before.push_back(op.type);
+    return inputs.size() > 0;
+  };
+  callbacks.after = [&](const OpCallbackInfo& op, const OpTensors& outputs) {
+    after.push_back(op.type + "@" + op.backend);
+    for (size_t i = 0; i < outputs.size(); ++i) EXPECT_TRUE(outputs.read(i, &seen[outputs.name(i)]).isOk());
+    return true;
+  };
+  std::vector<Tensor> out;
+  ASSERT_TRUE(session->run({{"x", x}}, &out, callbacks).isOk());
+  EXPECT_EQ(before, (std::vector<std::string>{"Conv", "Flatten", "MatMul", "ReduceSum", "Greater", "If"}));
+  ASSERT_EQ(after.size(), before.size());
+  EXPECT_EQ(after.back(), "If@host");
+  const std::string ifOutput = m.withIf->outputs()[0].name, matmulOutput = m.withIf->outputs()[1].name;
+  ASSERT_TRUE(seen.count(ifOutput) && seen.count(matmulOutput));
+  EXPECT_EQ(std::memcmp(seen[ifOutput].data(), out[0].data(), out[0].bytes()), 0);
+  EXPECT_EQ(std::memcmp(seen[matmulOutput].data(), out[1].data(), out[1].bytes()), 0);
+
+  int calls = 0;
+  RunCallbacks stop;
+  stop.after = [&](const OpCallbackInfo&, const OpTensors&) { return ++calls < 2; };
+  const Status stopped = session->run({{"x", x}}, &out, stop);
+  EXPECT_EQ(stopped.code(), StatusCode::Cancelled);
+  EXPECT_NE(stopped.message().find("stopped by a callback after"), std::string::npos) << stopped.message();
+  EXPECT_EQ(calls, 2);
+  std::vector<Tensor> again;
+  ASSERT_TRUE(session->run({{"x", x}}, &again).isOk());  // still usable
+  EXPECT_EQ(std::memcmp(again[0].data(), seen[ifOutput].data(), again[0].bytes()), 0);
 }
 
 TEST(SharedRuntimes, FourSessionsUseOnePool) {

@@ -1,0 +1,134 @@
+"""The runtime's machinery as the Python package shows it: run callbacks, and models whose shapes
+depend on data (If, NonZero) run in planned stages, against ONNX Runtime."""
+import numpy as np
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+import osprey
+from conftest import assert_close, make_model, ort
+
+
+def staged_model() -> bytes:
+    """h = Relu(x @ w + b); idx = NonZero(h > 0.5); y = If(sum(h) > 0, h * 2, -h); z = Cast(idx) + 1."""
+    rng = np.random.default_rng(3)
+    w = numpy_helper.from_array(rng.standard_normal((7, 9)).astype(np.float32), "w")
+    b = numpy_helper.from_array(rng.standard_normal(9).astype(np.float32), "b")
+    half = numpy_helper.from_array(np.array(0.5, np.float32), "half")
+    zero = numpy_helper.from_array(np.array(0.0, np.float32), "zero")
+    two = numpy_helper.from_array(np.array(2.0, np.float32), "two")
+    one = numpy_helper.from_array(np.array(1.0, np.float32), "one")
+    then_graph = helper.make_graph([helper.make_node("Mul", ["h", "two"], ["then_y"])], "then", [],
+                                   [helper.make_tensor_value_info("then_y", TensorProto.FLOAT, None)])
+    else_graph = helper.make_graph([helper.make_node("Neg", ["h"], ["else_y"])], "else", [],
+                                   [helper.make_tensor_value_info("else_y", TensorProto.FLOAT, None)])
+    nodes = [
+        helper.make_node("MatMul", ["x", "w"], ["xw"]),
+        helper.make_node("Add", ["xw", "b"], ["pre"]),
+        helper.make_node("Relu", ["pre"], ["h"]),
+        helper.make_node("Greater", ["h", "half"], ["mask"]),
+        helper.make_node("NonZero", ["mask"], ["idx"]),
+        helper.make_node("ReduceSum", ["h"], ["total"], keepdims=0),
+        helper.make_node("Greater", ["total", "zero"], ["cond"]),
+        helper.make_node("If", ["cond"], ["y"], then_branch=then_graph, else_branch=else_graph),
+        helper.make_node("Cast", ["idx"], ["idx_f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["idx_f", "one"], ["z"]),
+    ]
+    return make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 7])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None),
+                       helper.make_tensor_value_info("z", TensorProto.FLOAT, None),
+                       helper.make_tensor_value_info("pre", TensorProto.FLOAT, None)],
+                      [w, b, half, zero, two, one])
+
+
+@pytest.fixture(scope="module")
+def staged_path(tmp_path_factory):
+    path = tmp_path_factory.mktemp("runtime") / "staged.onnx"
+    path.write_bytes(staged_model())
+    return str(path)
+
+
+def test_staged_model_matches_onnxruntime(staged_path):
+    session = osprey.InferenceSession(staged_path)
+    ref = ort.InferenceSession(staged_path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(7)
+    for n in [3, 3, 5, 1, 3]:
+        x = rng.standard_normal((n, 7)).astype(np.float32) * (1 if n != 1 else -5)
+        got = session.run(None, {"x": x})
+        want = ref.run(None, {"x": x})
+        for g, w, name in zip(got, want, ["y", "z", "pre"]):
+            assert g.shape == w.shape, name
+            assert_close(g, w, name)
+    stats = session.stats()
+    assert stats["host_ops"] >= 2, stats  # NonZero and If run on the host between stages
+    assert stats["executions"] > 0, stats  # the MatMul, Add and Relu run as executions
+
+
+def test_callbacks_show_every_op(staged_path):
+    session = osprey.InferenceSession(staged_path)
+    x = np.random.default_rng(8).standard_normal((4, 7)).astype(np.float32)
+    seen, before_names = {}, []
+
+    def before(op, inputs):
+        before_names.append(op["name"])
+        assert len(inputs) == len(op["names"])
+
+    def after(op, outputs):
+        for name, value in zip(op["names"], outputs):
+            seen[name] = value
+
+    y, z, pre = session.run_with_callbacks(None, {"x": x}, before=before, after=after)
+    ref = ort.InferenceSession(staged_path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    assert_close(seen["pre"], ref[2], "pre")
+    assert_close(seen["y"], ref[0], "y")
+    assert_close(seen["z"], ref[1], "z")
+    assert np.array_equal(seen["pre"], pre)
+    for name in ["h", "mask", "idx", "cond"]:  # xw: MatMul + Add are one fused op
+        assert name in seen, (name, sorted(seen))
+    assert before_names[0] != "" and len(before_names) >= 8
+
+
+def test_callback_stops_the_run(staged_path):
+    session = osprey.InferenceSession(staged_path)
+    x = np.ones((2, 7), np.float32)
+    calls = []
+
+    def stop_after_second(op, outputs):
+        calls.append(op["name"])
+        return len(calls) < 2
+
+    with pytest.raises(osprey.CancelledError, match="stopped by a callback"):
+        session.run_with_callbacks(None, {"x": x}, after=stop_after_second)
+    assert len(calls) == 2
+
+    def raising(op, inputs):
+        raise KeyError("from the callback")
+
+    with pytest.raises(KeyError, match="from the callback"):
+        session.run_with_callbacks(None, {"x": x}, before=raising)
+    # The session is still usable after a stopped run.
+    assert session.run(["pre"], {"x": x})[0].shape == (2, 9)
+
+
+def test_cli_dump_tensors(staged_path, tmp_path):
+    import subprocess
+    import sys
+    x = np.random.default_rng(9).standard_normal((3, 7)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    done = subprocess.run([sys.executable, "-m", "osprey", "run", staged_path, "--input", "x=%s" % (tmp_path / "x.npy"),
+                           "--dump-tensors", str(tmp_path / "dump")], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    files = sorted(p.name for p in (tmp_path / "dump").iterdir())
+    assert "intermediate tensors written" in done.stdout
+    by_name = {f.split("_", 1)[1][:-4]: np.load(tmp_path / "dump" / f) for f in files}
+    # Every intermediate ONNX Runtime computes for this graph, as extra outputs of the same model.
+    import onnx
+    model = onnx.load(staged_path)
+    for name in ["pre", "h", "mask", "idx", "total", "cond", "y", "z"]:
+        if name not in [o.name for o in model.graph.output]:
+            model.graph.output.append(onnx.helper.make_empty_tensor_value_info(name))
+    ref = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    want = dict(zip([o.name for o in ref.get_outputs()], ref.run(None, {"x": x})))
+    for name in ["pre", "h", "mask", "idx", "y", "z"]:
+        assert name in by_name, (name, files)
+        assert by_name[name].shape == want[name].shape, name
+        assert_close(by_name[name].astype(np.float64), want[name].astype(np.float64), name)
