@@ -24,6 +24,8 @@ constexpr uint64_t kMaxSessionBytes = uint64_t{512} << 20;
 // may rightly ask for 2^63 iterations, which is an error here, as it would be for a user with
 // a limit, and not a hang.
 constexpr int64_t kRunTimeLimitMs = 2000;
+// Models whose planned work (SessionStats::flops) is larger are planned but not run.
+constexpr int64_t kMaxRunFlops = int64_t{10} * 1000 * 1000;
 
 void runWithInputsFrom(const Interpreter& interp, const uint8_t* data, size_t size);
 

@@ -1,5 +1,7 @@
 #include "ops/flops.h"
 
+#include <cstdint>
+
 namespace osprey {
 
 int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out) {
@@ -17,6 +19,15 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
     case OpType::Gemm:
       if (in[0].shape.size() == 2) return 2 * elems(out[0]) * in[0].shape[node.getInt("transA", 0) ? 0 : 1];
       return 0;
+    case OpType::MaxPool:
+    case OpType::AveragePool:
+    case OpType::LpPool: {  // every output reads its window's taps
+      int64_t taps = 1;
+      for (int64_t k : node.getInts("kernel_shape"))
+        taps = k > 0 && taps <= INT64_MAX / k ? taps * k : INT64_MAX;
+      const int64_t n = elems(out[0]);
+      return n > 0 && taps > INT64_MAX / n ? INT64_MAX : n * taps;
+    }
     default: {
       int64_t n = 0;
       for (auto& o : out) n += elems(o);
