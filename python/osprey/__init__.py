@@ -42,6 +42,7 @@ __all__ = [
     "NotFoundError",
     "OutOfMemoryError",
     "CancelledError",
+    "Runtime",
 ]
 
 PathOrBytes = Union[str, "os.PathLike[str]", bytes]
@@ -132,6 +133,37 @@ def _backend_from_providers(providers: Sequence[str]) -> str:
                            % (list(providers), ", ".join(compiled)))
 
 
+class Runtime:
+    """A backend's thread pool, memory pools and caches, made once and shared by sessions
+    (MNN's ``createRuntime``): ``InferenceSession(path, runtime=rt)``. Sessions on one runtime take
+    turns: a run waits while another session of the runtime runs on another thread.
+
+    Args:
+        backend, threads, precision, memory_limit, run_time_limit_ms: as for ``InferenceSession``.
+    """
+
+    def __init__(self, backend: str = "cpu", threads: Optional[int] = None, precision: str = "normal", *,
+                 memory_limit: Optional[int] = None, run_time_limit_ms: Optional[int] = None) -> None:
+        if precision not in _PRECISIONS:
+            raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
+        self.backend = backend
+        self.threads = int(_default_threads() if threads is None else threads)
+        self.precision = precision
+        self.memory_limit = memory_limit
+        self.run_time_limit_ms = run_time_limit_ms
+        self._runtime = _osprey.Runtime(backend, self.threads, precision,
+                                        0 if memory_limit is None else int(memory_limit),
+                                        0 if run_time_limit_ms is None else int(run_time_limit_ms))
+
+    def thread_count(self) -> int:
+        """The worker threads of its CPU pool, the caller's included."""
+        return self._runtime.thread_count()
+
+    def garbage_collect(self, level: int = 0) -> None:
+        """Returns to the system what the runtime's pools keep but no session uses."""
+        self._runtime.garbage_collect(level)
+
+
 class InferenceSession:
     """Loads a model (.onnx, converted in memory, or .osp) and runs it, like ``onnxruntime.InferenceSession``.
 
@@ -171,7 +203,12 @@ class InferenceSession:
         memory_limit: Optional[int] = None,
         run_time_limit_ms: Optional[int] = None,
         providers: Optional[Sequence[str]] = None,
+        runtime: Optional["Runtime"] = None,
     ) -> None:
+        if runtime is not None:
+            # A shared runtime brings its own backend, threads and settings.
+            backend, threads, precision = runtime.backend, runtime.threads, runtime.precision
+            memory_limit, run_time_limit_ms = runtime.memory_limit, runtime.run_time_limit_ms
         if providers:
             backend = _backend_from_providers(providers)
         if threads is None:
@@ -190,7 +227,8 @@ class InferenceSession:
             raise ValueError("run_time_limit_ms must be a positive number of milliseconds, got %r" % (run_time_limit_ms,))
         self._session = _osprey.Session(source, backend, self._threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
-                                        0 if run_time_limit_ms is None else int(run_time_limit_ms))
+                                        0 if run_time_limit_ms is None else int(run_time_limit_ms),
+                                        None if runtime is None else runtime._runtime)
         self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
         self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
 

@@ -182,29 +182,65 @@ bool isOspBuffer(const std::string& bytes) {
   return bytes.size() >= 12 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), /*size_prefixed=*/true);
 }
 
+// The schedule and backend settings the Python arguments name.
+void configsFrom(const std::string& backend, int threads, const std::string& precision, uint64_t memoryLimit,
+                 int64_t runTimeLimitMs, ScheduleConfig* scheduleOut, BackendConfig* configOut) {
+  ScheduleConfig schedule;
+  if (!forwardTypeFromName(backend, &schedule.backend))
+    throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
+  if (threads < 1) throw StatusError{invalidArgument("threads must be at least 1, got " + std::to_string(threads))};
+  schedule.threads = threads;
+  if (runTimeLimitMs < 0) throw StatusError{invalidArgument("run_time_limit_ms must be >= 0")};
+  schedule.runTimeLimitMs = runTimeLimitMs;
+  BackendConfig config;
+  if (precision == "normal") {
+    config.precision = BackendConfig::Precision::Normal;
+  } else if (precision == "high") {
+    config.precision = BackendConfig::Precision::High;
+  } else if (precision == "low") {
+    config.precision = BackendConfig::Precision::Low;
+  } else {
+    throw StatusError{invalidArgument("unknown precision '" + precision + "' (known: normal, high, low)")};
+  }
+  config.memoryLimit = memoryLimit;
+  *scheduleOut = schedule;
+  *configOut = config;
+}
+
+// A runtime (thread pool, memory pools, caches) for sessions to share.
+class PyRuntime {
+ public:
+  PyRuntime(const std::string& backend, int threads, const std::string& precision, uint64_t memoryLimit,
+            int64_t runTimeLimitMs) {
+    ScheduleConfig schedule;
+    BackendConfig config;
+    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, &schedule, &config);
+    py::gil_scoped_release release;
+    check(Interpreter::createRuntime(schedule, config, &runtime_));
+  }
+  int threadCount() const { return runtime_->threadCount(); }
+  void garbageCollect(int level) {
+    py::gil_scoped_release release;
+    runtime_->garbageCollect(level);
+  }
+  const std::shared_ptr<SharedRuntime>& get() const { return runtime_; }
+
+ private:
+  std::shared_ptr<SharedRuntime> runtime_;
+};
+
 // One loaded model and one session of it. Runs are serialised: a Session is not reentrant.
 class PySession {
  public:
   PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision,
-            uint64_t memoryLimit, int64_t runTimeLimitMs) {
+            uint64_t memoryLimit, int64_t runTimeLimitMs, const PyRuntime* runtime) {
     ScheduleConfig schedule;
-    if (!forwardTypeFromName(backend, &schedule.backend))
-      throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
-    if (threads < 1) throw StatusError{invalidArgument("threads must be at least 1, got " + std::to_string(threads))};
-    schedule.threads = threads;
-    if (runTimeLimitMs < 0) throw StatusError{invalidArgument("run_time_limit_ms must be >= 0")};
-    schedule.runTimeLimitMs = runTimeLimitMs;
     BackendConfig config;
-    if (precision == "normal") {
-      config.precision = BackendConfig::Precision::Normal;
-    } else if (precision == "high") {
-      config.precision = BackendConfig::Precision::High;
-    } else if (precision == "low") {
-      config.precision = BackendConfig::Precision::Low;
-    } else {
-      throw StatusError{invalidArgument("unknown precision '" + precision + "' (known: normal, high, low)")};
-    }
-    config.memoryLimit = memoryLimit;
+    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, &schedule, &config);
+    auto create = [&] {
+      check(runtime ? interpreter_->createSession(runtime->get(), &session_)
+                    : interpreter_->createSession(schedule, config, &session_));
+    };
     if (py::isinstance<py::bytes>(source)) {
       std::string bytes = source.cast<std::string>();
       py::gil_scoped_release release;
@@ -215,12 +251,12 @@ class PySession {
         check(convertOnnxBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), model.get()));
         check(Interpreter::fromModel(std::move(model), &interpreter_));
       }
-      check(interpreter_->createSession(schedule, config, &session_));
+      create();
     } else {
       std::string path = source.cast<std::string>();
       py::gil_scoped_release release;
       check(Interpreter::fromFile(path, &interpreter_));
-      check(interpreter_->createSession(schedule, config, &session_));
+      create();
     }
     for (auto& t : interpreter_->inputs()) inputNames_.push_back(t.name);
     for (auto& t : interpreter_->outputs()) outputNames_.push_back(t.name);
@@ -435,10 +471,15 @@ PYBIND11_MODULE(_osprey, m) {
     }
   });
 
+  py::class_<PyRuntime>(m, "Runtime")
+      .def(py::init<const std::string&, int, const std::string&, uint64_t, int64_t>(), py::arg("backend"), py::arg("threads"),
+           py::arg("precision"), py::arg("memory_limit") = 0, py::arg("run_time_limit_ms") = 0)
+      .def("thread_count", &PyRuntime::threadCount)
+      .def("garbage_collect", &PyRuntime::garbageCollect, py::arg("level") = 0);
   py::class_<PySession>(m, "Session")
-      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t>(),
+      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t, const PyRuntime*>(),
            py::arg("source"), py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0,
-           py::arg("run_time_limit_ms") = 0)
+           py::arg("run_time_limit_ms") = 0, py::arg("runtime") = nullptr)
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))

@@ -132,3 +132,16 @@ def test_cli_dump_tensors(staged_path, tmp_path):
         assert name in by_name, (name, files)
         assert by_name[name].shape == want[name].shape, name
         assert_close(by_name[name].astype(np.float64), want[name].astype(np.float64), name)
+
+
+def test_sessions_share_a_runtime(staged_path):
+    runtime = osprey.Runtime(threads=2)
+    assert runtime.thread_count() == 2
+    sessions = [osprey.InferenceSession(staged_path, runtime=runtime) for _ in range(4)]
+    assert all(s.threads == 2 for s in sessions)
+    x = np.random.default_rng(10).standard_normal((5, 7)).astype(np.float32)
+    want = osprey.InferenceSession(staged_path, threads=2).run(None, {"x": x})
+    for s in sessions:
+        for g, w in zip(s.run(None, {"x": x}), want):
+            assert np.array_equal(g, w)
+    runtime.garbage_collect()
