@@ -217,12 +217,19 @@ TEST(RunCallbacks, SeeEveryOpAndStopTheRun) {
   EXPECT_EQ(std::memcmp(again[0].data(), seen[ifOutput].data(), again[0].bytes()), 0);
 }
 
-TEST(SharedRuntimes, FourSessionsUseOnePool) {
-  TrailingIf m = trailingIfModels();
+std::shared_ptr<SharedRuntime> twoThreadRuntime() {
   ScheduleConfig schedule;
   schedule.threads = 2;
   std::shared_ptr<SharedRuntime> runtime;
-  ASSERT_TRUE(Interpreter::createRuntime(schedule, BackendConfig(), &runtime).isOk());
+  const Status st = Interpreter::createRuntime(schedule, BackendConfig(), &runtime);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return runtime;
+}
+
+TEST(SharedRuntimes, FourSessionsUseOnePool) {
+  TrailingIf m = trailingIfModels();
+  std::shared_ptr<SharedRuntime> runtime = twoThreadRuntime();
+  ASSERT_TRUE(runtime);
   EXPECT_EQ(runtime->threadCount(), 2);
   std::vector<std::unique_ptr<Session>> sessions(4);
   for (size_t i = 0; i < sessions.size(); ++i)
@@ -242,10 +249,8 @@ TEST(SharedRuntimes, FourSessionsUseOnePool) {
 // Two threads, each with its own session on one runtime: the runs take turns, never mix.
 TEST(SharedRuntimes, SessionsOnOneRuntimeFromTwoThreads) {
   TrailingIf m = trailingIfModels();
-  ScheduleConfig schedule;
-  schedule.threads = 2;
-  std::shared_ptr<SharedRuntime> runtime;
-  ASSERT_TRUE(Interpreter::createRuntime(schedule, BackendConfig(), &runtime).isOk());
+  std::shared_ptr<SharedRuntime> runtime = twoThreadRuntime();
+  ASSERT_TRUE(runtime);
   const Tensor xs[2] = {randomTensor(DataType::Float32, {1, 3, 6, 6}, 31),
                         randomTensor(DataType::Float32, {1, 3, 6, 6}, 32)};
   std::vector<Tensor> expected[2];
