@@ -109,6 +109,17 @@ def shape_switch(label: str, path: str, shapes, threads: int, runs: int, rows: l
         session.run(None, feeds[0])
         back.append((time.perf_counter() - start) * 1e3)
     first_back = statistics.median(back)
+    made = session.stats()["plans_made"]
+    new_shape = (3,) + tuple(shapes[0][1:])
+    start = time.perf_counter()
+    session.run(None, input_of(session, new_shape, 9))
+    new_ms = (time.perf_counter() - start) * 1e3
+    stats = session.stats()
+    rows.append((label, "first run at new shape %s, ms (planned: weights packed / shared)" % (list(new_shape),),
+                 "%.2f" % new_ms, "%d / %d" % (stats["weights_packed"], stats["weights_shared"])))
+    rows.append((label, "plans made for %d shapes over %d switches back" % (len(shapes) + 1, runs),
+                 str(stats["plans_made"]), "kept: %d" % stats["plans_kept"]))
+    assert stats["plans_made"] == made + 1, (made, stats)
     rows.append((label, "steady run at %s, ms" % (list(shapes[0]),), "%.2f" % steady, ""))
     rows.append((label, "first run back from %s, ms (planning: bar 0.05)" % (list(shapes[1]),), "%.2f" % first_back,
                  "+%.2f" % (first_back - steady)))

@@ -170,6 +170,10 @@ Status backendConfigFromArgs(const Args& args, BackendConfig* config) {
                                      text + "'");
     config->memoryLimit = static_cast<uint64_t>(v) << shift;
   }
+  if (args.has("plan-cache")) {
+    OSPREY_RETURN_IF_ERROR(parseInt(args.get("plan-cache"), "--plan-cache", &config->planCacheSize));
+    if (config->planCacheSize < 0) return Status::invalidArgument("--plan-cache must be 0 or more");
+  }
   return Status::ok();
 }
 

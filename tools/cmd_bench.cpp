@@ -134,7 +134,7 @@ Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, con
 
 int cmdBench(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape", "memory-limit", "time-limit-ms"}, {"per-op", "json", "step"},
+  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape", "memory-limit", "time-limit-ms", "plan-cache"}, {"per-op", "json", "step"},
                         &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));

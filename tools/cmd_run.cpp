@@ -58,7 +58,7 @@ double msSince(std::chrono::steady_clock::time_point t0) {
 
 int cmdRun(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit", "time-limit-ms", "dump-tensors"}, {"quiet"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input", "save-outputs", "backend", "threads", "loops", "seed", "precision", "memory-limit", "time-limit-ms", "plan-cache", "dump-tensors"}, {"quiet"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;

@@ -18,6 +18,7 @@ void usage() {
                "        [--per-op] [--json] [--trace FILE] [--gap-ms G] [--precision normal|high|low]\n"
                "        [--memory-limit BYTES[K|M|G|T]]   refuse plans needing more (default: physical memory)\n"
                "        [--time-limit-ms MS]              fail a run that takes longer\n"
+               "        [--plan-cache N]                  plans of N other input shapes kept (default 4)\n"
                "        [--batch N] [--shape NAME=D0,D1,...]   shapes of the generated inputs\n"
                "                                    latency (min/median/max), peak RSS, per-op profile\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"

@@ -36,6 +36,11 @@ struct BackendConfig {
   // naming the tensor, instead of the process being killed by the system's out-of-memory
   // handling. 0 means the machine's physical memory.
   uint64_t memoryLimit = 0;
+  // Plans of this many recently used input shapes are kept besides the current one (executions,
+  // packed weights, memory plan), so returning to one of them plans nothing; the oldest go first,
+  // and all of them while they pass memoryLimit together. 0 keeps none: each new shape plans
+  // again in place.
+  int planCacheSize = 4;
 };
 
 }  // namespace osprey

@@ -44,6 +44,12 @@ struct SessionStats {
   // runs on the host between it and the next, which plans again only for new shapes.
   int stages = 1;
   int hostOps = 0;                  // such nodes run on the host at each run
+  // Weights packed for the kernels by this plan, and packed blocks it shared instead (made by an
+  // earlier plan of another input shape, another stage or another session of the runtime).
+  int weightsPacked = 0;
+  int weightsShared = 0;
+  int plansMade = 0;                // plans made since the session was created (every stage's own)
+  int plansKept = 0;                // plans of other input shapes kept (BackendConfig::planCacheSize)
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
 };

@@ -139,11 +139,13 @@ class Runtime:
     turns: a run waits while another session of the runtime runs on another thread.
 
     Args:
-        backend, threads, precision, memory_limit, run_time_limit_ms: as for ``InferenceSession``.
+        backend, threads, precision, memory_limit, run_time_limit_ms, plan_cache_size: as for
+            ``InferenceSession``.
     """
 
     def __init__(self, backend: str = "cpu", threads: Optional[int] = None, precision: str = "normal", *,
-                 memory_limit: Optional[int] = None, run_time_limit_ms: Optional[int] = None) -> None:
+                 memory_limit: Optional[int] = None, run_time_limit_ms: Optional[int] = None,
+                 plan_cache_size: int = 4) -> None:
         if precision not in _PRECISIONS:
             raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
         self.backend = backend
@@ -151,9 +153,11 @@ class Runtime:
         self.precision = precision
         self.memory_limit = memory_limit
         self.run_time_limit_ms = run_time_limit_ms
+        self.plan_cache_size = int(plan_cache_size)
         self._runtime = _osprey.Runtime(backend, self.threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
-                                        0 if run_time_limit_ms is None else int(run_time_limit_ms))
+                                        0 if run_time_limit_ms is None else int(run_time_limit_ms),
+                                        self.plan_cache_size)
 
     def thread_count(self) -> int:
         """The worker threads of its CPU pool, the caller's included."""
@@ -182,6 +186,10 @@ class InferenceSession:
         providers: ONNX Runtime provider names (e.g. ``["CUDAExecutionProvider",
             "CPUExecutionProvider"]``); the first one compiled into this build picks the backend.
             Overrides ``backend``.
+        plan_cache_size: plans of this many other input shapes are kept, so that returning to
+            one plans nothing (0: every new shape plans again).
+        runtime: an ``osprey.Runtime`` to share with other sessions; its settings replace the
+            ones above.
 
     Raises:
         NotFoundError: the file does not exist.
@@ -203,12 +211,14 @@ class InferenceSession:
         memory_limit: Optional[int] = None,
         run_time_limit_ms: Optional[int] = None,
         providers: Optional[Sequence[str]] = None,
+        plan_cache_size: int = 4,
         runtime: Optional["Runtime"] = None,
     ) -> None:
         if runtime is not None:
             # A shared runtime brings its own backend, threads and settings.
             backend, threads, precision = runtime.backend, runtime.threads, runtime.precision
             memory_limit, run_time_limit_ms = runtime.memory_limit, runtime.run_time_limit_ms
+            plan_cache_size = runtime.plan_cache_size
         if providers:
             backend = _backend_from_providers(providers)
         if threads is None:
@@ -228,7 +238,7 @@ class InferenceSession:
         self._session = _osprey.Session(source, backend, self._threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
                                         0 if run_time_limit_ms is None else int(run_time_limit_ms),
-                                        None if runtime is None else runtime._runtime)
+                                        int(plan_cache_size), None if runtime is None else runtime._runtime)
         self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
         self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
 

@@ -184,7 +184,7 @@ bool isOspBuffer(const std::string& bytes) {
 
 // The schedule and backend settings the Python arguments name.
 void configsFrom(const std::string& backend, int threads, const std::string& precision, uint64_t memoryLimit,
-                 int64_t runTimeLimitMs, ScheduleConfig* scheduleOut, BackendConfig* configOut) {
+                 int64_t runTimeLimitMs, int planCacheSize, ScheduleConfig* scheduleOut, BackendConfig* configOut) {
   ScheduleConfig schedule;
   if (!forwardTypeFromName(backend, &schedule.backend))
     throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
@@ -203,6 +203,8 @@ void configsFrom(const std::string& backend, int threads, const std::string& pre
     throw StatusError{invalidArgument("unknown precision '" + precision + "' (known: normal, high, low)")};
   }
   config.memoryLimit = memoryLimit;
+  if (planCacheSize < 0) throw StatusError{invalidArgument("plan_cache_size must be >= 0")};
+  config.planCacheSize = planCacheSize;
   *scheduleOut = schedule;
   *configOut = config;
 }
@@ -211,10 +213,10 @@ void configsFrom(const std::string& backend, int threads, const std::string& pre
 class PyRuntime {
  public:
   PyRuntime(const std::string& backend, int threads, const std::string& precision, uint64_t memoryLimit,
-            int64_t runTimeLimitMs) {
+            int64_t runTimeLimitMs, int planCacheSize) {
     ScheduleConfig schedule;
     BackendConfig config;
-    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, &schedule, &config);
+    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, &schedule, &config);
     py::gil_scoped_release release;
     check(Interpreter::createRuntime(schedule, config, &runtime_));
   }
@@ -233,10 +235,10 @@ class PyRuntime {
 class PySession {
  public:
   PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision,
-            uint64_t memoryLimit, int64_t runTimeLimitMs, const PyRuntime* runtime) {
+            uint64_t memoryLimit, int64_t runTimeLimitMs, int planCacheSize, const PyRuntime* runtime) {
     ScheduleConfig schedule;
     BackendConfig config;
-    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, &schedule, &config);
+    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, &schedule, &config);
     auto create = [&] {
       check(runtime ? interpreter_->createSession(runtime->get(), &session_)
                     : interpreter_->createSession(schedule, config, &session_));
@@ -363,6 +365,10 @@ class PySession {
     d["flops"] = s.flops;
     d["stages"] = s.stages;
     d["host_ops"] = s.hostOps;
+    d["weights_packed"] = s.weightsPacked;
+    d["weights_shared"] = s.weightsShared;
+    d["plans_made"] = s.plansMade;
+    d["plans_kept"] = s.plansKept;
     d["ops_by_backend"] = s.opsByBackend;
     return d;
   }
@@ -472,14 +478,17 @@ PYBIND11_MODULE(_osprey, m) {
   });
 
   py::class_<PyRuntime>(m, "Runtime")
-      .def(py::init<const std::string&, int, const std::string&, uint64_t, int64_t>(), py::arg("backend"), py::arg("threads"),
-           py::arg("precision"), py::arg("memory_limit") = 0, py::arg("run_time_limit_ms") = 0)
+      .def(py::init<const std::string&, int, const std::string&, uint64_t, int64_t, int>(), py::arg("backend"),
+           py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0, py::arg("run_time_limit_ms") = 0,
+           py::arg("plan_cache_size") = BackendConfig().planCacheSize)
       .def("thread_count", &PyRuntime::threadCount)
       .def("garbage_collect", &PyRuntime::garbageCollect, py::arg("level") = 0);
   py::class_<PySession>(m, "Session")
-      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t, const PyRuntime*>(),
+      .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t, int,
+                    const PyRuntime*>(),
            py::arg("source"), py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0,
-           py::arg("run_time_limit_ms") = 0, py::arg("runtime") = nullptr)
+           py::arg("run_time_limit_ms") = 0, py::arg("plan_cache_size") = BackendConfig().planCacheSize,
+           py::arg("runtime") = nullptr)
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))

@@ -145,3 +145,19 @@ def test_sessions_share_a_runtime(staged_path):
         for g, w in zip(s.run(None, {"x": x}), want):
             assert np.array_equal(g, w)
     runtime.garbage_collect()
+
+
+def test_plan_cache_keeps_recent_shapes(staged_path):
+    session = osprey.InferenceSession(staged_path, plan_cache_size=2)
+    ref = ort.InferenceSession(staged_path, providers=["CPUExecutionProvider"])
+    rng = np.random.default_rng(11)
+    xs = {n: rng.standard_normal((n, 7)).astype(np.float32) for n in (2, 3)}
+    for _ in range(3):
+        for n, x in xs.items():
+            for g, w in zip(session.run(None, {"x": x}), ref.run(None, {"x": x})):
+                assert_close(g, w)
+    made = session.stats()["plans_made"]
+    session.run(None, {"x": xs[2]})
+    assert session.stats()["plans_made"] == made  # returning to a kept shape plans nothing
+    with pytest.raises(osprey.InvalidArgumentError):
+        osprey.InferenceSession(staged_path, plan_cache_size=-1)

@@ -93,6 +93,12 @@ class Backend {
   virtual size_t arenaPeakBytes() const { return 0; }
   // Bytes held in STATIC storage (pre-packed weights, uploaded constants).
   virtual size_t staticBytes() const { return 0; }
+  // Weights this backend packed, and packed blocks it took from its runtime instead (made by
+  // another plan, stage or session of the runtime).
+  struct PackCounts {
+    int made = 0, reused = 0;
+  };
+  virtual PackCounts packCounts() const { return {}; }
   // Whether two tensors of the same dtype, layout and element count may share one MemChunk: the
   // pipeline then runs a whole-tensor copy (Reshape, Flatten, Squeeze, ...) as a view of its
   // input instead of a Raster. False where memory depends on more than the element count.

@@ -80,6 +80,15 @@ std::vector<TensorInfoPublic> SessionImpl::outputInfo() const {
   return out;
 }
 
+Backend::PackCounts SessionImpl::packCounts() const {
+  Backend::PackCounts c = main_->packCounts();
+  if (backup_) {
+    c.made += backup_->packCounts().made;
+    c.reused += backup_->packCounts().reused;
+  }
+  return c;
+}
+
 bool SessionImpl::isInput(int tensor) const {
   return tensor >= 0 && std::find(inputs_.begin(), inputs_.end(), tensor) != inputs_.end();
 }
@@ -117,12 +126,8 @@ Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
     shapes[t.name] = s;
   }
   if (planned_ && shapes == shapes_) return Status::ok();
-  shapes_ = shapes;
-  planned_ = false;
   const SubgraphSessions::Scope bodies(subgraphs_.get());  // constant folding may run If / Loop bodies
-  OSPREY_RETURN_IF_ERROR(plan());
-  planned_ = true;
-  return Status::ok();
+  return switchPlan(shapes);
 }
 
 uint8_t* SessionImpl::allocateFolded(size_t bytes) {
@@ -169,6 +174,7 @@ Status SessionImpl::plan() {
   folded_.clear();
   foldedBytes_ = 0;
   stats_ = SessionStats();
+  const Backend::PackCounts packsBefore = packCounts();
   tensors_.assign(g.tensors.size(), RuntimeTensor());
   known_.assign(g.tensors.size(), false);
   for (size_t i = 0; i < g.tensors.size(); ++i) {
@@ -212,6 +218,8 @@ Status SessionImpl::plan() {
   copiedEntries_ = inputs_;
   if (isStage_) bindEntries();
   OSPREY_RETURN_IF_ERROR(planMemory());
+  stats_.weightsPacked = packCounts().made - packsBefore.made;
+  stats_.weightsShared = packCounts().reused - packsBefore.reused;
   mergedStats_ = stats_;
   return Status::ok();
 }

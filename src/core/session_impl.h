@@ -76,6 +76,39 @@ class SessionImpl {
     size_t offset = 0;
   };
 
+  // Everything a plan holds, kept for a later run at its shapes (BackendConfig::planCacheSize).
+  // Its backends are its own (their arenas hold its activations); weights packed by the plans of
+  // one runtime are shared (the CPU backend's PackedWeights), so a plan for a new shape repacks
+  // nothing that a kept plan packed.
+  struct PlanState {
+    std::map<std::string, Shape> shapes;
+    std::map<std::string, DataType> dtypes;
+    std::unique_ptr<Backend> main, backup;
+    std::vector<RuntimeTensor> tensors;
+    std::vector<bool> known;
+    std::deque<RuntimeTensor> mirrors;
+    std::vector<Command> commands;
+    std::unordered_map<const RuntimeTensor*, Part> partOf;
+    std::vector<std::unique_ptr<MemObj>> memory;
+    std::vector<std::shared_ptr<uint8_t>> folded;
+    size_t foldedBytes = 0;
+    SessionStats stats, mergedStats;
+    int boundary = -1;
+    std::vector<int> keep, copiedEntries, boundEntries;
+    std::vector<uint8_t*> entryBases;
+    std::unique_ptr<SessionImpl> next;
+    bool hasPlan = false;
+    uint64_t bytes() const { return uint64_t{mergedStats.arenaPeakBytes} + mergedStats.staticBytes + foldedBytes; }
+  };
+  // Makes the plan for `shapes` current: a kept one, or a new one planned beside the kept ones.
+  Status switchPlan(const std::map<std::string, Shape>& shapes);
+  void swapPlan(PlanState& other);
+  // Moves the current plan into plans_ and gives the session fresh backends for the next one.
+  Status keepCurrentPlan();
+  void evictPlans();
+  std::deque<PlanState> plans_;  // most recently used first
+  int plansMade_ = 0;
+
   // Builds the command list for the current input shapes. A node whose output shapes depend on
   // values not known before the run (NonZero, If, a Reshape fed by data) ends the planned stage:
   // the commands before it run, the node runs on the host with their results, and the nodes
@@ -108,6 +141,7 @@ class SessionImpl {
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
   bool isInput(int tensor) const;
+  Backend::PackCounts packCounts() const;  // of the main and backup backends, since made
   // Refuses a tensor whose shape overflows or whose bytes exceed memoryLimit_; `what` names it.
   Status checkTensorFits(const std::string& what, DataType dtype, const Shape& shape) const;
   Status checkPlanFits() const;
@@ -158,6 +192,8 @@ class SessionImpl {
   size_t foldedBytes_ = 0;
   uint64_t memoryLimit_ = 0;  // BackendConfig::memoryLimit, or the machine's memory
   std::map<std::string, Shape> shapes_;  // current input shapes
+  std::map<std::string, DataType> planDtypes_;  // givenDtypes_ when the current plan was made
+  bool hasPlan_ = false;                        // the members below hold a whole plan
   // Dtypes of inputs the model leaves undeclared (subgraph inputs), as last given to run().
   std::map<std::string, DataType> givenDtypes_;
   bool planned_ = false;

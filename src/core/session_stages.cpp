@@ -29,6 +29,10 @@ void addStats(SessionStats* into, const SessionStats& more) {
   into->flops += more.flops;
   into->stages += more.stages;
   into->hostOps += more.hostOps;
+  into->weightsPacked += more.weightsPacked;
+  into->weightsShared += more.weightsShared;
+  into->plansMade += more.plansMade;
+  into->plansKept += more.plansKept;
   for (auto& [key, count] : more.opsByBackend) into->opsByBackend[key] += count;
 }
 

@@ -146,6 +146,29 @@ std::unique_ptr<MemObj> CPUBackend::onAcquire(RuntimeTensor* tensor, StorageType
   return std::make_unique<OwnedMemObj>(block);
 }
 
+std::unique_ptr<MemObj> CPUBackend::acquirePacked(RuntimeTensor* tensor, const PackKey& key, bool* fresh) {
+  std::shared_ptr<uint8_t> block = runtime_->packedWeights().find(key);
+  *fresh = !block;
+  if (block) {
+    ++packCounts_.reused;
+  } else {
+    block = alignedAlloc(key.bytes);
+    if (!block) return nullptr;
+    std::memset(block.get(), 0, key.bytes);
+    runtime_->packedWeights().keep(key, block);
+    ++packCounts_.made;
+  }
+  auto chunk = std::make_shared<OwnedChunk>();
+  chunk->block = block;
+  chunk->blockBase = block.get();
+  chunk->base = &chunk->blockBase;
+  chunk->size = key.bytes;
+  tensor->chunk = chunk;
+  tensor->backend = this;
+  staticBytes_ += key.bytes;
+  return std::make_unique<OwnedMemObj>(block);
+}
+
 void CPUBackend::onClearBuffer() {
   separate_.clear();
   arena_.reset();

@@ -4,6 +4,7 @@
 #include <memory>
 #include <vector>
 
+#include "backends/cpu/packed_weights.h"
 #include "core/backend.h"
 #include "core/memory_planner.h"
 #include "core/thread_pool.h"
@@ -15,9 +16,11 @@ class CPURuntime : public Runtime {
   explicit CPURuntime(int threads, ThreadPool::Pinning pin = ThreadPool::Pinning::Auto) : pool_(threads, pin) {}
   std::unique_ptr<Backend> onCreate(const BackendConfig& config) override;
   ThreadPool* threadPool() override { return &pool_; }
+  PackedWeights& packedWeights() { return packedWeights_; }
 
  private:
   ThreadPool pool_;
+  PackedWeights packedWeights_;
 };
 
 class CPUBackend : public Backend {
@@ -43,6 +46,10 @@ class CPUBackend : public Backend {
   ThreadPool* threadPool() const { return runtime_->threadPool(); }
   const BackendConfig& config() const { return config_; }
   MemoryPlanner& planner() { return planner_; }
+  // STATIC memory for weights packed as `key` (PackedWeights): *fresh when just made (zeroed),
+  // for the caller to fill; else the runtime's block, already filled.
+  std::unique_ptr<MemObj> acquirePacked(RuntimeTensor* tensor, const PackKey& key, bool* fresh);
+  PackCounts packCounts() const override { return packCounts_; }
 
  private:
   CPURuntime* runtime_;
@@ -51,6 +58,7 @@ class CPUBackend : public Backend {
   std::shared_ptr<uint8_t> arena_;
   size_t arenaCapacity_ = 0;
   size_t staticBytes_ = 0;
+  PackCounts packCounts_;
   bool packedLayout_ = false;
   std::vector<std::shared_ptr<uint8_t>> separate_;  // DYNAMIC_SEPARATE blocks
 };

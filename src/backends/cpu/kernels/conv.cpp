@@ -140,8 +140,11 @@ class ConvExecution : public Execution {
   // The weights of each group as the GEMM's A (channels as rows) or B (channels as columns).
   Status packWeights(const float* w) {
     const size_t perGroup = packedSize();
-    OSPREY_RETURN_IF_ERROR(
-        acquirePackedWeights(backend(), static_cast<int64_t>(perGroup * group_), node_.name, &packed_, &packedMem_));
+    bool fresh = false;
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), static_cast<int64_t>(perGroup * group_), node_.name,
+                                                packKey(w, nullptr, "conv-gemm", {positionRows_, K_, groupOut_, group_}),
+                                                &packed_, &packedMem_, &fresh));
+    if (!fresh) return Status::ok();
     float* dst = reinterpret_cast<float*>(packed_.host());
     for (int64_t g = 0; g < group_; ++g) {
       const float* src = w + g * groupOut_ * K_;
@@ -278,14 +281,24 @@ bool switchedOffByEnv(const char* name) {
   return value && std::strcmp(value, "0") == 0;
 }
 
-Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, RuntimeTensor* packed,
-                            std::unique_ptr<MemObj>* memory) {
+Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, PackKey key,
+                            RuntimeTensor* packed, std::unique_ptr<MemObj>* memory, bool* fresh) {
   memory->reset();
   packed->dtype = DataType::Float32;
   packed->shape = {floats};
-  *memory = backend->onAcquire(packed, StorageType::STATIC);
-  if (!*memory) return Status::outOfMemory("cannot allocate packed weights for Conv " + convName);
+  key.bytes = static_cast<size_t>(floats) * sizeof(float);
+  *memory = static_cast<CPUBackend*>(backend)->acquirePacked(packed, key, fresh);
+  if (!*memory) return Status::outOfMemory("cannot allocate packed weights for '" + convName + "'");
   return Status::ok();
+}
+
+PackKey packKey(const void* source, const void* extra, const char* what, std::initializer_list<int64_t> dims) {
+  PackKey key;
+  key.source = source;
+  key.extra = extra;
+  key.kind = what;
+  for (int64_t d : dims) key.kind += ":" + std::to_string(d);
+  return key;
 }
 
 Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what, const std::string& convName,

@@ -1,6 +1,7 @@
 // Creators of the CPU backend's optimised executions (registered in ../cpu_kernels.cpp) and the
 // helpers they share. Each returns null for a case it does not handle; the reference runs it.
 #pragma once
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -79,10 +80,14 @@ std::unique_ptr<Execution> createAttentionExecution(CPUBackend* backend, const O
                                                     const std::vector<RuntimeTensor*>& inputs,
                                                     const std::vector<RuntimeTensor*>& outputs);
 
-// Float32 STATIC memory of `floats` for a Conv's weights packed once at resize, bound to `packed`
-// (the CPU backend zero-fills it); the out-of-memory error names the Conv.
-Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, RuntimeTensor* packed,
-                            std::unique_ptr<MemObj>* memory);
+// Float32 STATIC memory of `floats` for a Conv's weights packed as `key` (source, kind; the
+// bytes are filled in), bound to `packed`. *fresh: just made and zero-filled, for the caller to
+// pack; else the runtime's block packed the same way earlier (PackedWeights), to be used as it
+// is. The out-of-memory error names `convName`.
+Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, PackKey key,
+                            RuntimeTensor* packed, std::unique_ptr<MemObj>* memory, bool* fresh);
+// The key of weights at `source` (and `extra`) packed by `what` for the given dimensions.
+PackKey packKey(const void* source, const void* extra, const char* what, std::initializer_list<int64_t> dims);
 // Float32 DYNAMIC scratch of `shape` for one execution, bound to `scratch` and held by `memory`
 // until released; the out-of-memory error names what it is for and the Conv.
 Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what, const std::string& convName,

@@ -166,12 +166,16 @@ class DepthwiseConvExecution : public Execution {
   // once, unless a later resize moves to the path with the other lane count.
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias, int64_t lanes) {
     const int64_t blockCount = (outChannels_ + lanes - 1) / lanes;
-    OSPREY_RETURN_IF_ERROR(
-        acquirePackedWeights(backend(), blockCount * (taps() + 1) * lanes, node_.name, &packed_, &packedMem_));
+    bool fresh = false;
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), blockCount * (taps() + 1) * lanes, node_.name,
+                                                packKey(w.host(), bias ? bias->host() : nullptr, "depthwise-lanes",
+                                                        {lanes, outChannels_, taps()}),
+                                                &packed_, &packedMem_, &fresh));
+    packedLanes_ = lanes;
+    if (!fresh) return Status::ok();
     packLaneDepthwiseWeights(reinterpret_cast<const float*>(w.host()),
                              bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps(), lanes,
                              reinterpret_cast<float*>(packed_.host()));
-    packedLanes_ = lanes;
     return Status::ok();
   }
 

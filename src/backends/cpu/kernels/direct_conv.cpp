@@ -81,8 +81,11 @@ class DirectConvExecution : public Execution {
   Status packWeights(const float* w) {
     const int64_t blocks = (outChannels_ + kDirectConvBlock - 1) / kDirectConvBlock;
     const int64_t taps = args_.rowCount * args_.kernelW;
-    OSPREY_RETURN_IF_ERROR(
-        acquirePackedWeights(backend(), blocks * taps * kDirectConvBlock, node_.name, &packed_, &packedMem_));
+    bool fresh = false;
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), blocks * taps * kDirectConvBlock, node_.name,
+                                                packKey(w, nullptr, "direct-conv", {outChannels_, taps, kDirectConvBlock}),
+                                                &packed_, &packedMem_, &fresh));
+    if (!fresh) return Status::ok();
     float* dst = reinterpret_cast<float*>(packed_.host());
     for (int64_t o = 0; o < outChannels_; ++o)
       for (int64_t t = 0; t < taps; ++t)  // w[o] is [channel][kh][kw]: tap t in this order

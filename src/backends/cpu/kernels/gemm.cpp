@@ -16,11 +16,12 @@ class PackedB {
  public:
   Status pack(Backend* backend, const float* src, int64_t rowStride, int64_t colStride, int64_t K, int64_t N) {
     if (mem_) return Status::ok();
-    tensor_.dtype = DataType::Float32;
-    tensor_.shape = {static_cast<int64_t>(packedBSize(cpuFunctions(), K, N))};
-    mem_ = backend->onAcquire(&tensor_, StorageType::STATIC);
-    if (!mem_) return Status::outOfMemory("cannot allocate packed GEMM weights");
-    packGemmB(cpuFunctions(), src, rowStride, colStride, K, N, reinterpret_cast<float*>(tensor_.host()));
+    const int64_t floats = static_cast<int64_t>(packedBSize(cpuFunctions(), K, N));
+    bool fresh = false;
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend, floats, "Gemm / MatMul",
+                                                packKey(src, nullptr, "gemm-b", {rowStride, colStride, K, N}), &tensor_,
+                                                &mem_, &fresh));
+    if (fresh) packGemmB(cpuFunctions(), src, rowStride, colStride, K, N, reinterpret_cast<float*>(tensor_.host()));
     return Status::ok();
   }
   GemmB operand() const {

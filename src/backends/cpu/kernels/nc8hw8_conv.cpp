@@ -80,11 +80,16 @@ class Nc8hw8ConvExecution : public Execution {
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* bias) {
     const int64_t taps = g_.kernelSize(), inBlocks = blocksOf(depthwise_ ? 1 : inChannels_), outBlocks = blocksOf(outChannels_);
     const int64_t weightFloats = depthwise_ ? outBlocks * taps * 8 : outBlocks * taps * inBlocks * 64;
+    bool fresh = false;
     OSPREY_RETURN_IF_ERROR(  // zero-filled: padding lanes and taps stay zero
-        acquirePackedWeights(backend(), weightFloats + outBlocks * 8, node_.name, &packed_, &packedMem_));
+        acquirePackedWeights(backend(), weightFloats + outBlocks * 8, node_.name,
+                             packKey(w.host(), bias ? bias->host() : nullptr, "nc8hw8-conv",
+                                     {depthwise_, inChannels_, outChannels_, taps}),
+                             &packed_, &packedMem_, &fresh));
     float* dst = reinterpret_cast<float*>(packed_.host());
     const float* src = reinterpret_cast<const float*>(w.host());
     bias_ = dst + weightFloats;
+    if (!fresh) return Status::ok();
     if (depthwise_) {
       packLaneDepthwiseWeights(src, bias ? reinterpret_cast<const float*>(bias->host()) : nullptr, outChannels_, taps,
                                8, dst);

@@ -149,13 +149,16 @@ class TapConvExecution : public Execution {
   Status packWeights(const float* w) {
     const CpuFunctions& fn = cpuFunctions();
     const int64_t K = taps_ * inChannels_;
+    bool fresh = false;
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), static_cast<int64_t>(packedBSize(fn, K, outChannels_)),
+                                                node_.name, packKey(w, nullptr, "tap-conv", {taps_, inChannels_, outChannels_}),
+                                                &packed_, &packedMem_, &fresh));
+    if (!fresh) return Status::ok();
     std::vector<float> tapMajor(K * outChannels_);
     for (int64_t o = 0; o < outChannels_; ++o)
       for (int64_t c = 0; c < inChannels_; ++c)
         for (int64_t t = 0; t < taps_; ++t)
           tapMajor[(t * inChannels_ + c) * outChannels_ + o] = w[(o * inChannels_ + c) * taps_ + t];
-    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), static_cast<int64_t>(packedBSize(fn, K, outChannels_)),
-                                                node_.name, &packed_, &packedMem_));
     packGemmB(fn, tapMajor.data(), outChannels_, 1, K, outChannels_, reinterpret_cast<float*>(packed_.host()));
     return Status::ok();
   }

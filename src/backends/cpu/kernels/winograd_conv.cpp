@@ -170,7 +170,11 @@ class WinogradConvExecution : public Execution {
     const CpuFunctions& fn = cpuFunctions();
     const size_t perPosition = perPositionSize();
     const int64_t floats = static_cast<int64_t>(perPosition * kPositions);
-    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), floats, node_.name, &packed_, &packedMem_));
+    bool fresh = false;
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), floats, node_.name,
+                                                packKey(w, nullptr, "winograd", {cout_, cin_, static_cast<int64_t>(perPosition)}),
+                                                &packed_, &packedMem_, &fresh));
+    if (!fresh) return Status::ok();
     std::vector<float> u(static_cast<size_t>(kPositions * cout_ * cin_));
     for (int64_t o = 0; o < cout_; ++o) {
       for (int64_t c = 0; c < cin_; ++c) {
