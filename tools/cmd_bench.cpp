@@ -134,7 +134,7 @@ Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, con
 
 int cmdBench(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape", "memory-limit", "time-limit-ms", "plan-cache"}, {"per-op", "json", "step"},
+  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape", "memory-limit", "time-limit-ms", "plan-cache"}, {"per-op", "json", "step", "device-io"},
                         &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
@@ -164,8 +164,27 @@ int cmdBench(int argc, char** argv) {
   t0 = std::chrono::steady_clock::now();
   if (!(st = session->run(inputs, &outputs))) return fail(st);  // plans memory and packs weights
   const double firstMs = msSince(t0);
-  for (int i = 1; i < warmup; ++i)
-    if (!(st = session->run(inputs, &outputs))) return fail(st);
+  // --device-io: inputs and outputs stay in the device's memory (IoBinding), as a server keeps
+  // them: the runs below copy nothing between host and device.
+  IoBinding io;
+  const bool deviceIo = args.has("device-io");
+  if (deviceIo) {
+    if (schedule.backend == ForwardType::CPU) return fail(Status::invalidArgument("--device-io needs a device backend (--backend cuda)"));
+    for (auto& [name, t] : inputs) {
+      DeviceTensor d;
+      if (!(st = session->allocateDevice(t.dtype(), t.shape(), &d)) || !(st = session->copyToDevice(t, d))) return fail(st);
+      io.bindInput(name, d);
+    }
+    const auto infos = session->outputs();
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      DeviceTensor d;
+      if (!(st = session->allocateDevice(outputs[i].dtype(), outputs[i].shape(), &d))) return fail(st);
+      io.bindOutput(infos[i].name, d);
+    }
+  }
+  auto runOnce = [&] { return deviceIo ? session->run(io) : session->run(inputs, &outputs); };
+  for (int i = 1; i < warmup + (deviceIo ? 1 : 0); ++i)
+    if (!(st = runOnce())) return fail(st);
   std::vector<double> times;
   const bool step = args.has("step");
   if (step) std::printf("ready\n"), std::fflush(stdout);
@@ -174,7 +193,7 @@ int cmdBench(int argc, char** argv) {
     if (step && !std::fgets(line, sizeof(line), stdin)) break;
     pause();
     auto r0 = std::chrono::steady_clock::now();
-    if (!(st = session->run(inputs, &outputs))) return fail(st);
+    if (!(st = runOnce())) return fail(st);
     times.push_back(msSince(r0));
     if (step) std::printf("%.4f\n", times.back()), std::fflush(stdout);
   }
@@ -190,7 +209,7 @@ int cmdBench(int argc, char** argv) {
     session->setProfiling(true);
     for (int i = 0; i < std::min(loops, 10); ++i) {
       pause();
-      if (!(st = session->run(inputs, &outputs))) return fail(st);
+      if (!(st = runOnce())) return fail(st);
       profiled.push_back(session->lastRunProfile());
     }
     session->setProfiling(false);

@@ -19,6 +19,7 @@ void usage() {
                "        [--memory-limit BYTES[K|M|G|T]]   refuse plans needing more (default: physical memory)\n"
                "        [--time-limit-ms MS]              fail a run that takes longer\n"
                "        [--plan-cache N]                  plans of N other input shapes kept (default 4)\n"
+               "        [--device-io]                     inputs and outputs bound in device memory (no host copies)\n"
                "        [--batch N] [--shape NAME=D0,D1,...]   shapes of the generated inputs\n"
                "                                    latency (min/median/max), peak RSS, per-op profile\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"

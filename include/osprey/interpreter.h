@@ -94,6 +94,32 @@ struct RunCallbacks {
   OpCallback before, after;
 };
 
+// A tensor in a device backend's memory (CUDA: a device pointer), in the model's dtype, NCHW,
+// contiguous. Session::allocateDevice makes one (freed with its last copy, through `owner`);
+// wrapping memory the caller owns (a torch or CuPy tensor's pointer) leaves `owner` null.
+struct DeviceTensor {
+  ForwardType device = ForwardType::CUDA;
+  void* data = nullptr;
+  DataType dtype = DataType::Float32;
+  Shape shape;
+  std::shared_ptr<void> owner;
+  int64_t elements() const { return shapeElements(shape); }
+  size_t bytes() const { return static_cast<size_t>(elements()) * dataTypeSize(dtype); }
+};
+
+// The inputs and outputs of a run bound to memory the caller owns (ONNX Runtime's IOBinding): a
+// host tensor (an output bound to one is written in place: nothing is allocated) or device
+// memory of the session's backend (read and written on the device: no host copy).
+class IoBinding {
+ public:
+  void bindInput(const std::string& name, const Tensor& host) { hostInputs[name] = host; }
+  void bindInput(const std::string& name, const DeviceTensor& device) { deviceInputs[name] = device; }
+  void bindOutput(const std::string& name, const Tensor& host) { hostOutputs[name] = host; }
+  void bindOutput(const std::string& name, const DeviceTensor& device) { deviceOutputs[name] = device; }
+  std::map<std::string, Tensor> hostInputs, hostOutputs;
+  std::map<std::string, DeviceTensor> deviceInputs, deviceOutputs;
+};
+
 struct SharedRuntimeState;
 
 // A backend's resources made once and used by several Sessions (MNN's createRuntime): thread
@@ -128,6 +154,15 @@ class Session {
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs);
   // A run that reports every op to `callbacks` (see RunCallbacks).
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs, const RunCallbacks& callbacks);
+  // A run with inputs and outputs bound to the caller's memory (see IoBinding); every input must
+  // be bound, and outputs left unbound are computed but not returned. Returns once the device has
+  // finished. Bound output memory must hold the output's dtype and shape.
+  Status run(const IoBinding& io);
+  // Device memory of the session's backend for a tensor of `dtype` and `shape`, and copies
+  // between it and the host (synchronous).
+  Status allocateDevice(DataType dtype, const Shape& shape, DeviceTensor* out);
+  Status copyToDevice(const Tensor& host, const DeviceTensor& device);
+  Status copyFromDevice(const DeviceTensor& device, Tensor* host);
   std::vector<TensorInfoPublic> inputs() const;
   std::vector<TensorInfoPublic> outputs() const;
   const SessionStats& stats() const;

@@ -89,6 +89,15 @@ class Backend {
   // Per-op timing is wanted (Session::setProfiling): a device backend then finishes each op
   // before its onExecute returns and runs op by op (no replayed graphs), so host clocks time ops.
   virtual void onProfiling(bool on) { (void)on; }
+  // Waits until the work enqueued so far has finished (the seeds' onWaitFinish), reporting an
+  // error that asynchronous work met.
+  virtual Status onWaitFinish() { return Status::ok(); }
+  // Device memory of `bytes` the caller may bind as a run's input or output (DeviceTensor):
+  // *data its address, *owner frees it. Unsupported on backends whose memory is the host's.
+  virtual Status onAllocateDevice(size_t bytes, void** data, std::shared_ptr<void>* owner) {
+    (void)bytes, (void)data, (void)owner;
+    return Status::unsupported("this backend has no device memory to bind");
+  }
   // Planner report of the activation arena.
   virtual size_t arenaPeakBytes() const { return 0; }
   // Bytes held in STATIC storage (pre-packed weights, uploaded constants).

@@ -110,6 +110,25 @@ Status Session::run(const std::map<std::string, Tensor>& inputs, std::vector<Ten
   std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
   return impl_->run(inputs, outputs, &callbacks);
 }
+Status Session::run(const IoBinding& io) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
+  return impl_->run(io);
+}
+Status Session::allocateDevice(DataType dtype, const Shape& shape, DeviceTensor* out) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  return impl_->allocateDevice(dtype, shape, out);
+}
+Status Session::copyToDevice(const Tensor& host, const DeviceTensor& device) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
+  return impl_->copyToDevice(host, device);
+}
+Status Session::copyFromDevice(const DeviceTensor& device, Tensor* host) {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
+  return impl_->copyFromDevice(device, host);
+}
 std::vector<TensorInfoPublic> Session::inputs() const {
   std::lock_guard<std::mutex> lock(impl_->callMutex);
   return impl_->inputInfo();

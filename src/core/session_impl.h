@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -31,8 +32,14 @@ class SessionImpl {
   Status resize(const std::map<std::string, Shape>& inputShapes);
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs,
              const RunCallbacks* callbacks = nullptr);
+  Status run(const IoBinding& io);
+  Status allocateDevice(DataType dtype, const Shape& shape, DeviceTensor* out);
+  Status copyToDevice(const Tensor& host, const DeviceTensor& device);
+  Status copyFromDevice(const DeviceTensor& device, Tensor* host);
   // The host value of an activation or constant in NCHW.
   Status readTensor(const RuntimeTensor& rt, Tensor* out) const;
+  // The same into `out`, which already has rt's dtype and shape (nothing allocated).
+  Status readInto(const RuntimeTensor& rt, Tensor* out) const;
   std::vector<TensorInfoPublic> inputInfo() const;
   std::vector<TensorInfoPublic> outputInfo() const;
   const SessionStats& stats() const { return next_ || boundary_ >= 0 ? mergedStats_ : stats_; }
@@ -83,6 +90,7 @@ class SessionImpl {
   struct PlanState {
     std::map<std::string, Shape> shapes;
     std::map<std::string, DataType> dtypes;
+    std::set<std::string> deviceInputs;
     std::unique_ptr<Backend> main, backup;
     std::vector<RuntimeTensor> tensors;
     std::vector<bool> known;
@@ -120,6 +128,9 @@ class SessionImpl {
   Status splitAfter(size_t boundary);
   Status runBoundary(const std::map<int, Tensor>& values, std::vector<Tensor>* outputs);
   Status executeCommands();
+  // How a pipeline copy is named in profiles: "CopyToDevice", "CopyToHost", or "Copy" within one
+  // memory (a layout or precision conversion).
+  static const char* copyKind(const Command& cmd);
   // Shows a command (or a node run on the host) to callbacks_ before or after it runs.
   Status report(const Command& cmd, bool after) const;
   Status reportHost(const Node& node, const std::map<int, Tensor>& values, bool after) const;
@@ -193,6 +204,9 @@ class SessionImpl {
   uint64_t memoryLimit_ = 0;  // BackendConfig::memoryLimit, or the machine's memory
   std::map<std::string, Shape> shapes_;  // current input shapes
   std::map<std::string, DataType> planDtypes_;  // givenDtypes_ when the current plan was made
+  // Inputs bound to device memory (IoBinding): they live on the main backend, not the host.
+  std::set<std::string> deviceInputs_, planDeviceInputs_;
+  Backend* homeOfInput(int tensor) const;
   bool hasPlan_ = false;                        // the members below hold a whole plan
   // Dtypes of inputs the model leaves undeclared (subgraph inputs), as last given to run().
   std::map<std::string, DataType> givenDtypes_;

@@ -10,6 +10,7 @@ namespace osprey {
 void SessionImpl::swapPlan(PlanState& o) {
   std::swap(shapes_, o.shapes);
   std::swap(planDtypes_, o.dtypes);
+  std::swap(planDeviceInputs_, o.deviceInputs);
   std::swap(main_, o.main);
   std::swap(backup_, o.backup);
   std::swap(tensors_, o.tensors);
@@ -57,7 +58,7 @@ void SessionImpl::evictPlans() {
 
 Status SessionImpl::switchPlan(const std::map<std::string, Shape>& shapes) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
-    if (it->shapes != shapes || it->dtypes != givenDtypes_) continue;
+    if (it->shapes != shapes || it->dtypes != givenDtypes_ || it->deviceInputs != deviceInputs_) continue;
     PlanState found = std::move(*it);
     plans_.erase(it);
     if (hasPlan_) {
@@ -76,6 +77,7 @@ Status SessionImpl::switchPlan(const std::map<std::string, Shape>& shapes) {
   hasPlan_ = false;
   OSPREY_RETURN_IF_ERROR(plan());
   planDtypes_ = givenDtypes_;
+  planDeviceInputs_ = deviceInputs_;
   hasPlan_ = planned_ = true;
   ++plansMade_;
   mergedStats_.plansMade = stats_.plansMade = plansMade_;

@@ -17,7 +17,7 @@ Status SessionImpl::createExecutions() {
   std::unordered_map<const RuntimeTensor*, Backend*> home;  // backend holding each activation
   // A mirror is the tensor's copy on a backend, in the precision its consumers there run at.
   std::map<std::tuple<const RuntimeTensor*, Backend*, bool>, RuntimeTensor*> mirrorOf;
-  for (int i : inputs_) home[&tensors_[i]] = inputHome();
+  for (int i : inputs_) home[&tensors_[i]] = homeOfInput(i);
   chooseFullPrecisionStem();
   auto markOutputs = [](Command& cmd) {
     for (auto* t : cmd.outputs)
@@ -207,7 +207,7 @@ Status SessionImpl::planMemory() {
     }
     return Status::ok();
   };
-  for (int i : copiedEntries_) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], inputHome(), StorageType::DYNAMIC));
+  for (int i : copiedEntries_) OSPREY_RETURN_IF_ERROR(acquire(&tensors_[i], homeOfInput(i), StorageType::DYNAMIC));
   for (size_t i = 0; i < commands_.size(); ++i) {
     Command& cmd = commands_[i];
     auto releaseIfDone = [&](RuntimeTensor* t, bool dead) {
@@ -292,6 +292,10 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   } callbackScope(this, callbacks);
   const SubgraphSessions::Scope bodies(subgraphs_.get());
   const Graph& g = model_->graph;
+  if (!deviceInputs_.empty()) {  // the last run's inputs were bound to device memory
+    deviceInputs_.clear();
+    planned_ = false;
+  }
   std::map<std::string, Shape> shapes;
   std::map<std::string, const Tensor*> values;
   for (auto& [name, t] : inputs) {
@@ -340,6 +344,14 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   return Status::ok();
 }
 
+const char* SessionImpl::copyKind(const Command& cmd) {
+  const RuntimeTensor* from = cmd.inputs[0];
+  const bool fromHost = from->constData || !from->backend || from->backend->type() == ForwardType::CPU;
+  const bool toHost = cmd.outputHome && cmd.outputHome->type() == ForwardType::CPU;
+  if (fromHost == toHost) return "Copy";  // within one memory: a conversion of layout or precision
+  return fromHost ? "CopyToDevice" : "CopyToHost";
+}
+
 Status SessionImpl::executeCommands() {
   // A run that fails part-way ends with onExecuteAbort instead of onExecuteEnd.
   struct ExecuteScope {
@@ -383,7 +395,7 @@ Status SessionImpl::executeCommands() {
       const Clock::time_point end = Clock::now();
       auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
       OpTiming t;
-      t.opType = cmd.isCopy ? "Copy" : cmd.op.type == OpType::Raster ? "Raster" : opTypeName(cmd.op.type);
+      t.opType = cmd.isCopy ? copyKind(cmd) : cmd.op.type == OpType::Raster ? "Raster" : opTypeName(cmd.op.type);
       if (cmd.op.node) t.name = cmd.op.node->name;
       t.backend = forwardTypeName(cmd.backend->type());
       for (auto* in : cmd.inputs) t.inputShapes.push_back(in ? in->shape : Shape());

@@ -111,6 +111,10 @@ void SessionImpl::bindEntries() {
 
 Status SessionImpl::readTensor(const RuntimeTensor& rt, Tensor* out) const {
   *out = Tensor(rt.dtype, rt.shape);
+  return readInto(rt, out);
+}
+
+Status SessionImpl::readInto(const RuntimeTensor& rt, Tensor* out) const {
   if (rt.dtype == DataType::String) {
     if (rt.strings) out->strings() = *rt.strings;
   } else if (rt.constData || (rt.backend && rt.backend->type() == ForwardType::CPU)) {

@@ -261,6 +261,23 @@ Layout CUDABackend::activationLayout(const RuntimeTensor& t) const {
   return channelsLast_ && storageType(&t) != DataType::Float32 && t.shape.size() == 4 ? Layout::NHWC : Layout::NCHW;
 }
 
+Status CUDABackend::onWaitFinish() {
+  if (!graphError_.isOk()) return std::exchange(graphError_, Status::ok());
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_), "waiting for the run");
+  return Status::ok();
+}
+
+Status CUDABackend::onAllocateDevice(size_t bytes, void** data, std::shared_ptr<void>* owner) {
+  void* p = nullptr;
+  if (cudaMalloc(&p, bytes) != cudaSuccess) {
+    cudaGetLastError();
+    return Status::outOfMemory("CUDA: cannot allocate a device tensor of " + std::to_string(bytes) + " bytes");
+  }
+  *data = p;
+  *owner = std::shared_ptr<void>(p, [](void* q) { cudaFree(q); });
+  return Status::ok();
+}
+
 Status CUDABackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
   if (src->dtype != dst->dtype || src->shape != dst->shape)
     return Status::internal("CUDA copy between tensors of different dtype or shape: " + src->name);

@@ -53,6 +53,8 @@ class CUDABackend : public Backend {
   void onExecuteBegin() override;
   void onExecuteEnd() override;
   void onProfiling(bool on) override;
+  Status onWaitFinish() override;
+  Status onAllocateDevice(size_t bytes, void** data, std::shared_ptr<void>* owner) override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
   Layout activationLayout(const RuntimeTensor& t) const override;
