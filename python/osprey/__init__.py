@@ -43,6 +43,7 @@ __all__ = [
     "OutOfMemoryError",
     "CancelledError",
     "Runtime",
+    "IOBinding",
 ]
 
 PathOrBytes = Union[str, "os.PathLike[str]", bytes]
@@ -131,6 +132,22 @@ def _backend_from_providers(providers: Sequence[str]) -> str:
             return backend
     raise UnsupportedError("none of the providers %s is compiled into this build (available: %s)"
                            % (list(providers), ", ".join(compiled)))
+
+
+class IOBinding:
+    """Inputs and outputs bound to the caller's memory: ``bind_input(name, value)`` and
+    ``bind_output(name, value)`` take a numpy array (an output array must be C-contiguous and
+    writeable, of the output's dtype and shape) or an object with ``__cuda_array_interface__``
+    (a contiguous torch or CuPy CUDA tensor). The binding keeps the bound objects alive."""
+
+    def __init__(self) -> None:
+        self._binding = _osprey.IoBinding()
+
+    def bind_input(self, name: str, value: Any) -> None:
+        self._binding.bind_input(name, value)
+
+    def bind_output(self, name: str, value: Any) -> None:
+        self._binding.bind_output(name, value)
 
 
 class Runtime:
@@ -308,6 +325,17 @@ class InferenceSession:
         if not isinstance(input_feed, Mapping):
             raise TypeError("input_feed must be a mapping from input name to array, got %s" % type(input_feed).__name__)
         return self._session.run_with_callbacks(list(output_names or ()), dict(input_feed), before, after)
+
+    def io_binding(self) -> "IOBinding":
+        """A binding of this session's inputs and outputs to memory the caller owns (ONNX Runtime's
+        ``io_binding``); run it with ``run_with_iobinding``."""
+        return IOBinding()
+
+    def run_with_iobinding(self, binding: "IOBinding") -> None:
+        """Runs with every input bound and writes the bound outputs in place: numpy arrays on the
+        host (nothing allocated), CUDA tensors (torch, CuPy: ``__cuda_array_interface__``) on the
+        device, without host copies, on a CUDA session. Returns once the device has finished."""
+        self._session.run_with_binding(binding._binding)
 
     def stats(self) -> Dict[str, Any]:
         """Figures of the current plan: arena bytes, executions, folded ops, FLOPs, ops per backend."""

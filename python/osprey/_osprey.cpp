@@ -209,6 +209,79 @@ void configsFrom(const std::string& backend, int threads, const std::string& pre
   *configOut = config;
 }
 
+// The engine dtype of a __cuda_array_interface__ typestr ("<f4"), or Undefined.
+DataType dtypeOfTypestr(const std::string& t) {
+  static const std::map<std::string, DataType> known = {
+      {"f4", DataType::Float32}, {"f2", DataType::Float16}, {"f8", DataType::Float64}, {"i8", DataType::Int64},
+      {"i4", DataType::Int32},   {"i2", DataType::Int16},   {"i1", DataType::Int8},    {"u1", DataType::UInt8},
+      {"b1", DataType::Bool}};
+  if (t.size() != 3 || (t[0] != '<' && t[0] != '|')) return DataType::Undefined;
+  auto it = known.find(t.substr(1));
+  return it == known.end() ? DataType::Undefined : it->second;
+}
+
+// Inputs and outputs bound to memory the caller owns (IoBinding): numpy arrays on the host, or
+// objects with __cuda_array_interface__ (torch and CuPy CUDA tensors) in CUDA memory, read and
+// written in place. The bound objects are kept alive by the binding.
+class PyIoBinding {
+ public:
+  void bindInput(const std::string& name, const py::object& value) { bind(name, value, true); }
+  void bindOutput(const std::string& name, const py::object& value) { bind(name, value, false); }
+  const IoBinding& io() const { return io_; }
+
+ private:
+  void bind(const std::string& name, const py::object& value, bool input) {
+    const std::string what = std::string(input ? "input '" : "output '") + name + "'";
+    if (py::hasattr(value, "__cuda_array_interface__")) {
+      DeviceTensor d = deviceTensorOf(what, value.attr("__cuda_array_interface__").cast<py::dict>(), input);
+      input ? io_.bindInput(name, d) : io_.bindOutput(name, d);
+      keep_.push_back(value);
+      return;
+    }
+    py::array a = py::array::ensure(value);
+    if (!a) {
+      PyErr_Clear();
+      throw StatusError{invalidArgument(what + " is neither a numpy array nor an object with __cuda_array_interface__")};
+    }
+    const DataType dtype = engineDtype(a.dtype());
+    if (dtype == DataType::Undefined || dtype == DataType::String)
+      throw StatusError{invalidArgument(what + " has numpy dtype " + py::str(a.dtype()).cast<std::string>() + ", which cannot be bound")};
+    if (!(a.flags() & py::array::c_style) || !a.dtype().attr("isnative").cast<bool>()) {
+      if (!input) throw StatusError{invalidArgument(what + " must be a C-contiguous array in native byte order")};
+      a = py::array::ensure(a.attr("astype")(a.dtype().attr("newbyteorder")("=")), py::array::c_style);
+    }
+    if (!input && !a.writeable()) throw StatusError{invalidArgument(what + " is a read-only array")};
+    const Tensor t = Tensor::wrap(dtype, shapeOf(a), const_cast<void*>(a.data()));
+    input ? io_.bindInput(name, t) : io_.bindOutput(name, t);
+    keep_.push_back(a);
+  }
+
+  static DeviceTensor deviceTensorOf(const std::string& what, const py::dict& cai, bool input) {
+    DeviceTensor d;
+    d.device = ForwardType::CUDA;
+    d.dtype = dtypeOfTypestr(cai["typestr"].cast<std::string>());
+    if (d.dtype == DataType::Undefined)
+      throw StatusError{invalidArgument(what + " has CUDA array type " + cai["typestr"].cast<std::string>() + ", which cannot be bound")};
+    for (auto dim : cai["shape"].cast<py::tuple>()) d.shape.push_back(dim.cast<int64_t>());
+    const py::tuple data = cai["data"].cast<py::tuple>();
+    d.data = reinterpret_cast<void*>(data[0].cast<uintptr_t>());
+    if (!input && data[1].cast<bool>()) throw StatusError{invalidArgument(what + " is read-only CUDA memory")};
+    if (cai.contains("strides") && !cai["strides"].is_none()) {
+      int64_t expected = static_cast<int64_t>(dataTypeSize(d.dtype));
+      const py::tuple strides = cai["strides"].cast<py::tuple>();
+      for (size_t i = d.shape.size(); i-- > 0;) {
+        if (d.shape[i] != 1 && strides[i].cast<int64_t>() != expected)
+          throw StatusError{invalidArgument(what + " is not contiguous CUDA memory (call .contiguous() first)")};
+        expected *= d.shape[i];
+      }
+    }
+    return d;
+  }
+
+  IoBinding io_;
+  std::vector<py::object> keep_;
+};
+
 // A runtime (thread pool, memory pools, caches) for sessions to share.
 class PyRuntime {
  public:
@@ -348,6 +421,12 @@ class PySession {
     return out;
   }
 
+  void runWithBinding(const PyIoBinding& binding) {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    check(session_->run(binding.io()));
+  }
+
   py::dict stats() const {
     SessionStats s;
     {
@@ -477,6 +556,10 @@ PYBIND11_MODULE(_osprey, m) {
     }
   });
 
+  py::class_<PyIoBinding>(m, "IoBinding")
+      .def(py::init<>())
+      .def("bind_input", &PyIoBinding::bindInput, py::arg("name"), py::arg("value"))
+      .def("bind_output", &PyIoBinding::bindOutput, py::arg("name"), py::arg("value"));
   py::class_<PyRuntime>(m, "Runtime")
       .def(py::init<const std::string&, int, const std::string&, uint64_t, int64_t, int>(), py::arg("backend"),
            py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0, py::arg("run_time_limit_ms") = 0,
@@ -492,6 +575,7 @@ PYBIND11_MODULE(_osprey, m) {
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))
+      .def("run_with_binding", &PySession::runWithBinding, py::arg("binding"))
       .def("run_with_callbacks", &PySession::runWith, py::arg("output_names"), py::arg("feed"), py::arg("before"),
            py::arg("after"))
       .def("stats", &PySession::stats);

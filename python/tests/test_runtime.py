@@ -161,3 +161,40 @@ def test_plan_cache_keeps_recent_shapes(staged_path):
     assert session.stats()["plans_made"] == made  # returning to a kept shape plans nothing
     with pytest.raises(osprey.InvalidArgumentError):
         osprey.InferenceSession(staged_path, plan_cache_size=-1)
+
+
+class FakeCudaArray:
+    """An object that says it lives in CUDA memory (what torch and CuPy CUDA tensors say)."""
+
+    def __init__(self, shape, typestr="<f4"):
+        self.__cuda_array_interface__ = {"data": (4096, False), "shape": shape, "typestr": typestr, "version": 3}
+
+
+def test_iobinding_writes_host_outputs_in_place(tmp_path):
+    path = str(tmp_path / "mlp.onnx")
+    w = numpy_helper.from_array(np.random.default_rng(12).standard_normal((7, 3)).astype(np.float32), "w")
+    with open(path, "wb") as f:
+        f.write(make_model([helper.make_node("MatMul", ["x", "w"], ["t"]), helper.make_node("Relu", ["t"], ["y"])],
+                           [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["n", 7])],
+                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n", 3])], [w]))
+    session = osprey.InferenceSession(path)
+    x = np.random.default_rng(13).standard_normal((4, 7)).astype(np.float32)
+    y = np.full((4, 3), -1, np.float32)
+    binding = session.io_binding()
+    binding.bind_input("x", x)
+    binding.bind_output("y", y)
+    session.run_with_iobinding(binding)
+    assert np.array_equal(y, session.run(None, {"x": x})[0])
+    wrong = session.io_binding()
+    wrong.bind_input("x", x)
+    wrong.bind_output("y", np.zeros((2, 3), np.float32))
+    with pytest.raises(osprey.InvalidArgumentError, match="output 'y'"):
+        session.run_with_iobinding(wrong)
+    with pytest.raises(osprey.InvalidArgumentError, match="read-only"):
+        session.io_binding().bind_output("y", np.frombuffer(bytes(48), np.float32).reshape(4, 3))
+    on_device = session.io_binding()
+    on_device.bind_input("x", FakeCudaArray((4, 7)))
+    with pytest.raises(osprey.InvalidArgumentError, match="this session runs on cpu"):
+        session.run_with_iobinding(on_device)
+    with pytest.raises(osprey.InvalidArgumentError, match="cannot be bound"):
+        session.io_binding().bind_input("x", FakeCudaArray((4, 7), "<c8"))
