@@ -6,7 +6,7 @@
 #include "cli_common.h"
 #include "converter/converter.h"
 #include "core/graph.h"
-#include "core/model_io.h"
+#include "runtime/model_io.h"
 
 namespace osprey::cli {
 

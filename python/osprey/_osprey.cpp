@@ -14,7 +14,7 @@
 
 #include "converter/converter.h"
 #include "core/graph.h"
-#include "core/model_io.h"
+#include "runtime/model_io.h"
 #include "osprey/osprey.h"
 #include "osprey_generated.h"
 

@@ -6,7 +6,8 @@
 #include "converter/onnx/external_data.h"
 #include "converter/onnx/onnx_import.h"
 #include "converter/passes/passes.h"
-#include "core/model_io.h"
+#include "core/files.h"
+#include "ops/op_def.h"
 
 namespace osprey {
 

@@ -7,7 +7,7 @@
 
 #include "core/graph.h"
 #include "core/runtime_tensor.h"
-#include "geometry/raster.h"
+#include "core/raster_plan.h"
 #include "osprey/config.h"
 
 namespace osprey {

@@ -8,7 +8,7 @@
 
 #include "osprey/status.h"
 #include "osprey/types.h"
-#include "ops/op_type.h"
+#include "core/op_type.h"
 
 namespace osprey {
 

@@ -5,7 +5,7 @@
 
 #include "core/graph.h"
 #include "core/tensor_view.h"
-#include "geometry/raster.h"
+#include "core/raster_plan.h"
 
 namespace osprey {
 
@@ -39,10 +39,12 @@ struct OpDef {
 
 // The definition of every op in ops.def.
 const OpDef& opDef(OpType type);
+// Checks each node against its OpDef: input and output counts, required inputs present.
+Status checkOpArity(const Graph& graph);
 
 // Each op's file defines its OpDef(s); an op listed in the catalog without one fails to link.
 #define OSPREY_OP(name) extern const OpDef kOpDef_##name;
-#include "ops/ops.def"
+#include "core/ops.def"
 #undef OSPREY_OP
 
 }  // namespace osprey

@@ -4,6 +4,7 @@
 #include <cstdlib>
 
 #include "core/graph.h"
+#include "geometry/raster.h"
 #include "ops/op_def.h"
 
 namespace osprey::test {

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "core/model_io.h"
+#include "runtime/model_io.h"
 #include "core/thread_pool.h"
 #include "op_test_util.h"
 #include "ops/op_def.h"

@@ -5,7 +5,7 @@
 #include <random>
 
 #include "core/graph.h"
-#include "core/model_io.h"
+#include "runtime/model_io.h"
 #include "ops/op_def.h"
 #include "osprey/osprey.h"
 

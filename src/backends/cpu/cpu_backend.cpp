@@ -6,7 +6,8 @@
 #include <thread>
 
 #include "backends/cpu/kernels/nc8hw8.h"
-#include "core/evaluate.h"
+#include "geometry/raster.h"
+#include "ops/evaluate.h"
 #include "core/layout.h"
 #include "ops/op_def.h"
 

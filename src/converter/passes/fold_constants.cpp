@@ -1,7 +1,7 @@
 // Ops whose inputs are all constants are computed once, here, with the same host evaluation the
 // runtime uses at resize.
 #include "converter/passes/passes.h"
-#include "core/evaluate.h"
+#include "ops/evaluate.h"
 
 namespace osprey::passes {
 

@@ -4,7 +4,7 @@
 // constants so that the shape arithmetic after them folds. The runtime rejects inputs that
 // contradict a fixed declared shape (SessionImpl::resize), so the constants cannot go stale.
 #include "converter/passes/passes.h"
-#include "core/evaluate.h"
+#include "ops/evaluate.h"
 
 namespace osprey::passes {
 

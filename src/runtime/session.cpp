@@ -4,10 +4,10 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "core/evaluate.h"
+#include "ops/evaluate.h"
 #include "core/layout.h"
 #include "core/run_limits.h"
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 #include "ops/flops.h"
 #include "ops/op_def.h"
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 
 namespace osprey {
 

@@ -1,7 +1,9 @@
-#include "core/evaluate.h"
+#include "ops/evaluate.h"
 
 #include <cstdlib>
 #include <cstring>
+
+#include "geometry/raster.h"
 
 namespace osprey {
 

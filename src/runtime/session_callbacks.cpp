@@ -1,6 +1,6 @@
 // Run callbacks (RunCallbacks): each command of an op, and each op run on the host between
 // stages, is shown to the caller's functions before and after it runs.
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 
 namespace osprey {
 

@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "core/files.h"
 #include "core/graph.h"
 
 namespace osprey {
@@ -13,9 +14,5 @@ namespace osprey {
 // pointer that keeps the bytes alive) the constants point into the bytes instead of copying them.
 Status readModel(const uint8_t* data, size_t size, Model* out, std::shared_ptr<const void> owner = nullptr);
 Status writeModel(const Model& model, std::vector<uint8_t>* out);
-Status readFile(const std::string& path, std::vector<uint8_t>* out);
-Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes);
-// Checks each node against its OpDef: input and output counts.
-Status checkOpArity(const Graph& graph);
 
 }  // namespace osprey

@@ -4,7 +4,7 @@
 // convolution work, and every command before the last of them, run in fp32.
 #include <cstdlib>
 
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 
 namespace osprey {
 

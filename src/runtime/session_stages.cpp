@@ -8,9 +8,9 @@
 #include <set>
 #include <unordered_set>
 
-#include "core/evaluate.h"
+#include "ops/evaluate.h"
 #include "core/layout.h"
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 
 namespace osprey {
 

@@ -8,7 +8,7 @@
 
 #include "core/layout.h"
 #include "core/run_limits.h"
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 #include "ops/op_def.h"
 
 namespace osprey {

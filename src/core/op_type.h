@@ -8,7 +8,7 @@ namespace osprey {
 enum class OpType : int32_t {
   Invalid = -1,
 #define OSPREY_OP(name) name,
-#include "ops/ops.def"
+#include "core/ops.def"
 #undef OSPREY_OP
   Count
 };

@@ -2,8 +2,9 @@
 
 #include <filesystem>
 
-#include "core/model_io.h"
-#include "core/session_impl.h"
+#include "ops/op_def.h"
+#include "runtime/model_io.h"
+#include "runtime/session_impl.h"
 #include "osprey/interpreter.h"
 
 namespace osprey {

@@ -8,7 +8,7 @@
 #include <unordered_set>
 
 #include "core/layout.h"
-#include "core/session_impl.h"
+#include "runtime/session_impl.h"
 
 namespace osprey {
 

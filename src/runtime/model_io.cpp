@@ -1,4 +1,4 @@
-#include "core/model_io.h"
+#include "runtime/model_io.h"
 
 #include <cstdint>
 #include <fstream>
@@ -149,25 +149,6 @@ flatbuffers::Offset<fb::Graph> writeGraph(flatbuffers::FlatBufferBuilder& b, con
 
 }  // namespace
 
-Status checkOpArity(const Graph& graph) {
-  for (const Node& n : graph.nodes) {
-    const OpDef& def = opDef(n.type);
-    int ins = static_cast<int>(n.inputs.size()), outs = static_cast<int>(n.outputs.size());
-    if (ins < def.minInputs || (def.maxInputs >= 0 && ins > def.maxInputs))
-      return Status::invalidModel(n.describe() + " has " + std::to_string(ins) + " inputs; " + def.name + " takes " +
-                                  std::to_string(def.minInputs) + " to " +
-                                  (def.maxInputs < 0 ? std::string("any number") : std::to_string(def.maxInputs)));
-    if (outs < def.minOutputs || (def.maxOutputs >= 0 && outs > def.maxOutputs))
-      return Status::invalidModel(n.describe() + " has " + std::to_string(outs) + " outputs; " + def.name +
-                                  " gives " + std::to_string(def.minOutputs) + " to " +
-                                  (def.maxOutputs < 0 ? std::string("any number") : std::to_string(def.maxOutputs)));
-    for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (n.inputs[i] == -1 && static_cast<int>(i) < def.minInputs)
-        return Status::invalidModel(n.describe() + " is missing its required input " + std::to_string(i));
-  }
-  return Status::ok();
-}
-
 Status readModel(const uint8_t* data, size_t size, Model* out, std::shared_ptr<const void> owner) {
   // Files are size-prefixed so that a truncated file is caught even where the cut removes
   // only padding the verifier would not miss.
@@ -198,26 +179,6 @@ Status writeModel(const Model& model, std::vector<uint8_t>* out) {
   auto root = fb::CreateModel(b, kModelFormatVersion, b.CreateString(model.producer), graph);
   fb::FinishSizePrefixedModelBuffer(b, root);
   out->assign(b.GetBufferPointer(), b.GetBufferPointer() + b.GetSize());
-  return Status::ok();
-}
-
-Status readFile(const std::string& path, std::vector<uint8_t>* out) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
-  if (!f) return Status::notFound("cannot open '" + path + "'");
-  // Sized once: growing the vector while reading held up to twice the file at a time.
-  const std::streamoff size = f.tellg();
-  if (size < 0 || !f.seekg(0)) return Status::invalidArgument("cannot read '" + path + "'");
-  out->resize(static_cast<size_t>(size));
-  if (size > 0 && !f.read(reinterpret_cast<char*>(out->data()), size))
-    return Status::invalidArgument("cannot read '" + path + "'");
-  return Status::ok();
-}
-
-Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::ofstream f(path, std::ios::binary);
-  if (!f) return Status::invalidArgument("cannot write '" + path + "'");
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) return Status::invalidArgument("cannot write '" + path + "'");
   return Status::ok();
 }
 
