@@ -43,9 +43,9 @@ RuntimeTensor hostView(const Tensor& h, const std::string& name, uint8_t** base)
 
 }  // namespace
 
+// Asked while planning, for the inputs of the run being planned (the kept plan's set may differ).
 Backend* SessionImpl::homeOfInput(int tensor) const {
-  return planDeviceInputs_.count(tensors_[tensor].name) || deviceInputs_.count(tensors_[tensor].name) ? main_.get()
-                                                                                                       : inputHome();
+  return deviceInputs_.count(tensors_[tensor].name) ? main_.get() : inputHome();
 }
 
 Status SessionImpl::allocateDevice(DataType dtype, const Shape& shape, DeviceTensor* out) {

@@ -97,6 +97,33 @@ TEST(CudaDeviceIo, DeviceInputsAndOutputsMatchAHostRun) {
   EXPECT_TRUE(uploads);
 }
 
+// Without kept plans, a host run after a device-input run plans its input back on the host.
+TEST(CudaDeviceIo, HostRunAfterDeviceRunWithoutPlanCache) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  auto interp = convInterpreter();
+  ScheduleConfig onCuda;
+  onCuda.backend = ForwardType::CUDA;
+  BackendConfig config;
+  config.planCacheSize = 0;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession(onCuda, config, &session).isOk());
+  const Tensor input = randomTensor(DataType::Float32, {2, 3, 8, 8}, 70);
+  DeviceTensor x, y;
+  ASSERT_TRUE(session->allocateDevice(DataType::Float32, {2, 3, 8, 8}, &x).isOk());
+  ASSERT_TRUE(session->allocateDevice(DataType::Float32, {2, 4, 1, 1}, &y).isOk());
+  ASSERT_TRUE(session->copyToDevice(input, x).isOk());
+  IoBinding io;
+  io.bindInput("x", x);
+  io.bindOutput("y", y);
+  ASSERT_TRUE(session->run(io).isOk());
+  Tensor got;
+  ASSERT_TRUE(session->copyFromDevice(y, &got).isOk());
+  std::vector<Tensor> want;
+  const Status st = session->run({{"x", input}}, &want);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  EXPECT_LE(maxAbsDiff(got, want[0]), 1e-5);
+}
+
 TEST(CudaDeviceIo, WrongBindingsAreErrors) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   auto interp = convInterpreter();
