@@ -168,6 +168,10 @@ class Session {
   const SessionStats& stats() const;
   // Times every command of each following run (off by default, and free when off).
   void setProfiling(bool on);
+  // Returns the memory of every plan (activation arenas, folded values, executions and the
+  // packed weights no other session of the runtime holds) to the system; the next run plans
+  // again. For a server that keeps a session idle for long.
+  void releaseMemory();
   // The commands of the last run made while profiling was on, in execution order.
   const std::vector<OpTiming>& lastRunProfile() const;
 

@@ -337,6 +337,11 @@ class InferenceSession:
         device, without host copies, on a CUDA session. Returns once the device has finished."""
         self._session.run_with_binding(binding._binding)
 
+    def release_memory(self) -> None:
+        """Returns the memory of the session's plans (activations, folded values, packed weights no
+        other session holds) to the system; the next run plans again."""
+        self._session.release_memory()
+
     def stats(self) -> Dict[str, Any]:
         """Figures of the current plan: arena bytes, executions, folded ops, FLOPs, ops per backend."""
         return self._session.stats()

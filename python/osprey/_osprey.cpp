@@ -421,6 +421,12 @@ class PySession {
     return out;
   }
 
+  void releaseMemory() {
+    py::gil_scoped_release release;
+    std::lock_guard<std::mutex> lock(mutex_);
+    session_->releaseMemory();
+  }
+
   void runWithBinding(const PyIoBinding& binding) {
     py::gil_scoped_release release;
     std::lock_guard<std::mutex> lock(mutex_);
@@ -576,6 +582,7 @@ PYBIND11_MODULE(_osprey, m) {
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))
       .def("run_with_binding", &PySession::runWithBinding, py::arg("binding"))
+      .def("release_memory", &PySession::releaseMemory)
       .def("run_with_callbacks", &PySession::runWith, py::arg("output_names"), py::arg("feed"), py::arg("before"),
            py::arg("after"))
       .def("stats", &PySession::stats);

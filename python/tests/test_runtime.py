@@ -161,6 +161,11 @@ def test_plan_cache_keeps_recent_shapes(staged_path):
     assert session.stats()["plans_made"] == made  # returning to a kept shape plans nothing
     with pytest.raises(osprey.InvalidArgumentError):
         osprey.InferenceSession(staged_path, plan_cache_size=-1)
+    want = session.run(None, {"x": xs[3]})
+    session.release_memory()
+    assert session.stats()["plans_kept"] == 0
+    for g, w in zip(session.run(None, {"x": xs[3]}), want):
+        assert np.array_equal(g, w)
 
 
 class FakeCudaArray:

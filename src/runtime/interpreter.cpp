@@ -139,6 +139,11 @@ std::vector<TensorInfoPublic> Session::outputs() const {
   return impl_->outputInfo();
 }
 const SessionStats& Session::stats() const { return impl_->stats(); }
+void Session::releaseMemory() {
+  std::lock_guard<std::mutex> lock(impl_->callMutex);
+  std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());
+  impl_->releaseMemory();
+}
 void Session::setProfiling(bool on) {
   std::lock_guard<std::mutex> lock(impl_->callMutex);
   impl_->setProfiling(on);

@@ -33,6 +33,7 @@ class SessionImpl {
   Status run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs,
              const RunCallbacks* callbacks = nullptr);
   Status run(const IoBinding& io);
+  void releaseMemory();
   Status allocateDevice(DataType dtype, const Shape& shape, DeviceTensor* out);
   Status copyToDevice(const Tensor& host, const DeviceTensor& device);
   Status copyFromDevice(const DeviceTensor& device, Tensor* host);

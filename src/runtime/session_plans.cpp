@@ -1,6 +1,9 @@
 // The plans of recently used input shapes (BackendConfig::planCacheSize): returning to a shape
 // swaps its plan back in, with its executions, packed weights and memory plan as they were.
 #include <algorithm>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <utility>
 
 #include "runtime/session_impl.h"
@@ -54,6 +57,24 @@ void SessionImpl::evictPlans() {
     held -= plans_.back().bytes();
     plans_.pop_back();
   }
+}
+
+void SessionImpl::releaseMemory() {
+  plans_.clear();
+  PlanState current;
+  swapPlan(current);  // the current plan leaves with `current`; the session keeps its backends
+  std::swap(main_, current.main);
+  std::swap(backup_, current.backup);
+  shapes_ = current.shapes;  // the shapes a later run without inputs' shapes falls back to
+  current = PlanState();
+  if (main_) main_->onClearBuffer();
+  if (backup_) backup_->onClearBuffer();
+  planned_ = false;
+#ifdef __GLIBC__
+  // glibc raises its mmap threshold after large blocks are freed, so later large blocks come
+  // from the heap, which free() does not shrink: give the freed pages back.
+  malloc_trim(0);
+#endif
 }
 
 Status SessionImpl::switchPlan(const std::map<std::string, Shape>& shapes) {

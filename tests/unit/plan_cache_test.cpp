@@ -90,6 +90,25 @@ TEST(PlanCache, SizeZeroPlansEveryShapeAgainAndTheCacheIsBounded) {
   EXPECT_EQ(bounded->stats().plansMade, 6);
 }
 
+TEST(PlanCache, ReleaseMemoryDropsEveryPlanAndTheNextRunPlansAgain) {
+  auto interp = convModel();
+  ASSERT_TRUE(interp);
+  auto session = sessionWithCache(*interp, 4);
+  const Tensor a = randomTensor(DataType::Float32, {1, 3, 7, 12}, 14);
+  const Tensor b = randomTensor(DataType::Float32, {2, 3, 5, 12}, 15);
+  const Tensor wantA = runOnce(session.get(), a);
+  runOnce(session.get(), b);
+  EXPECT_EQ(session->stats().plansKept, 1);
+  session->releaseMemory();
+  EXPECT_EQ(session->stats().arenaPeakBytes, 0u);
+  std::vector<Tensor> out;
+  EXPECT_EQ(session->run({}, &out).code(), StatusCode::InvalidArgument);  // the inputs' values went too
+  EXPECT_TRUE(sameBytes(runOnce(session.get(), a), wantA));
+  EXPECT_EQ(session->stats().plansMade, 3);
+  EXPECT_EQ(session->stats().plansKept, 0);
+  EXPECT_GT(session->stats().weightsPacked, 0);  // nothing held the packed weights
+}
+
 // Two sessions of one model on one runtime: the second packs nothing.
 TEST(PlanCache, SessionsOfOneRuntimeSharePackedWeights) {
   auto interp = convModel();
