@@ -7,10 +7,8 @@
 
 namespace osprey {
 
-Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorViews& outputs,
-                                std::vector<RasterPlan>* rasters) {
+Status computeShapes(const Node& node, TensorViews& inputs, TensorViews& outputs) {
   const OpDef& def = opDef(node.type);
-  rasters->clear();
   // Shape functions and kernels compute strides and byte sizes in int64 without checking.
   for (auto& in : inputs)
     if (in.present && !shapeBytesFit(in.shape, dataTypeSize(in.dtype)))
@@ -24,11 +22,30 @@ Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorVie
       return Status::invalidModel(node.describe() + " gives an output of shape " + shapeToString(o.shape) +
                                   ", whose size overflows 64 bits");
   }
+  return Status::ok();
+}
+
+Status computeLowering(const Node& node, const TensorViews& inputs, const TensorViews& outputs,
+                       std::vector<RasterPlan>* rasters) {
+  const OpDef& def = opDef(node.type);
+  rasters->clear();
+  // Nothing to write: empty plans, since one made over a 2^34-long empty axis would not fit.
+  if (def.lower && outputsAllEmpty(outputs)) {
+    rasters->assign(outputs.size(), RasterPlan());
+    return Status::ok();
+  }
   if (def.lower) {
     OSPREY_RETURN_IF_ERROR_IN(def.lower(node, inputs, outputs, *rasters), node.describe());
     for (auto& plan : *rasters) fuseRegions(plan.regions);
   }
   return Status::ok();
+}
+
+Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorViews& outputs,
+                                std::vector<RasterPlan>* rasters) {
+  rasters->clear();
+  OSPREY_RETURN_IF_ERROR(computeShapes(node, inputs, outputs));
+  return computeLowering(node, inputs, outputs, rasters);
 }
 
 bool outputsAllEmpty(const TensorViews& outputs) {

@@ -8,8 +8,14 @@
 
 namespace osprey {
 
-// Runs shape computation and, if the op lowers to Raster, the lowering. `rasters` is empty when
-// the op is not lowered.
+// Shape computation, with the sizes of inputs and outputs checked against 64 bits.
+Status computeShapes(const Node& node, TensorViews& inputs, TensorViews& outputs);
+// The op's lowering to Raster, where it has one and its outputs hold any element; `rasters` is
+// empty when the op is not lowered. Sessions check the outputs' sizes in between, since a
+// lowering may allocate per output index.
+Status computeLowering(const Node& node, const TensorViews& inputs, const TensorViews& outputs,
+                       std::vector<RasterPlan>* rasters);
+// Both, for callers without a memory limit (the converter's folding).
 Status computeShapesAndLowering(const Node& node, TensorViews& inputs, TensorViews& outputs,
                                 std::vector<RasterPlan>* rasters);
 // Executes the op on the host: outputs already hold their shape, dtype and allocated data.

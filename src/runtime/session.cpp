@@ -246,7 +246,7 @@ Status SessionImpl::computeNode(const Node& node, bool* planned) {
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
   std::vector<RasterPlan> rasters;
-  OSPREY_RETURN_IF_ERROR(computeShapesAndLowering(node, in, out, &rasters));
+  OSPREY_RETURN_IF_ERROR(computeShapes(node, in, out));
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
     RuntimeTensor& t = tensors_[node.outputs[i]];
@@ -254,6 +254,7 @@ Status SessionImpl::computeNode(const Node& node, bool* planned) {
     t.shape = out[i].shape;
     OSPREY_RETURN_IF_ERROR(checkTensorFits("output '" + t.name + "' of " + node.describe(), t.dtype, t.shape));
   }
+  OSPREY_RETURN_IF_ERROR(computeLowering(node, in, out, &rasters));
   const bool lowered = !rasters.empty();  // an op may decline lowering for some attributes
   if (allKnown && (def.reference || lowered)) {  // constant folding, on the host
     for (size_t i = 0; i < node.outputs.size(); ++i) {

@@ -147,7 +147,7 @@ Status SessionImpl::runBoundary(const std::map<int, Tensor>& values, std::vector
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
   std::vector<RasterPlan> rasters;
-  OSPREY_RETURN_IF_ERROR(computeShapesAndLowering(node, in, out, &rasters));
+  OSPREY_RETURN_IF_ERROR(computeShapes(node, in, out));
   results->assign(node.outputs.size(), Tensor());
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (!out[i].present) continue;
@@ -157,6 +157,7 @@ Status SessionImpl::runBoundary(const std::map<int, Tensor>& values, std::vector
     (*results)[i] = Tensor(out[i].dtype, out[i].shape);
     out[i].data = (*results)[i].data();
   }
+  OSPREY_RETURN_IF_ERROR(computeLowering(node, in, out, &rasters));
   return executeOnHost(node, in, out, rasters, mainRuntime_->threadPool());
 }
 
