@@ -23,7 +23,9 @@ namespace osprey::fuzz {
 constexpr size_t kMaxInputBytes = size_t{1} << 20;
 // The session's own limit (BackendConfig::memoryLimit), well under the fuzzer's -rss_limit_mb,
 // so that a model asking for too much is an error Status, as it is for users, and not an OOM.
-constexpr uint64_t kMaxSessionBytes = uint64_t{512} << 20;
+// 64 MiB: it also bounds the work of ops whose outputs grow from values at run time (a Pad with
+// computed pads filled 157 M elements, element by element under the sanitizers, past 10 s).
+constexpr uint64_t kMaxSessionBytes = uint64_t{64} << 20;
 // A run's time limit (ScheduleConfig::runTimeLimitMs), well under libFuzzer's -timeout: a Loop
 // may rightly ask for 2^63 iterations, which is an error here, as it would be for a user with
 // a limit, and not a hang.
