@@ -50,12 +50,18 @@ Status SessionImpl::init() {
   const SharedRuntimeState& shared = runtimeState(*runtime_);
   mainRuntime_ = shared.main.get();
   backupRuntime_ = shared.backup.get();
+  return createBackends();
+}
+
+Status SessionImpl::createBackends() {
   main_ = mainRuntime_->onCreate(config_);
   if (!main_) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' could not start");
   if (backupRuntime_) {
     backup_ = backupRuntime_->onCreate(config_);
     if (!backup_) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule_.backupBackend) + "' could not start");
   }
+  main_->onProfiling(profiling_);
+  if (backup_) backup_->onProfiling(profiling_);
   return Status::ok();
 }
 

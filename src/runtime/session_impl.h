@@ -114,6 +114,8 @@ class SessionImpl {
   void swapPlan(PlanState& other);
   // Moves the current plan into plans_ and gives the session fresh backends for the next one.
   Status keepCurrentPlan();
+  // The main and backup backends from the runtimes, in the session's profiling mode.
+  Status createBackends();
   void evictPlans();
   std::deque<PlanState> plans_;  // most recently used first
   int plansMade_ = 0;

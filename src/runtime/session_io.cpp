@@ -118,10 +118,9 @@ Status SessionImpl::run(const IoBinding& io) {
   }
   for (int i : inputs_)
     if (!shapes.count(g.tensors[i].name)) return Status::invalidArgument("input '" + g.tensors[i].name + "' is not bound");
-  for (const auto* bound : {&io.hostOutputs})
-    for (auto& [name, t] : *bound)
-      if (std::find(outputs_.begin(), outputs_.end(), g.findTensor(name)) == outputs_.end())
-        return Status::invalidArgument("'" + name + "' is not an output of the model");
+  for (auto& [name, t] : io.hostOutputs)
+    if (std::find(outputs_.begin(), outputs_.end(), g.findTensor(name)) == outputs_.end())
+      return Status::invalidArgument("'" + name + "' is not an output of the model");
   for (auto& [name, d] : io.deviceOutputs) {
     if (std::find(outputs_.begin(), outputs_.end(), g.findTensor(name)) == outputs_.end())
       return Status::invalidArgument("'" + name + "' is not an output of the model");

@@ -38,15 +38,7 @@ void SessionImpl::swapPlan(PlanState& o) {
 Status SessionImpl::keepCurrentPlan() {
   plans_.emplace_front();
   swapPlan(plans_.front());
-  main_ = mainRuntime_->onCreate(config_);
-  if (!main_) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule_.backend) + "' could not start");
-  if (backupRuntime_) {
-    backup_ = backupRuntime_->onCreate(config_);
-    if (!backup_) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule_.backupBackend) + "' could not start");
-  }
-  main_->onProfiling(profiling_);
-  if (backup_) backup_->onProfiling(profiling_);
-  return Status::ok();
+  return createBackends();
 }
 
 void SessionImpl::evictPlans() {
