@@ -32,6 +32,13 @@ RunDeadline::~RunDeadline() {
 
 bool RunDeadline::passed() { return tLimitMs != 0 && Clock::now() >= tDeadline; }
 
+RunDeadline::Watch RunDeadline::watch() {
+  Watch w;
+  w.at_ = tDeadline;
+  w.set_ = tLimitMs != 0;
+  return w;
+}
+
 Status RunDeadline::error(const std::string& where) {
   return Status::invalidArgument("the run took longer than its limit of " + std::to_string(tLimitMs) +
                                  " ms (ScheduleConfig::runTimeLimitMs); stopped at " + where);

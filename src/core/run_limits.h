@@ -26,6 +26,20 @@ class RunDeadline {
   static bool passed();
   static Status error(const std::string& where);
 
+  // This thread's deadline as a value, for a kernel whose work depends on data (RoiAlign's
+  // sampling grid grows with the box values): taken on the run's thread, checked by the pool's
+  // workers, which have no deadline of their own.
+  class Watch {
+   public:
+    bool passed() const { return set_ && std::chrono::steady_clock::now() >= at_; }
+
+   private:
+    friend class RunDeadline;
+    std::chrono::steady_clock::time_point at_{};
+    bool set_ = false;
+  };
+  static Watch watch();
+
  private:
   std::chrono::steady_clock::time_point saved_;
   int64_t savedLimitMs_;

@@ -12,11 +12,13 @@
 // max_output_boxes_per_class; with score_threshold only boxes scoring above it are candidates.
 // Its output size depends on the values, so the op is marked data dependent.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <type_traits>
 #include <vector>
 
+#include "core/run_limits.h"
 #include "core/thread_pool.h"
 #include "ops/op_util.h"
 
@@ -113,14 +115,21 @@ Status roiAlignKernel(const Node& node, const TensorViews& in, TensorViews& out,
       return Status::invalidArgument("batch_indices[" + std::to_string(r) + "] = " + std::to_string(batchIndex[r]) +
                                      " is outside [0, " + std::to_string(n) + ")");
   }
+  const RunDeadline::Watch deadline = RunDeadline::watch();
+  std::atomic<bool> stopped{false};
   bool ok = dispatchFloat(x.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     using C = ComputeType<T>;
     const T* xs = x.as<const T>();
     const T* rois = in[1].as<const T>();
     T* ys = out[0].as<T>();
+    const int64_t bins = s.outH * s.outW;
     parallelFor(pool, numRois, [&](int64_t r0, int64_t r1) {
-      std::vector<Sample> samples;
+      // One row of a bin's sampling grid at a time, each row read by every channel: memory stays
+      // O(grid width + channels) however large the data make the grid.
+      std::vector<Sample> row;
+      std::vector<double> acc(static_cast<size_t>(channels));
+      int64_t readsSinceCheck = 0;
       for (int64_t r = r0; r < r1; ++r) {
         const double offset = s.halfPixel ? 0.5 : 0.0, scale = s.spatialScale;
         const double x0 = static_cast<double>(C(rois[r * 4 + 0])) * scale - offset;
@@ -134,44 +143,57 @@ Status roiAlignKernel(const Node& node, const TensorViews& in, TensorViews& out,
         const double gw = s.samplingRatio > 0 ? static_cast<double>(s.samplingRatio) : std::ceil(binW);
         // A region of non-finite or absurd size would ask for unbounded samples: such a bin
         // reads nothing (0) instead.
-        const bool sane = gh * gw * static_cast<double>(s.outH * s.outW) <= kMaxSamplesPerRoi;
+        const bool sane = gh * gw * static_cast<double>(bins) <= kMaxSamplesPerRoi;
         const int64_t gridH = sane && gh > 0 ? static_cast<int64_t>(gh) : 0;
         const int64_t gridW = sane && gw > 0 ? static_cast<int64_t>(gw) : 0;
         const double count = static_cast<double>(std::max<int64_t>(gridH * gridW, 1));
-        samples.clear();
-        for (int64_t ph = 0; ph < s.outH; ++ph)
-          for (int64_t pw = 0; pw < s.outW; ++pw)
-            for (int64_t iy = 0; iy < gridH; ++iy) {
-              const double yy = y0 + static_cast<double>(ph) * binH +
-                                (static_cast<double>(iy) + 0.5) * binH / static_cast<double>(gridH);
+        const T* planes = xs + batchIndex[r] * channels * h * w;
+        for (int64_t b = 0; b < bins; ++b) {
+          const int64_t ph = b / s.outW, pw = b % s.outW;
+          std::fill(acc.begin(), acc.end(), 0.0);
+          for (int64_t iy = 0; iy < gridH; ++iy) {
+            // The work grows with the box values, not the shapes: the run's time limit is
+            // looked at every million reads or so.
+            readsSinceCheck += gridW * channels;
+            if (readsSinceCheck > (int64_t{1} << 20)) {
+              readsSinceCheck = 0;
+              if (stopped.load(std::memory_order_relaxed) || deadline.passed()) {
+                stopped = true;
+                return;
+              }
+            }
+            const double yy = y0 + static_cast<double>(ph) * binH +
+                              (static_cast<double>(iy) + 0.5) * binH / static_cast<double>(gridH);
+            row.clear();
+            for (int64_t ix = 0; ix < gridW; ++ix) {
+              const double xx = x0 + static_cast<double>(pw) * binW +
+                                (static_cast<double>(ix) + 0.5) * binW / static_cast<double>(gridW);
+              row.push_back(bilinearSample(yy, xx, h, w));
+            }
+            for (int64_t c = 0; c < channels; ++c) {
+              const T* plane = planes + c * h * w;
+              double v = acc[c];
               for (int64_t ix = 0; ix < gridW; ++ix) {
-                const double xx = x0 + static_cast<double>(pw) * binW +
-                                  (static_cast<double>(ix) + 0.5) * binW / static_cast<double>(gridW);
-                samples.push_back(bilinearSample(yy, xx, h, w));
+                const Sample& sm = row[ix];
+                if (s.maxMode) {
+                  double best = sm.w[0] * static_cast<double>(C(plane[sm.pos[0]]));
+                  for (int t = 1; t < 4; ++t)
+                    best = std::max(best, sm.w[t] * static_cast<double>(C(plane[sm.pos[t]])));
+                  v = iy == 0 && ix == 0 ? best : std::max(v, best);
+                } else {
+                  for (int t = 0; t < 4; ++t) v += sm.w[t] * static_cast<double>(C(plane[sm.pos[t]]));
+                }
               }
+              acc[c] = v;
             }
-        const int64_t perBin = gridH * gridW;
-        for (int64_t c = 0; c < channels; ++c) {
-          const T* plane = xs + (batchIndex[r] * channels + c) * h * w;
-          for (int64_t b = 0; b < s.outH * s.outW; ++b) {
-            double v = 0;
-            for (int64_t k = 0; k < perBin; ++k) {
-              const Sample& sm = samples[b * perBin + k];
-              if (s.maxMode) {
-                double best = sm.w[0] * static_cast<double>(C(plane[sm.pos[0]]));
-                for (int t = 1; t < 4; ++t) best = std::max(best, sm.w[t] * static_cast<double>(C(plane[sm.pos[t]])));
-                v = k == 0 ? best : std::max(v, best);
-              } else {
-                for (int t = 0; t < 4; ++t) v += sm.w[t] * static_cast<double>(C(plane[sm.pos[t]]));
-              }
-            }
-            if (!s.maxMode) v /= count;
-            ys[((r * channels + c) * s.outH * s.outW) + b] = T(C(v));
           }
+          for (int64_t c = 0; c < channels; ++c)
+            ys[(r * channels + c) * bins + b] = T(C(s.maxMode ? acc[c] : acc[c] / count));
         }
       }
     });
   });
+  if (stopped) return RunDeadline::error(node.describe());
   return ok ? Status::ok() : Status::unsupported(dtypeError(x, "X"));
 }
 
