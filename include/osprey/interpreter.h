@@ -50,6 +50,9 @@ struct SessionStats {
   int weightsShared = 0;
   int plansMade = 0;                // plans made since the session was created (every stage's own)
   int plansKept = 0;                // plans of other input shapes kept (BackendConfig::planCacheSize)
+  // If / Loop / Scan bodies planned as sessions on this session's runtime and settings, at their
+  // first run (nested bodies are counted by their own sessions).
+  int bodySessions = 0;
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
 };

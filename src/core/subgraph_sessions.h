@@ -18,6 +18,7 @@ class SubgraphSessions {
   static SubgraphSessions* current();
   // The session of `graph`, made at the first call.
   Status get(const std::shared_ptr<Graph>& graph, Session** out);
+  size_t size() const { return sessions_.size(); }
 
   // Makes `sessions` current on this thread while it lives.
   class Scope {

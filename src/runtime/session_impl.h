@@ -43,7 +43,12 @@ class SessionImpl {
   Status readInto(const RuntimeTensor& rt, Tensor* out) const;
   std::vector<TensorInfoPublic> inputInfo() const;
   std::vector<TensorInfoPublic> outputInfo() const;
-  const SessionStats& stats() const { return next_ || boundary_ >= 0 ? mergedStats_ : stats_; }
+  const SessionStats& stats() const {
+    SessionStats& s = next_ || boundary_ >= 0 ? mergedStats_ : stats_;
+    // Made at a body's first run, so read when asked.
+    s.bodySessions = subgraphs_ ? static_cast<int>(subgraphs_->size()) : 0;
+    return s;
+  }
   void setProfiling(bool on) {
     profiling_ = on;
     if (main_) main_->onProfiling(on);
@@ -187,7 +192,7 @@ class SessionImpl {
   std::vector<uint8_t*> entryBases_;
   void bindEntries();
   std::unique_ptr<SessionImpl> next_;
-  SessionStats mergedStats_;
+  mutable SessionStats mergedStats_;
   const RunCallbacks* callbacks_ = nullptr;  // during a run given them  // this stage's and the following stages', as of the last run
   std::unique_ptr<Backend> main_, backup_;
   // Graph inputs are written by the host: on a device main backend they live on the CPU
@@ -214,7 +219,7 @@ class SessionImpl {
   // Dtypes of inputs the model leaves undeclared (subgraph inputs), as last given to run().
   std::map<std::string, DataType> givenDtypes_;
   bool planned_ = false;
-  SessionStats stats_;
+  mutable SessionStats stats_;
   bool profiling_ = false;
   std::vector<OpTiming> profile_;
 };

@@ -336,6 +336,8 @@ Failure runCase(const CaseInfo& info, int fd) {
     Failure f = runDataSet(m, index, dir);
     if (f.failed()) return f;
   }
+  if (ops.count("If") || ops.count("Loop") || ops.count("Scan"))
+    writeAll(fd, encodeLine({"BODIES", m.session->stats().bodySessions > 0 ? "compiled" : "eager"}));
   return {};
 }
 

@@ -28,6 +28,9 @@ struct CaseResult {
   std::string message;              // one line; empty for a pass
   std::vector<std::string> ops;     // distinct ONNX op types of the top-level graph, sorted
   std::vector<std::string> dtypes;  // distinct element types of the graph inputs, sorted
+  // For a passing case with If, Loop or Scan: "compiled" when the bodies ran as sessions planned on
+  // the case's runtime and settings (SessionStats::bodySessions), "eager" otherwise.
+  std::string bodies;
   double seconds = 0;
 };
 

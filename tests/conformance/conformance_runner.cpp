@@ -218,6 +218,10 @@ void printTotals(const std::vector<CaseResult>& results, double seconds) {
   };
   for (const auto& [dir, c] : byDir) line(dir, c);
   line("all", total);
+  std::map<std::string, int> bodies;
+  for (const auto& r : results)
+    if (!r.bodies.empty()) bodies[r.bodies]++;
+  std::printf("If / Loop / Scan cases passed: %d with compiled bodies, %d eager\n", bodies["compiled"], bodies["eager"]);
   std::printf("%.1f s\n", seconds);
 }
 

@@ -1,5 +1,6 @@
 // Reports of a conformance run: docs/conformance.md, JSON, and the expected-failures list.
 // Every ordering is by name so that regenerated files differ only where results do.
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <fstream>
@@ -197,7 +198,17 @@ bool writeMarkdown(const std::string& path, const std::vector<CaseResult>& resul
   os << "## By op\n\nA case counts once under each distinct op type in its top-level graph: node tests have one\n"
         "op; `_expanded` node tests and model tests have several.\n\n";
   table(os, "op", byOp, nullptr);
-  os << "## By input dtype\n\nA case counts once under each distinct element type of its graph inputs.\n\n";
+  os << "## Control flow\n\nPassing cases with If, Loop or Scan, by how their bodies ran: **compiled** (sessions planned\n"
+        "once on the case's runtime and settings, run with the backend's kernels) or **eager**.\n\n"
+        "| op | compiled | eager |\n|---|---|---|\n";
+  for (const char* op : {"If", "Loop", "Scan"}) {
+    int compiled = 0, eager = 0;
+    for (const auto& r : results)
+      if (!r.bodies.empty() && std::find(r.ops.begin(), r.ops.end(), op) != r.ops.end())
+        (r.bodies == "compiled" ? compiled : eager)++;
+    os << "| " << op << " | " << compiled << " | " << eager << " |\n";
+  }
+  os << "\n## By input dtype\n\nA case counts once under each distinct element type of its graph inputs.\n\n";
   table(os, "dtype", byDtype, nullptr);
   os << "## Cases that do not pass\n\n| case | outcome | reason |\n|---|---|---|\n";
   for (const auto& [id, r] : failing)

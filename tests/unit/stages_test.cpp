@@ -105,6 +105,7 @@ TEST(Stages, TrailingIfRunsTheModelCompiled) {
   const SessionStats& stats = session->stats();
   EXPECT_EQ(stats.stages, 1);  // nothing follows the If
   EXPECT_EQ(stats.hostOps, 1);
+  EXPECT_EQ(stats.bodySessions, 2);  // both branches ran, each planned once as a session
   EXPECT_EQ(stats.foldedOps, 0);  // the Conv and MatMul run as executions, not on the host
   EXPECT_GE(stats.executions, sessionOf(*m.plain)->stats().executions);
 }
@@ -144,6 +145,7 @@ TEST(Stages, NonZeroReplansOnlyWhatFollows) {
   }
   EXPECT_EQ(session->stats().stages, 2);
   EXPECT_EQ(session->stats().hostOps, 1);
+  EXPECT_EQ(session->stats().bodySessions, 0);
 }
 
 // The If's condition is a graph input: the first stage is empty.
