@@ -9,6 +9,7 @@ using Clock = std::chrono::steady_clock;
 // The innermost run on this thread: its deadline and the limit it came from (0: none).
 thread_local Clock::time_point tDeadline = Clock::time_point::max();
 thread_local int64_t tLimitMs = 0;
+thread_local uint64_t tMemoryLimit = 0;  // 0: the machine's memory
 }  // namespace
 
 uint64_t physicalMemoryBytes() {
@@ -31,6 +32,19 @@ RunDeadline::~RunDeadline() {
 }
 
 bool RunDeadline::passed() { return tLimitMs != 0 && Clock::now() >= tDeadline; }
+
+RunMemoryLimit::RunMemoryLimit(uint64_t bytes) : saved_(tMemoryLimit) {
+  if (bytes != 0 && (tMemoryLimit == 0 || bytes < tMemoryLimit)) tMemoryLimit = bytes;
+}
+
+RunMemoryLimit::~RunMemoryLimit() { tMemoryLimit = saved_; }
+
+Status RunMemoryLimit::check(uint64_t bytes, const std::string& what) {
+  const uint64_t limit = tMemoryLimit != 0 ? tMemoryLimit : physicalMemoryBytes();
+  if (bytes <= limit) return Status::ok();
+  return Status::outOfMemory(what + " needs " + std::to_string(bytes) + " bytes of working memory, more than the limit of " +
+                             std::to_string(limit) + " (BackendConfig::memoryLimit)");
+}
 
 RunDeadline::Watch RunDeadline::watch() {
   Watch w;

@@ -45,4 +45,21 @@ class RunDeadline {
   int64_t savedLimitMs_;
 };
 
+// Sets this thread's run memory limit for its lifetime (BackendConfig::memoryLimit; 0: the
+// machine's memory), for the ops that run between planned stages and whose working memory
+// follows from values at run time (Unique sorts one index per slice of a computed tensor): they
+// check it as the planner checks tensors, so the limit holds for them too.
+class RunMemoryLimit {
+ public:
+  explicit RunMemoryLimit(uint64_t bytes);
+  ~RunMemoryLimit();
+  RunMemoryLimit(const RunMemoryLimit&) = delete;
+  RunMemoryLimit& operator=(const RunMemoryLimit&) = delete;
+  // An error naming `what` when `bytes` of working memory pass this thread's limit.
+  static Status check(uint64_t bytes, const std::string& what);
+
+ private:
+  uint64_t saved_;
+};
+
 }  // namespace osprey

@@ -10,6 +10,7 @@
 #include <numeric>
 #include <type_traits>
 
+#include "core/run_limits.h"
 #include "ops/op_util.h"
 
 namespace osprey {
@@ -217,6 +218,8 @@ Status computeUnique(const Node& node, const TensorView& x, UniqueResult* r) {
     r->split = {1, x.elements(), 1};
   }
   const AxisSplit s = r->split;
+  // Seven int64 vectors of one entry per slice (order, groups, ranks, inverse, counts ...).
+  OSPREY_RETURN_IF_ERROR(RunMemoryLimit::check(static_cast<uint64_t>(s.n) * 7 * sizeof(int64_t), node.describe()));
   std::vector<int64_t> order(static_cast<size_t>(s.n));
   std::iota(order.begin(), order.end(), 0);
   dispatchNumeric(x.dtype, [&](auto tag) {
