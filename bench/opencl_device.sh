@@ -7,8 +7,7 @@
 #
 # BUILD_DIR holds osprey and tests/osprey_opencl_tests (configure with the OpenCL backend on);
 # MODELS_DIR the models of make_models.py (*.onnx, *.input.npy, *.ref.npy). PLATFORM picks the
-# OpenCL platform by index or name substring (e.g. "NVIDIA"; default: OSPREY_OPENCL_PLATFORM,
-# else the first GPU). Environment: PYTHON (with numpy, torch, torchvision, onnx; default
+# OpenCL platform by index or name substring (e.g. "NVIDIA"; default: the first GPU). Environment: PYTHON (with numpy, torch, torchvision, onnx; default
 # python3), LOOPS (default 20), WARMUP (default 5), PRECISION (normal or low; default normal),
 # STAGES (default "tests models bench"), MAKE_MODELS (make_models.py, to make missing models), CASES (MODEL:BATCH list for the latency table).
 set -u
@@ -19,14 +18,25 @@ fi
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$(cd "$1" && pwd)
 MODELS=$(cd "$2" && pwd)
-[ $# -ge 3 ] && export OSPREY_OPENCL_PLATFORM="$3"
+PLATFORM=${3:-}
 PYTHON=${PYTHON:-python3}
 PRECISION=${PRECISION:-normal}
 STAGES=${STAGES:-tests models bench}
-# Program binaries and tuned work sizes survive between the processes below.
-export OSPREY_OPENCL_CACHE=${OSPREY_OPENCL_CACHE:-$BUILD/opencl-device-cache.bin}
+# Program binaries and tuned work sizes survive between the processes below (the op tests read
+# OSPREY_OPENCL_CACHE and OSPREY_OPENCL_PLATFORM; the CLI takes flags, added by a wrapper).
+CACHE=$BUILD/opencl-device-cache.bin
+export OSPREY_OPENCL_CACHE=$CACHE
+[ -n "$PLATFORM" ] && export OSPREY_OPENCL_PLATFORM="$PLATFORM"
 # Local work sizes are searched once per (kernel, global size) and kept in that cache.
-export OSPREY_OPENCL_TUNE=${OSPREY_OPENCL_TUNE:-fast}
+OPENCL_FLAGS="--opencl-cache $(printf %q "$CACHE") --opencl-tune fast"
+[ -n "$PLATFORM" ] && OPENCL_FLAGS="$OPENCL_FLAGS --opencl-platform $(printf %q "$PLATFORM")"
+OSPREY="${TMPDIR:-/tmp}/osprey-opencl-device-$$"
+cat > "$OSPREY" <<EOF
+#!/usr/bin/env bash
+case "\$1" in run|bench) exec $(printf %q "$BUILD/osprey") "\$@" $OPENCL_FLAGS ;; *) exec $(printf %q "$BUILD/osprey") "\$@" ;; esac
+EOF
+chmod +x "$OSPREY"
+trap 'rm -f "$OSPREY"' EXIT
 want() { [[ " $STAGES " == *" $1 "* ]]; }
 status=0
 
@@ -49,7 +59,7 @@ for path in glob.glob(os.path.join(sys.argv[1], "*.onnx")):
 PY
 fi
 
-echo "== OpenCL devices (chosen: platform '${OSPREY_OPENCL_PLATFORM:-first GPU}' device '${OSPREY_OPENCL_DEVICE:-0}')"
+echo "== OpenCL devices (chosen: platform '${PLATFORM:-first GPU}')"
 "$BUILD/osprey" backends | sed -n '/^opencl/,/^[a-z]/p'
 
 if want tests; then
@@ -60,14 +70,14 @@ fi
 
 if want models; then
   echo "== CNN models vs PyTorch (--backend opencl, precision $PRECISION, no fallback)"
-  OSPREY_BIN="$BUILD/osprey" OSPREY_MODELS_DIR="$MODELS" OSPREY_WORK_DIR="${TMPDIR:-/tmp}/osprey-opencl-models" \
+  OSPREY_BIN="$OSPREY" OSPREY_MODELS_DIR="$MODELS" OSPREY_WORK_DIR="${TMPDIR:-/tmp}/osprey-opencl-models" \
     "$PYTHON" "$ROOT/tests/models/check_models.py" --backend opencl --precision "$PRECISION" --models cnn --no-fallback ||
     status=1
 fi
 
 if want bench; then
   echo "== Latency: osprey opencl vs PyTorch eager fp32"
-  "$PYTHON" "$ROOT/bench/opencl/opencl_vs_torch.py" --osprey "$BUILD/osprey" --loops "${LOOPS:-20}" \
+  "$PYTHON" "$ROOT/bench/opencl/opencl_vs_torch.py" --osprey "$OSPREY" --loops "${LOOPS:-20}" \
     --warmup "${WARMUP:-5}" --precision "$PRECISION" --cases "${CASES:-resnet50:1,resnet50:32,mobilenet_v2:1,mobilenet_v2:32}" ||
     status=1
 fi

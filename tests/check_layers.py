@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """The include graph of src/ points one way (docs/architecture.md): each folder includes only
 the folders below it. Prints every include that points up or sideways; exits 1 if any does.
+Also fails on any environment read in src/ (getenv, secure_getenv, environ): configuration is
+passed as values (BackendConfig and its option structs); only tools/ and tests/ read the
+environment.
 
     python3 tests/check_layers.py [SRC_DIR]
 """
@@ -18,6 +21,7 @@ ALLOWED = {
     "runtime": {"core", "geometry", "ops", "converter", "backends", "runtime"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
+ENVIRONMENT = re.compile(r'\b(?:secure_)?getenv\b|\benviron\b')
 
 
 def main() -> int:
@@ -36,13 +40,17 @@ def main() -> int:
                 path = os.path.join(root, name)
                 with open(path, encoding="utf-8", errors="replace") as f:
                     text = f.read()
+                for number, line in enumerate(text.splitlines(), 1):
+                    if ENVIRONMENT.search(line):
+                        bad.append("%s:%d reads the environment: %s" % (os.path.relpath(path, src), number, line.strip()))
                 for target in INCLUDE.findall(text):
                     top = target.split("/", 1)[0]
                     if "/" in target and top in layers and top not in ALLOWED[layer]:
                         bad.append("%s includes %s" % (os.path.relpath(path, src), target))
     for line in bad:
         print(line)
-    print("layers: %s" % ("%d include(s) point the wrong way" % len(bad) if bad else "every include points down"))
+    print("layers: %s" % ("%d include(s) or environment read(s) out of place" % len(bad) if bad
+                          else "every include points down, and src/ reads no environment"))
     return 1 if bad else 0
 
 

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 #include <sstream>
+#include <utility>
 
 #include "converter/onnx/onnx_proto.h"
 #include "core/dtype.h"
@@ -131,7 +132,12 @@ std::string previewValues(const Tensor& t, int count) {
   return os.str();
 }
 
-Status loadModel(const std::string& path, std::shared_ptr<Interpreter>* out) { return Interpreter::fromFile(path, out); }
+Status loadModel(const std::string& path, const Args& args, std::shared_ptr<Interpreter>* out) {
+  // --memory low maps a .osp file, so its weights' pages can go back once packed.
+  LoadOptions options;
+  options.mapFile = args.get("memory", "normal") == "low";
+  return Interpreter::fromFile(path, options, out);
+}
 
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
   std::string backend = args.get("backend", "cpu");
@@ -139,6 +145,13 @@ Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
     return Status::invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)");
   if (args.has("threads")) OSPREY_RETURN_IF_ERROR(parseInt(args.get("threads"), "--threads", &schedule->threads));
   if (schedule->threads < 1) return Status::invalidArgument("--threads must be at least 1");
+  if (args.has("cpu-isa")) {
+    CpuIsa isa;
+    const std::string name = args.get("cpu-isa");
+    if (!cpuIsaFromName(name, &isa))
+      return Status::invalidArgument("--cpu-isa must be native, avx2 or scalar, got '" + name + "'");
+    OSPREY_RETURN_IF_ERROR(setCpuIsaLimit(isa));
+  }
   if (args.has("time-limit-ms")) {
     int ms = 0;
     OSPREY_RETURN_IF_ERROR(parseInt(args.get("time-limit-ms"), "--time-limit-ms", &ms));
@@ -147,12 +160,103 @@ Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
   return Status::ok();
 }
 
+namespace {
+
+// The value of option --`name` among `names` ("a|b|c") sets *out to the matching one of `values`;
+// absent, *out stays. Anything else is an error naming the option and what it accepts.
+template <class T>
+Status choiceArg(const Args& args, const char* name, const std::vector<std::pair<const char*, T>>& choices, T* out) {
+  if (!args.has(name)) return Status::ok();
+  const std::string value = args.get(name);
+  std::string known;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (value == choices[i].first) {
+      *out = choices[i].second;
+      return Status::ok();
+    }
+    known += std::string(i == 0 ? "" : i + 1 == choices.size() ? " or " : ", ") + choices[i].first;
+  }
+  return Status::invalidArgument(std::string("--") + name + " must be " + known + ", got '" + value + "'");
+}
+
+Status onOffArg(const Args& args, const char* name, bool* out) {
+  return choiceArg<bool>(args, name, {{"on", true}, {"off", false}}, out);
+}
+
+Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
+  using Pin = CpuOptions::Pinning;
+  OSPREY_RETURN_IF_ERROR(
+      choiceArg<Pin>(args, "cpu-pinning", {{"auto", Pin::Auto}, {"on", Pin::On}, {"off", Pin::Off}}, &config->cpu.pinning));
+  using CpuLayout = CpuOptions::Layout;
+  OSPREY_RETURN_IF_ERROR(choiceArg<CpuLayout>(args, "cpu-layout", {{"nchw", CpuLayout::NCHW}, {"nc8hw8", CpuLayout::NC8HW8}},
+                                              &config->cpu.layout));
+  using Low = CudaOptions::LowPrecision;
+  OSPREY_RETURN_IF_ERROR(choiceArg<Low>(args, "cuda-low-precision", {{"fp16", Low::Float16}, {"bf16", Low::BFloat16}},
+                                        &config->cuda.lowPrecision));
+  using CudaLayout = CudaOptions::Layout;
+  OSPREY_RETURN_IF_ERROR(choiceArg<CudaLayout>(
+      args, "cuda-layout", {{"auto", CudaLayout::Auto}, {"nchw", CudaLayout::NCHW}, {"nhwc", CudaLayout::NHWC}},
+      &config->cuda.layout));
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "cuda-graphs", &config->cuda.graphs));
+  if (args.has("opencl-platform")) config->opencl.platform = args.get("opencl-platform");
+  if (args.has("opencl-device")) config->opencl.device = args.get("opencl-device");
+  using Tuning = OpenCLOptions::Tuning;
+  OSPREY_RETURN_IF_ERROR(choiceArg<Tuning>(
+      args, "opencl-tune", {{"none", Tuning::None}, {"fast", Tuning::Fast}, {"wide", Tuning::Wide}}, &config->opencl.tuning));
+  if (args.has("opencl-cache")) config->opencl.tuningCachePath = args.get("opencl-cache");
+  using Mem = OpenCLOptions::Memory;
+  OSPREY_RETURN_IF_ERROR(choiceArg<Mem>(
+      args, "opencl-memory", {{"auto", Mem::Auto}, {"buffer", Mem::Buffer}, {"image", Mem::Image}}, &config->opencl.memory));
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "opencl-fp16-math", &config->opencl.halfMath));
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "opencl-profile", &config->opencl.profile));
+  return Status::ok();
+}
+
+}  // namespace
+
+std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
+  for (const char* name : {"backend", "threads", "time-limit-ms", "cpu-isa", "precision", "memory",
+                           "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cuda-low-precision",
+                           "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
+                           "opencl-memory", "opencl-fp16-math", "opencl-profile"})
+    if (std::find(valued.begin(), valued.end(), name) == valued.end()) valued.push_back(name);
+  return valued;
+}
+
+const char* configOptionsUsage() {
+  return "  options of run and bench that configure the session:\n"
+         "    --backend cpu|cuda|opencl  --threads N  --time-limit-ms MS\n"
+         "    --precision normal|high|low  --memory normal|low (low: arena pages returned between runs,\n"
+         "                                 a .osp file mapped and its packed weights' pages returned)\n"
+         "    --memory-limit BYTES[K|M|G|T]  refuse plans needing more (default: physical memory)\n"
+         "    --plan-cache N                 plans of N other input shapes kept (default 4)\n"
+         "    --fp32-stem SHARE              at low precision, share of the convolution work kept in fp32 (0.1)\n"
+         "    --cpu-isa native|avx2|scalar   widest CPU kernel table (process-wide; also OSPREY_CPU_ISA)\n"
+         "    --cpu-pinning auto|on|off      bind the thread pool's workers to cores\n"
+         "    --cpu-layout nchw|nc8hw8       CPU activation layout (nc8hw8: opt-in packed layout)\n"
+         "    --cuda-low-precision fp16|bf16 --cuda-layout auto|nchw|nhwc  --cuda-graphs on|off\n"
+         "    --opencl-platform P  --opencl-device D   index or name substring (default: first GPU)\n"
+         "    --opencl-tune none|fast|wide   --opencl-cache FILE (programs and tuned work sizes)\n"
+         "    --opencl-memory auto|buffer|image  --opencl-fp16-math on|off  --opencl-profile on|off\n";
+}
+
 Status backendConfigFromArgs(const Args& args, BackendConfig* config) {
   const std::string precision = args.get("precision", "normal");
   if (precision == "normal") config->precision = BackendConfig::Precision::Normal;
   else if (precision == "high") config->precision = BackendConfig::Precision::High;
   else if (precision == "low") config->precision = BackendConfig::Precision::Low;
   else return Status::invalidArgument("--precision must be normal, high or low, got '" + precision + "'");
+  using Memory = BackendConfig::Memory;
+  OSPREY_RETURN_IF_ERROR(choiceArg<Memory>(args, "memory", {{"normal", Memory::Normal}, {"low", Memory::Low}}, &config->memory));
+  if (args.has("fp32-stem")) {
+    const std::string text = args.get("fp32-stem");
+    char* end = nullptr;
+    const float share = std::strtof(text.c_str(), &end);
+    if (text.empty() || *end || !(share >= 0.f && share <= 1.f))
+      return Status::invalidArgument("--fp32-stem must be a share from 0 to 1, got '" + text + "'");
+    config->fullPrecisionStem = share;
+  }
+  OSPREY_RETURN_IF_ERROR(perBackendOptionsFromArgs(args, config));
   if (args.has("memory-limit")) {
     const std::string text = args.get("memory-limit");
     char* end = nullptr;

@@ -29,11 +29,18 @@ Status saveNpy(const std::string& path, const Tensor& t);
 Tensor randomInput(DataType dtype, const Shape& shape, uint32_t seed);
 std::string previewValues(const Tensor& t, int count);
 
-Status loadModel(const std::string& path, std::shared_ptr<Interpreter>* out);
+Status loadModel(const std::string& path, const Args& args, std::shared_ptr<Interpreter>* out);
+// --backend, --threads, --time-limit-ms; also applies --cpu-isa (process-wide: setCpuIsaLimit), so
+// call it before the model loads.
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule);
-// --precision normal|high|low (Low: fp16 storage on CUDA; OSPREY_CUDA_LOW_PRECISION=bf16 for bf16)
-// and --memory-limit BYTES (a K, M, G or T suffix multiplies by 1024 per step).
+// --precision normal|high|low (Low: fp16 storage on CUDA, --cuda-low-precision bf16 for bf16),
+// --memory, --memory-limit BYTES (a K, M, G or T suffix multiplies by 1024 per step),
+// --plan-cache, --fp32-stem and the per-backend options (--cpu-*, --cuda-*, --opencl-*).
 Status backendConfigFromArgs(const Args& args, BackendConfig* config);
+// `valued` plus every valued option scheduleFromArgs and backendConfigFromArgs read.
+std::vector<std::string> withConfigOptions(std::vector<std::string> valued);
+// The usage lines of those options, for `osprey --help`.
+const char* configOptionsUsage();
 // Plans `session` for the given inputs' shapes and the shapes of those still to be generated,
 // so that shapes past the memory limit are refused before any input is allocated.
 Status planBeforeGenerating(Session* session, const std::map<std::string, Tensor>& given,

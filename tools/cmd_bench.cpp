@@ -134,7 +134,7 @@ Status writeTrace(const std::string& path, const std::vector<OpTiming>& run, con
 
 int cmdBench(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input", "backend", "threads", "warmup", "loops", "trace", "gap-ms", "precision", "batch", "shape", "memory-limit", "time-limit-ms", "plan-cache"}, {"per-op", "json", "step", "device-io"},
+  Status st = parseArgs(argc, argv, 2, withConfigOptions({"input", "warmup", "loops", "trace", "gap-ms", "batch", "shape"}), {"per-op", "json", "step", "device-io"},
                         &args);
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
@@ -151,7 +151,7 @@ int cmdBench(int argc, char** argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<Interpreter> interp;
-  if (!(st = loadModel(args.positional[0], &interp))) return fail(st);
+  if (!(st = loadModel(args.positional[0], args, &interp))) return fail(st);
   const double loadMs = msSince(t0);
   BackendConfig config;
   if (!(st = backendConfigFromArgs(args, &config))) return fail(st);

@@ -36,7 +36,7 @@ int cmdInfo(int argc, char** argv) {
   if (!st) return fail(st);
   if (args.positional.size() != 1) return fail(Status::invalidArgument("info needs one MODEL"));
   std::shared_ptr<Interpreter> interp;
-  if (!(st = loadModel(args.positional[0], &interp))) return fail(st);
+  if (!(st = loadModel(args.positional[0], args, &interp))) return fail(st);
   const Model& model = interp->model();
   std::printf("model %s (format %d, producer '%s')\n", args.positional[0].c_str(), model.formatVersion,
               model.producer.c_str());

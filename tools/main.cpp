@@ -1,5 +1,6 @@
 // osprey: convert | run | bench | info | backends
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -24,6 +25,20 @@ void usage() {
                "                                    latency (min/median/max), peak RSS, per-op profile\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
                "  backends                          backends compiled in and their devices\n");
+  std::fputs(osprey::cli::configOptionsUsage(), stderr);
+}
+
+// OSPREY_CPU_ISA=avx2|scalar limits the CPU kernel table, as benchmark procedures set it; the
+// library reads no environment. --cpu-isa, applied later, overrides it.
+int applyCpuIsaFromEnvironment() {
+  const char* name = std::getenv("OSPREY_CPU_ISA");
+  if (!name || !*name) return 0;
+  osprey::CpuIsa isa;
+  if (!osprey::cpuIsaFromName(name, &isa))
+    return osprey::cli::fail(osprey::Status::invalidArgument(std::string("OSPREY_CPU_ISA must be native, avx2 or scalar, got '") +
+                                                             name + "'"));
+  const osprey::Status st = osprey::setCpuIsaLimit(isa);
+  return st ? 0 : osprey::cli::fail(st);
 }
 }  // namespace
 
@@ -33,6 +48,7 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
+  if (int rc = applyCpuIsaFromEnvironment()) return rc;
   try {
     if (cmd == "convert") return osprey::cli::cmdConvert(argc, argv);
     if (cmd == "run") return osprey::cli::cmdRun(argc, argv);

@@ -90,9 +90,9 @@ fi
 # comparison with PyTorch (bench/cuda/compare_torch.py).
 if [[ " $stages " == *" quickbench "* ]]; then
   for model in resnet50 bert_base_l${OSPREY_BERT_LAYERS:-2}_seq128; do
-    for graph in 1 0; do
-      echo "$model fp32 bs1, OSPREY_CUDA_GRAPH=$graph"
-      OSPREY_CUDA_GRAPH=$graph "$BUILD/osprey" bench "$MODELS/$model.onnx" --backend cuda --warmup 5 --loops 30 | tail -2
+    for graph in on off; do
+      echo "$model fp32 bs1, --cuda-graphs $graph"
+      "$BUILD/osprey" bench "$MODELS/$model.onnx" --backend cuda --cuda-graphs $graph --warmup 5 --loops 30 | tail -2
     done
   done 2>&1 | tee "$OUT/quickbench.log"
 fi

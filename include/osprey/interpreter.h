@@ -161,6 +161,15 @@ class Session {
   // be bound, and outputs left unbound are computed but not returned. Returns once the device has
   // finished. Bound output memory must hold the output's dtype and shape.
   Status run(const IoBinding& io);
+  // Starts run(inputs) (or run(io)) on a thread of its own and returns at once, so the caller
+  // can prepare the next inputs meanwhile; wait() blocks until that run ends and returns its
+  // status and outputs. One run is pending at a time: a second runAsync before wait() is
+  // refused. Calls made on the session meanwhile run before or after it, never during it; an
+  // IoBinding and its memory must stay alive until wait() returns. Destroying the session
+  // waits for the run.
+  Status runAsync(std::map<std::string, Tensor> inputs);
+  Status runAsync(const IoBinding& io);
+  Status wait(std::vector<Tensor>* outputs = nullptr);
   // Device memory of the session's backend for a tensor of `dtype` and `shape`, and copies
   // between it and the host (synchronous).
   Status allocateDevice(DataType dtype, const Shape& shape, DeviceTensor* out);
@@ -184,10 +193,20 @@ class Session {
   std::unique_ptr<SessionImpl> impl_;
 };
 
+// How Interpreter::fromFile reads a model.
+struct LoadOptions {
+  // .osp: map the file instead of reading it into memory. The weights are then pages of the
+  // file, which a session at BackendConfig::Memory::Low returns to the system once it has
+  // packed them (read again from the file where a later plan needs them). The file must stay
+  // unchanged while the interpreter lives. An .onnx model is converted into memory either way.
+  bool mapFile = false;
+};
+
 class Interpreter {
  public:
   // Loads a .osp file, or an .onnx file converted in memory.
   static Status fromFile(const std::string& path, std::shared_ptr<Interpreter>* out);
+  static Status fromFile(const std::string& path, const LoadOptions& options, std::shared_ptr<Interpreter>* out);
   // Loads .osp bytes (verified first: corrupt bytes are an error, never a crash).
   static Status fromBuffer(const void* data, size_t size, std::shared_ptr<Interpreter>* out);
   // Wraps an in-memory model (built by the converter or by tests); validated first.

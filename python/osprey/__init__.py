@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import os
+import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
 
@@ -44,6 +45,8 @@ __all__ = [
     "CancelledError",
     "Runtime",
     "IOBinding",
+    "set_cpu_isa_limit",
+    "cpu_isa",
 ]
 
 PathOrBytes = Union[str, "os.PathLike[str]", bytes]
@@ -59,6 +62,30 @@ _PROVIDERS = {
     "VulkanExecutionProvider": "vulkan",
 }
 _PRECISIONS = ("normal", "high", "low")
+
+
+def _options(**given: Any) -> Dict[str, Any]:
+    """The keyword options that were given (None: the engine's default)."""
+    return {k: v for k, v in given.items() if v is not None}
+
+
+def set_cpu_isa_limit(name: str) -> None:
+    """Limits the CPU kernel table to ``"avx2"`` or ``"scalar"`` (``"native"``: no limit).
+
+    The table is chosen once per process, at the first CPU kernel, so call this before the first
+    session runs; a different limit afterwards raises ``InvalidArgumentError``. Importing
+    ``osprey`` applies ``OSPREY_CPU_ISA`` from the environment the same way.
+    """
+    _osprey.set_cpu_isa_limit(name)
+
+
+def cpu_isa() -> str:
+    """The CPU kernel table in use (``"scalar"``, ``"avx2_fma"``, ``"avx512f"``)."""
+    return _osprey.cpu_isa()
+
+
+if os.environ.get("OSPREY_CPU_ISA"):
+    set_cpu_isa_limit(os.environ["OSPREY_CPU_ISA"])
 
 
 @dataclass(frozen=True)
@@ -156,13 +183,20 @@ class Runtime:
     turns: a run waits while another session of the runtime runs on another thread.
 
     Args:
-        backend, threads, precision, memory_limit, run_time_limit_ms, plan_cache_size: as for
-            ``InferenceSession``.
+        backend, threads, precision, memory_limit, run_time_limit_ms, plan_cache_size and the
+            options below: as for ``InferenceSession``. Sessions on the runtime use these.
     """
 
     def __init__(self, backend: str = "cpu", threads: Optional[int] = None, precision: str = "normal", *,
                  memory_limit: Optional[int] = None, run_time_limit_ms: Optional[int] = None,
-                 plan_cache_size: int = 4) -> None:
+                 plan_cache_size: int = 4, memory: Optional[str] = None,
+                 fp32_stem: Optional[float] = None, cpu_pinning: Optional[str] = None,
+                 cpu_layout: Optional[str] = None, cuda_low_precision: Optional[str] = None,
+                 cuda_layout: Optional[str] = None, cuda_graphs: Optional[bool] = None,
+                 opencl_platform: Union[str, int, None] = None, opencl_device: Union[str, int, None] = None,
+                 opencl_tune: Optional[str] = None, opencl_cache: Optional[str] = None,
+                 opencl_memory: Optional[str] = None, opencl_fp16_math: Optional[bool] = None,
+                 opencl_profile: Optional[bool] = None) -> None:
         if precision not in _PRECISIONS:
             raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
         self.backend = backend
@@ -171,10 +205,16 @@ class Runtime:
         self.memory_limit = memory_limit
         self.run_time_limit_ms = run_time_limit_ms
         self.plan_cache_size = int(plan_cache_size)
+        self.options = _options(
+            memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
+            cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
+            opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
+            opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
+            opencl_profile=opencl_profile)
         self._runtime = _osprey.Runtime(backend, self.threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
                                         0 if run_time_limit_ms is None else int(run_time_limit_ms),
-                                        self.plan_cache_size)
+                                        self.plan_cache_size, self.options)
 
     def thread_count(self) -> int:
         """The worker threads of its CPU pool, the caller's included."""
@@ -206,7 +246,23 @@ class InferenceSession:
         plan_cache_size: plans of this many other input shapes are kept, so that returning to
             one plans nothing (0: every new shape plans again).
         runtime: an ``osprey.Runtime`` to share with other sessions; its settings replace the
-            ones above.
+            ones above and below.
+        memory: ``"normal"`` or ``"low"``: after each run the activation arena's pages go back
+            to the system, and a ``.osp`` file is mapped and its weights' pages returned once
+            packed (an ``.onnx`` model is converted into memory, so only the arena's go).
+        fp32_stem: at ``precision="low"``, the share (0 to 1) of the model's convolution work,
+            counted from its inputs, kept in fp32 on backends that mix precisions (default 0.1).
+        cpu_pinning: ``"auto"`` (default), ``"on"`` or ``"off"``: bind the CPU pool's threads to cores.
+        cpu_layout: ``"nchw"`` (default) or ``"nc8hw8"`` (the opt-in packed activation layout).
+        cuda_low_precision: ``"fp16"`` (default) or ``"bf16"``: storage at ``precision="low"``.
+        cuda_layout: ``"auto"`` (default), ``"nchw"`` or ``"nhwc"``: CUDA activation layout.
+        cuda_graphs: capture runs into CUDA graphs (default True).
+        opencl_platform, opencl_device: an index or a name substring (default: the first GPU).
+        opencl_tune: ``"none"`` (default), ``"fast"`` or ``"wide"``: work-size tuning.
+        opencl_cache: file caching OpenCL programs and tuned work sizes.
+        opencl_memory: ``"auto"`` (default), ``"buffer"`` or ``"image"``.
+        opencl_fp16_math: half arithmetic at ``precision="low"`` where the device has it (default True).
+        opencl_profile: a profiling queue, so per-op times are the kernels' own (default False).
 
     Raises:
         NotFoundError: the file does not exist.
@@ -230,12 +286,33 @@ class InferenceSession:
         providers: Optional[Sequence[str]] = None,
         plan_cache_size: int = 4,
         runtime: Optional["Runtime"] = None,
+        memory: Optional[str] = None,
+        fp32_stem: Optional[float] = None,
+        cpu_pinning: Optional[str] = None,
+        cpu_layout: Optional[str] = None,
+        cuda_low_precision: Optional[str] = None,
+        cuda_layout: Optional[str] = None,
+        cuda_graphs: Optional[bool] = None,
+        opencl_platform: Union[str, int, None] = None,
+        opencl_device: Union[str, int, None] = None,
+        opencl_tune: Optional[str] = None,
+        opencl_cache: Optional[str] = None,
+        opencl_memory: Optional[str] = None,
+        opencl_fp16_math: Optional[bool] = None,
+        opencl_profile: Optional[bool] = None,
     ) -> None:
+        options = _options(
+            memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
+            cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
+            opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
+            opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
+            opencl_profile=opencl_profile)
         if runtime is not None:
             # A shared runtime brings its own backend, threads and settings.
             backend, threads, precision = runtime.backend, runtime.threads, runtime.precision
             memory_limit, run_time_limit_ms = runtime.memory_limit, runtime.run_time_limit_ms
             plan_cache_size = runtime.plan_cache_size
+            options = runtime.options
         if providers:
             backend = _backend_from_providers(providers)
         if threads is None:
@@ -255,7 +332,8 @@ class InferenceSession:
         self._session = _osprey.Session(source, backend, self._threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
                                         0 if run_time_limit_ms is None else int(run_time_limit_ms),
-                                        int(plan_cache_size), None if runtime is None else runtime._runtime)
+                                        int(plan_cache_size), None if runtime is None else runtime._runtime,
+                                        options)
         self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
         self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
 
@@ -307,6 +385,30 @@ class InferenceSession:
         if not isinstance(input_feed, Mapping):
             raise TypeError("input_feed must be a mapping from input name to array, got %s" % type(input_feed).__name__)
         return self._session.run(list(output_names or ()), dict(input_feed))
+
+    def run_async(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any],
+                  callback: Callable[[Optional[List[np.ndarray]], Any, str], None], user_data: Any = None) -> None:
+        """Starts a run and returns at once, as ONNX Runtime's ``run_async``: the model runs on a
+        thread of its own (C++ ``Session::runAsync``), and ``callback(outputs, user_data, error)``
+        is called from another thread when it ends, with ``outputs`` None and ``error`` the
+        message if it failed ("" otherwise). One run may be pending per session; the input arrays
+        must not change until the callback. Arguments as for ``run``.
+        """
+        if isinstance(output_names, str):
+            raise TypeError("output_names must be a list of names or None, not a str")
+        if not isinstance(input_feed, Mapping):
+            raise TypeError("input_feed must be a mapping from input name to array, got %s" % type(input_feed).__name__)
+        self._session.run_async(list(output_names or ()), dict(input_feed))
+
+        def finish() -> None:
+            try:
+                outputs = self._session.wait()
+            except OspreyError as e:
+                callback(None, user_data, str(e))
+                return
+            callback(outputs, user_data, "")
+
+        threading.Thread(target=finish, daemon=True).start()
 
     def run_with_callbacks(self, output_names: Optional[Sequence[str]], input_feed: Mapping[str, Any], *,
                            before: Optional[Callable[[Dict[str, Any], List[Optional[np.ndarray]]], Optional[bool]]] = None,

@@ -182,9 +182,79 @@ bool isOspBuffer(const std::string& bytes) {
   return bytes.size() >= 12 && flatbuffers::BufferHasIdentifier(bytes.data(), fb::ModelIdentifier(), /*size_prefixed=*/true);
 }
 
+// The value of option `name` as one of `choices`; anything else raises InvalidArgumentError naming
+// the option and what it accepts.
+template <class T>
+T choiceOption(const py::dict& options, const char* name, const std::vector<std::pair<const char*, T>>& choices) {
+  const std::string value = py::str(options[name]);
+  std::string known;
+  for (size_t i = 0; i < choices.size(); ++i) {
+    if (value == choices[i].first) return choices[i].second;
+    known += std::string(i == 0 ? "" : ", ") + choices[i].first;
+  }
+  throw StatusError{invalidArgument(std::string("unknown ") + name + " '" + value + "' (known: " + known + ")")};
+}
+
+// The keyword options of InferenceSession / Runtime beyond the positional ones (osprey/__init__.py
+// passes only those given): memory, fp32_stem and the per-backend options.
+void applyOptions(const py::dict& options, BackendConfig* config) {
+  for (auto item : options) {
+    const std::string name = py::str(item.first);
+    const char* key = name.c_str();
+    if (name == "memory") {
+      using M = BackendConfig::Memory;
+      config->memory = choiceOption<M>(options, key, {{"normal", M::Normal}, {"low", M::Low}});
+    } else if (name == "fp32_stem") {
+      const float share = item.second.cast<float>();
+      if (!(share >= 0.f && share <= 1.f)) throw StatusError{invalidArgument("fp32_stem must be from 0 to 1")};
+      config->fullPrecisionStem = share;
+    } else if (name == "cpu_pinning") {
+      using P = CpuOptions::Pinning;
+      config->cpu.pinning = choiceOption<P>(options, key, {{"auto", P::Auto}, {"on", P::On}, {"off", P::Off}});
+    } else if (name == "cpu_layout") {
+      using L = CpuOptions::Layout;
+      config->cpu.layout = choiceOption<L>(options, key, {{"nchw", L::NCHW}, {"nc8hw8", L::NC8HW8}});
+    } else if (name == "cuda_low_precision") {
+      using L = CudaOptions::LowPrecision;
+      config->cuda.lowPrecision = choiceOption<L>(options, key, {{"fp16", L::Float16}, {"bf16", L::BFloat16}});
+    } else if (name == "cuda_layout") {
+      using L = CudaOptions::Layout;
+      config->cuda.layout = choiceOption<L>(options, key, {{"auto", L::Auto}, {"nchw", L::NCHW}, {"nhwc", L::NHWC}});
+    } else if (name == "cuda_graphs") {
+      config->cuda.graphs = item.second.cast<bool>();
+    } else if (name == "opencl_platform") {
+      config->opencl.platform = py::str(item.second);
+    } else if (name == "opencl_device") {
+      config->opencl.device = py::str(item.second);
+    } else if (name == "opencl_tune") {
+      using T = OpenCLOptions::Tuning;
+      config->opencl.tuning = choiceOption<T>(options, key, {{"none", T::None}, {"fast", T::Fast}, {"wide", T::Wide}});
+    } else if (name == "opencl_cache") {
+      config->opencl.tuningCachePath = py::str(item.second);
+    } else if (name == "opencl_memory") {
+      using M = OpenCLOptions::Memory;
+      config->opencl.memory = choiceOption<M>(options, key, {{"auto", M::Auto}, {"buffer", M::Buffer}, {"image", M::Image}});
+    } else if (name == "opencl_fp16_math") {
+      config->opencl.halfMath = item.second.cast<bool>();
+    } else if (name == "opencl_profile") {
+      config->opencl.profile = item.second.cast<bool>();
+    } else {
+      throw StatusError{invalidArgument("unknown option '" + name + "'")};
+    }
+  }
+}
+
+void setCpuIsaLimitByName(const std::string& name) {
+  CpuIsa isa;
+  if (!cpuIsaFromName(name, &isa))
+    throw StatusError{invalidArgument("unknown CPU ISA limit '" + name + "' (known: native, avx2, scalar)")};
+  check(setCpuIsaLimit(isa));
+}
+
 // The schedule and backend settings the Python arguments name.
 void configsFrom(const std::string& backend, int threads, const std::string& precision, uint64_t memoryLimit,
-                 int64_t runTimeLimitMs, int planCacheSize, ScheduleConfig* scheduleOut, BackendConfig* configOut) {
+                 int64_t runTimeLimitMs, int planCacheSize, const py::dict& options, ScheduleConfig* scheduleOut,
+                 BackendConfig* configOut) {
   ScheduleConfig schedule;
   if (!forwardTypeFromName(backend, &schedule.backend))
     throw StatusError{invalidArgument("unknown backend '" + backend + "' (known: cpu, cuda, opencl, vulkan)")};
@@ -205,6 +275,7 @@ void configsFrom(const std::string& backend, int threads, const std::string& pre
   config.memoryLimit = memoryLimit;
   if (planCacheSize < 0) throw StatusError{invalidArgument("plan_cache_size must be >= 0")};
   config.planCacheSize = planCacheSize;
+  applyOptions(options, &config);
   *scheduleOut = schedule;
   *configOut = config;
 }
@@ -286,10 +357,10 @@ class PyIoBinding {
 class PyRuntime {
  public:
   PyRuntime(const std::string& backend, int threads, const std::string& precision, uint64_t memoryLimit,
-            int64_t runTimeLimitMs, int planCacheSize) {
+            int64_t runTimeLimitMs, int planCacheSize, const py::dict& options) {
     ScheduleConfig schedule;
     BackendConfig config;
-    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, &schedule, &config);
+    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, options, &schedule, &config);
     py::gil_scoped_release release;
     check(Interpreter::createRuntime(schedule, config, &runtime_));
   }
@@ -308,10 +379,11 @@ class PyRuntime {
 class PySession {
  public:
   PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision,
-            uint64_t memoryLimit, int64_t runTimeLimitMs, int planCacheSize, const PyRuntime* runtime) {
+            uint64_t memoryLimit, int64_t runTimeLimitMs, int planCacheSize, const PyRuntime* runtime,
+            const py::dict& options) {
     ScheduleConfig schedule;
     BackendConfig config;
-    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, &schedule, &config);
+    configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, options, &schedule, &config);
     auto create = [&] {
       check(runtime ? interpreter_->createSession(runtime->get(), &session_)
                     : interpreter_->createSession(schedule, config, &session_));
@@ -330,7 +402,10 @@ class PySession {
     } else {
       std::string path = source.cast<std::string>();
       py::gil_scoped_release release;
-      check(Interpreter::fromFile(path, &interpreter_));
+      // memory="low" maps a .osp file, so its weights' pages can go back once packed.
+      LoadOptions load;
+      load.mapFile = (runtime ? runtime->get()->backendConfig() : config).memory == BackendConfig::Memory::Low;
+      check(Interpreter::fromFile(path, load, &interpreter_));
       create();
     }
     for (auto& t : interpreter_->inputs()) inputNames_.push_back(t.name);
@@ -347,27 +422,60 @@ class PySession {
 
   // `before` / `after`: None or a callable(op: dict, tensors: list of arrays) that returns False
   // to stop the run (CancelledError). An exception it raises stops the run and is re-raised.
-  py::list runWith(const std::vector<std::string>& outputNames, const py::dict& feed, const py::object& before,
-                   const py::object& after) {
+  std::vector<size_t> picksOf(const std::vector<std::string>& outputNames) const {
     std::vector<size_t> picks;
     for (auto& name : outputNames) picks.push_back(outputIndex(name));
     if (outputNames.empty())
       for (size_t i = 0; i < outputNames_.size(); ++i) picks.push_back(i);
+    return picks;
+  }
 
-    // The arrays must outlive the run: the tensors borrow their buffers.
-    std::vector<py::array> keepAlive;
+  // The tensors borrow the arrays' buffers, so keepAlive must outlive the run.
+  std::map<std::string, Tensor> inputsOf(const py::dict& feed, std::vector<py::array>* keepAlive) const {
     std::map<std::string, Tensor> inputs;
     for (auto [key, value] : feed) {
       if (!py::isinstance<py::str>(key)) throw StatusError{invalidArgument("input names must be str")};
       std::string name = key.cast<std::string>();
       if (std::find(inputNames_.begin(), inputNames_.end(), name) == inputNames_.end())
         throw StatusError{invalidArgument("'" + name + "' is not an input of the model; its inputs are: " + join(inputNames_))};
-      inputs.emplace(name, toTensor(name, value, &keepAlive));
+      inputs.emplace(name, toTensor(name, value, keepAlive));
     }
     // Unlike Session::run (which keeps the last values of inputs left out), every input is required.
     for (auto& name : inputNames_)
       if (!inputs.count(name))
         throw StatusError{invalidArgument("input '" + name + "' was not given; the model's inputs are: " + join(inputNames_))};
+    return inputs;
+  }
+
+  // Session::runAsync: the run goes on while Python does; wait() returns its outputs.
+  void runAsync(const std::vector<std::string>& outputNames, const py::dict& feed) {
+    std::vector<size_t> picks = picksOf(outputNames);
+    std::vector<py::array> keepAlive;
+    std::map<std::string, Tensor> inputs = inputsOf(feed, &keepAlive);
+    check(session_->runAsync(std::move(inputs)));
+    asyncPicks_ = std::move(picks);
+    asyncArrays_ = std::move(keepAlive);
+  }
+
+  py::list wait() {
+    std::vector<Tensor> results;
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = session_->wait(&results);
+    }
+    asyncArrays_.clear();
+    check(st);
+    py::list out;
+    for (size_t i : asyncPicks_) out.append(toNumpy(Tensor(results.at(i)), outputNames_[i]));
+    return out;
+  }
+
+  py::list runWith(const std::vector<std::string>& outputNames, const py::dict& feed, const py::object& before,
+                   const py::object& after) {
+    std::vector<size_t> picks = picksOf(outputNames);
+    std::vector<py::array> keepAlive;
+    std::map<std::string, Tensor> inputs = inputsOf(feed, &keepAlive);
 
     std::vector<Tensor> results;
     RunCallbacks callbacks;
@@ -451,6 +559,8 @@ class PySession {
     d["stages"] = s.stages;
     d["host_ops"] = s.hostOps;
     d["weights_packed"] = s.weightsPacked;
+    d["relaid_tensors"] = s.relaidTensors;
+    d["full_precision_ops"] = s.fullPrecisionOps;
     d["weights_shared"] = s.weightsShared;
     d["plans_made"] = s.plansMade;
     d["plans_kept"] = s.plansKept;
@@ -499,6 +609,10 @@ class PySession {
     return t;
   }
 
+  // The pending runAsync's picks and borrowed arrays; declared before session_, whose destructor
+  // waits for that run, so they outlive it.
+  std::vector<size_t> asyncPicks_;
+  std::vector<py::array> asyncArrays_;
   std::shared_ptr<Interpreter> interpreter_;
   std::unique_ptr<Session> session_;
   std::vector<std::string> inputNames_, outputNames_;
@@ -567,20 +681,23 @@ PYBIND11_MODULE(_osprey, m) {
       .def("bind_input", &PyIoBinding::bindInput, py::arg("name"), py::arg("value"))
       .def("bind_output", &PyIoBinding::bindOutput, py::arg("name"), py::arg("value"));
   py::class_<PyRuntime>(m, "Runtime")
-      .def(py::init<const std::string&, int, const std::string&, uint64_t, int64_t, int>(), py::arg("backend"),
-           py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0, py::arg("run_time_limit_ms") = 0,
-           py::arg("plan_cache_size") = BackendConfig().planCacheSize)
+      .def(py::init<const std::string&, int, const std::string&, uint64_t, int64_t, int, const py::dict&>(),
+           py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0,
+           py::arg("run_time_limit_ms") = 0, py::arg("plan_cache_size") = BackendConfig().planCacheSize,
+           py::arg("options") = py::dict())
       .def("thread_count", &PyRuntime::threadCount)
       .def("garbage_collect", &PyRuntime::garbageCollect, py::arg("level") = 0);
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t, int,
-                    const PyRuntime*>(),
+                    const PyRuntime*, const py::dict&>(),
            py::arg("source"), py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0,
            py::arg("run_time_limit_ms") = 0, py::arg("plan_cache_size") = BackendConfig().planCacheSize,
-           py::arg("runtime") = nullptr)
+           py::arg("runtime") = nullptr, py::arg("options") = py::dict())
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))
+      .def("run_async", &PySession::runAsync, py::arg("output_names"), py::arg("feed"))
+      .def("wait", &PySession::wait)
       .def("run_with_binding", &PySession::runWithBinding, py::arg("binding"))
       .def("release_memory", &PySession::releaseMemory)
       .def("run_with_callbacks", &PySession::runWith, py::arg("output_names"), py::arg("feed"), py::arg("before"),
@@ -588,6 +705,8 @@ PYBIND11_MODULE(_osprey, m) {
       .def("stats", &PySession::stats);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true);
   m.def("backends", &backends);
+  m.def("set_cpu_isa_limit", &setCpuIsaLimitByName, py::arg("name"));
+  m.def("cpu_isa", &cpuIsaInUse);
   m.def("numpy_dtype", [](int code) { return numpyDtype(static_cast<DataType>(code)); }, py::arg("code"));
   m.attr("__version__") = OSPREY_VERSION;
 }

@@ -203,3 +203,26 @@ def test_iobinding_writes_host_outputs_in_place(tmp_path):
         session.run_with_iobinding(on_device)
     with pytest.raises(osprey.InvalidArgumentError, match="cannot be bound"):
         session.io_binding().bind_input("x", FakeCudaArray((4, 7), "<c8"))
+
+
+def test_run_async_calls_back_with_the_outputs_of_run(staged_path):
+    import threading
+    session = osprey.InferenceSession(staged_path, threads=2)
+    x = np.random.default_rng(11).standard_normal((5, 7)).astype(np.float32)
+    want = session.run(None, {"x": x})
+    done = threading.Event()
+    got = {}
+
+    def callback(outputs, user_data, error):
+        got.update(outputs=outputs, user_data=user_data, error=error)
+        done.set()
+
+    session.run_async(None, {"x": x}, callback, "tag")
+    assert done.wait(30)
+    assert got["error"] == "" and got["user_data"] == "tag"
+    for g, w in zip(got["outputs"], want):
+        assert np.array_equal(g, w)
+    done.clear()
+    session.run_async(None, {"x": x.astype(np.float64)}, callback, None)  # the wrong dtype
+    assert done.wait(30)
+    assert got["outputs"] is None and "float" in got["error"]

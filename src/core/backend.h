@@ -17,7 +17,6 @@ class ThreadPool;
 enum class StorageType {
   STATIC,            // weights and pre-packed data: never reused
   DYNAMIC,           // activations: planned into the arena, reused after release
-  DYNAMIC_SEPARATE,  // kept for the pipeline's life, freed by onClearBuffer
 };
 
 // RAII ownership of acquired memory: destroying a MemObj returns the memory. For DYNAMIC
@@ -86,6 +85,9 @@ class Backend {
   virtual void onExecuteEnd() {}
   // A run that failed after onExecuteBegin: release what the run held (no results to finish).
   virtual void onExecuteAbort() {}
+  // BackendConfig::Memory::Low, after a run has handed back its outputs: return the activation
+  // arena's pages to the system. The plan keeps its addresses; the next run touches fresh pages.
+  virtual void onReleaseScratch() {}
   // Per-op timing is wanted (Session::setProfiling): a device backend then finishes each op
   // before its onExecute returns and runs op by op (no replayed graphs), so host clocks time ops.
   virtual void onProfiling(bool on) { (void)on; }
@@ -144,15 +146,12 @@ class Backend {
   ForwardType type_;
 };
 
-enum class CompilerType { Geometry, Origin, Loop };
-
 class Runtime {
  public:
   virtual ~Runtime() = default;
   virtual std::unique_ptr<Backend> onCreate(const BackendConfig& config) = 0;
-  virtual void onReset(int threads) { (void)threads; }
+  // Returns memory the runtime holds between runs (SharedRuntime::garbageCollect); level 100 returns all it can.
   virtual void onGarbageCollect(int level) { (void)level; }
-  virtual CompilerType compilerType() const { return CompilerType::Geometry; }
   virtual ThreadPool* threadPool() { return nullptr; }
 };
 
@@ -164,7 +163,8 @@ struct DeviceInfo {
 class RuntimeCreator {
  public:
   virtual ~RuntimeCreator() = default;
-  virtual std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const = 0;
+  // The runtime's settings are those of its first session (SharedRuntime: of createRuntime).
+  virtual std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig& config) const = 0;
   virtual std::vector<DeviceInfo> devices() const = 0;  // what `osprey backends` lists
 };
 

@@ -1,5 +1,12 @@
 #include "core/files.h"
 
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 
 namespace osprey {
@@ -22,6 +29,40 @@ Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!f) return Status::invalidArgument("cannot write '" + path + "'");
   return Status::ok();
+}
+
+Status MappedFile::open(const std::string& path, std::shared_ptr<const MappedFile>* out) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return Status::notFound("cannot open '" + path + "': " + std::strerror(errno));
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::invalidArgument("cannot map '" + path + "': not a regular file");
+  }
+  std::shared_ptr<MappedFile> file(new MappedFile());
+  file->size_ = static_cast<size_t>(st.st_size);
+  if (file->size_ > 0) {
+    void* p = mmap(nullptr, file->size_, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const std::string why = std::strerror(errno);
+      ::close(fd);
+      return Status::outOfMemory("cannot map '" + path + "' (" + std::to_string(file->size_) + " bytes): " + why);
+    }
+    file->data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);  // the mapping keeps the file
+  *out = std::move(file);
+  return Status::ok();
+}
+
+MappedFile::~MappedFile() {
+  if (data_) munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+void MappedFile::releasePages() const {
+  // Clean file pages: dropped from this process, read again from the file on the next access
+  // (which maps back the whole page-cache folio around the byte read).
+  if (data_) madvise(const_cast<uint8_t*>(data_), size_, MADV_DONTNEED);
 }
 
 }  // namespace osprey

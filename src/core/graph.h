@@ -94,10 +94,15 @@ struct Graph {
 // too, even of an empty [0, 2^62, 2^62], which shapeElements alone would pass.
 bool shapeBytesFit(const Shape& shape, size_t elementBytes);
 
+class MappedFile;
+
 struct Model {
   int formatVersion = 1;
   std::string producer;
   Graph graph;
+  // The file the constants point into, when it was mapped (LoadOptions::mapFile): a session at
+  // Memory::Low returns its pages once weights are packed.
+  std::shared_ptr<const MappedFile> mapping;
 };
 
 constexpr int kModelFormatVersion = 1;

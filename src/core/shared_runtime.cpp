@@ -32,14 +32,14 @@ Status makeSharedRuntime(const ScheduleConfig& schedule, const BackendConfig& co
   const RuntimeCreator* mainCreator = getRuntimeCreator(schedule.backend);
   if (!mainCreator)
     return Status::unsupported(std::string("backend '") + forwardTypeName(schedule.backend) + "' is not compiled into this build");
-  s.main = mainCreator->onCreate(schedule);
+  s.main = mainCreator->onCreate(schedule, config);
   if (!s.main) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule.backend) + "' found no device");
   if (schedule.backupBackend != schedule.backend) {
     const RuntimeCreator* backupCreator = getRuntimeCreator(schedule.backupBackend);
     if (!backupCreator)
       return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule.backupBackend) +
                                  "' is not compiled into this build");
-    s.backup = backupCreator->onCreate(schedule);
+    s.backup = backupCreator->onCreate(schedule, config);
     if (!s.backup) return Status::unsupported(std::string("backup backend '") + forwardTypeName(schedule.backupBackend) + "' found no device");
   }
   *out = std::move(runtime);

@@ -1,7 +1,11 @@
 #include "converter/converter.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <functional>
+#include <future>
 
+#include "core/files.h"
 #include "ops/op_def.h"
 #include "runtime/model_io.h"
 #include "runtime/session_impl.h"
@@ -32,6 +36,22 @@ std::shared_ptr<Interpreter> Interpreter::holding(std::shared_ptr<const Model> m
 }
 
 Status Interpreter::fromFile(const std::string& path, std::shared_ptr<Interpreter>* out) {
+  return fromFile(path, LoadOptions(), out);
+}
+
+Status Interpreter::fromFile(const std::string& path, const LoadOptions& options, std::shared_ptr<Interpreter>* out) {
+  if (options.mapFile) {
+    std::shared_ptr<const MappedFile> file;
+    OSPREY_RETURN_IF_ERROR(MappedFile::open(path, &file));
+    std::vector<uint8_t> head(file->data(), file->data() + std::min<size_t>(file->size(), 64));
+    if (!looksLikeOnnx(path, head)) {
+      auto model = std::make_shared<Model>();
+      OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(), file), path);
+      model->mapping = std::move(file);
+      *out = holding(std::move(model));
+      return Status::ok();
+    }
+  }
   std::vector<uint8_t> bytes;
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
   auto model = std::make_shared<Model>();
@@ -95,7 +115,42 @@ std::vector<TensorInfoPublic> Interpreter::inputs() const { return describe(*mod
 std::vector<TensorInfoPublic> Interpreter::outputs() const { return describe(*model_, model_->graph.outputs); }
 
 Session::Session(std::unique_ptr<SessionImpl> impl) : impl_(std::move(impl)) {}
-Session::~Session() = default;
+Session::~Session() {
+  if (impl_ && impl_->pendingRun.valid()) impl_->pendingRun.wait();
+}
+
+namespace {
+Status startAsync(SessionImpl* impl, std::function<Status()> run) {
+  std::lock_guard<std::mutex> lock(impl->asyncMutex);
+  if (impl->pendingRun.valid()) return Status::invalidArgument("a run started by runAsync is pending: call wait() first");
+  impl->pendingRun = std::async(std::launch::async, std::move(run));
+  return Status::ok();
+}
+}  // namespace
+
+Status Session::runAsync(std::map<std::string, Tensor> inputs) {
+  return startAsync(impl_.get(), [this, inputs = std::move(inputs)] { return run(inputs, &impl_->pendingOutputs); });
+}
+
+Status Session::runAsync(const IoBinding& io) {
+  return startAsync(impl_.get(), [this, &io] {
+    impl_->pendingOutputs.clear();
+    return run(io);
+  });
+}
+
+Status Session::wait(std::vector<Tensor>* outputs) {
+  std::future<Status> run;
+  {
+    std::lock_guard<std::mutex> lock(impl_->asyncMutex);
+    if (!impl_->pendingRun.valid()) return Status::invalidArgument("no run is pending: wait() follows runAsync");
+    run = std::move(impl_->pendingRun);
+  }
+  const Status st = run.get();
+  if (outputs) *outputs = std::move(impl_->pendingOutputs);
+  impl_->pendingOutputs.clear();
+  return st;
+}
 Status Session::resize(const std::map<std::string, Shape>& inputShapes) {
   std::lock_guard<std::mutex> lock(impl_->callMutex);
   std::lock_guard<std::recursive_mutex> shared(impl_->runtimeMutex());

@@ -8,6 +8,7 @@
 #include "core/layout.h"
 #include "core/run_limits.h"
 #include "runtime/session_impl.h"
+#include "core/files.h"
 #include "ops/flops.h"
 #include "ops/op_def.h"
 
@@ -227,7 +228,19 @@ Status SessionImpl::plan() {
   stats_.weightsPacked = packCounts().made - packsBefore.made;
   stats_.weightsShared = packCounts().reused - packsBefore.reused;
   mergedStats_ = stats_;
+  releaseModelPages();
   return Status::ok();
+}
+
+void SessionImpl::releaseScratch() {
+  if (config_.memory != BackendConfig::Memory::Low) return;
+  if (main_) main_->onReleaseScratch();
+  if (backup_) backup_->onReleaseScratch();
+  if (next_) next_->releaseScratch();
+}
+
+void SessionImpl::releaseModelPages() {
+  if (config_.memory == BackendConfig::Memory::Low && model_->mapping) model_->mapping->releasePages();
 }
 
 Status SessionImpl::computeNode(const Node& node, bool* planned) {

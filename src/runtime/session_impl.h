@@ -2,6 +2,7 @@
 // backend choice, memory planning) and run.
 #pragma once
 #include <deque>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,10 @@ class SessionImpl {
 
   // Held by each public Session call: calls from several threads run one after another.
   std::mutex callMutex;
+  // The run started by Session::runAsync, and its outputs (asyncMutex guards both handles).
+  std::mutex asyncMutex;
+  std::future<Status> pendingRun;
+  std::vector<Tensor> pendingOutputs;
 
  private:
   struct Command {
@@ -166,6 +171,15 @@ class SessionImpl {
   Status checkPlanFits() const;
   Status storeOutputs(std::vector<Tensor>* outputs) const;
   uint8_t* allocateFolded(size_t bytes);
+  // Memory::Low: the activation arenas of this stage and the later ones give their pages back
+  // (at the end of a run, once the outputs are out), and a mapped model file its weights' pages
+  // (after a plan has packed them).
+  void releaseScratch();
+  void releaseModelPages();
+  struct ScratchRelease {
+    SessionImpl* session;
+    ~ScratchRelease() { session->releaseScratch(); }
+  };
 
   std::shared_ptr<const Model> model_;
   ScheduleConfig schedule_;

@@ -88,6 +88,8 @@ Status SessionImpl::copyFromDevice(const DeviceTensor& device, Tensor* host) {
 
 Status SessionImpl::run(const IoBinding& io) {
   const RunDeadline deadline(schedule_.runTimeLimitMs);
+  const RunMemoryLimit memoryLimit(memoryLimit_);
+  const ScratchRelease scratch{this};
   const SubgraphSessions::Scope bodies(subgraphs_.get());
   const Graph& g = model_->graph;
   std::map<std::string, Shape> shapes;

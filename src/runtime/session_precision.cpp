@@ -2,8 +2,6 @@
 // fp16 near the input is amplified by every layer after it, while the stem is a small share of
 // the work; so the convolutions that make up the first `fullPrecisionStem` of the model's
 // convolution work, and every command before the last of them, run in fp32.
-#include <cstdlib>
-
 #include "runtime/session_impl.h"
 
 namespace osprey {
@@ -12,16 +10,11 @@ namespace {
 
 bool isConvolution(OpType t) { return t == OpType::Conv || t == OpType::ConvTranspose; }
 
-float stemShare(const BackendConfig& config) {
-  if (const char* env = std::getenv("OSPREY_FP32_STEM")) return std::strtof(env, nullptr);
-  return config.fullPrecisionStem;
-}
-
 }  // namespace
 
 void SessionImpl::chooseFullPrecisionStem() {
   if (config_.precision != BackendConfig::Precision::Low || !main_->honoursFullPrecision()) return;
-  const float share = stemShare(config_);
+  const float share = config_.fullPrecisionStem;
   if (!(share > 0)) return;
   int64_t total = 0;
   for (const auto& cmd : commands_)

@@ -282,6 +282,8 @@ Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
 Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector<Tensor>* outputs,
                         const RunCallbacks* callbacks) {
   const RunDeadline deadline(schedule_.runTimeLimitMs);
+  const RunMemoryLimit memoryLimit(memoryLimit_);
+  const ScratchRelease scratch{this};
   // Backends run op by op while callbacks read tensors between ops (no CUDA graph, as when profiling).
   struct CallbackScope {
     SessionImpl* s;

@@ -18,7 +18,8 @@ double maxAbs(const Tensor& t) {
 
 }  // namespace
 
-Status runOpOnCuda(Node node, const std::vector<OpInput>& inputs, int numOutputs, bool lowPrecision, CudaRun* out, int runs) {
+Status runOpOnCuda(Node node, const std::vector<OpInput>& inputs, int numOutputs, bool lowPrecision, CudaRun* out, int runs,
+                   CudaOptions::Layout layout) {
   std::map<std::string, Tensor> feeds;
   auto model = oneNodeModel(std::move(node), inputs, numOutputs, &feeds);
   std::shared_ptr<Interpreter> interp;
@@ -28,6 +29,7 @@ Status runOpOnCuda(Node node, const std::vector<OpInput>& inputs, int numOutputs
   BackendConfig config;
   if (lowPrecision) config.precision = BackendConfig::Precision::Low;
   config.fullPrecisionStem = 0;  // the kernels under test run in fp16, not in an fp32 stem
+  config.cuda.layout = layout;
   std::unique_ptr<Session> session;
   OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, config, &session));
   for (int r = 0; r < runs; ++r) OSPREY_RETURN_IF_ERROR(session->run(feeds, &out->outputs));
@@ -46,10 +48,9 @@ void expectCudaMatchesReference(const Node& node, const std::vector<OpInput>& in
   // fp32; fp16 with 4-D activations in NHWC where the executions support it; fp16 all NCHW.
   for (int variant = 0; variant < 3; ++variant) {
     const bool low = variant > 0;
-    if (variant == 2) setenv("OSPREY_CUDA_LAYOUT", "nchw", 1);
     CudaRun run;
-    st = runOpOnCuda(node, inputs, numOutputs, low, &run, 3);
-    if (variant == 2) unsetenv("OSPREY_CUDA_LAYOUT");
+    st = runOpOnCuda(node, inputs, numOutputs, low, &run, 3,
+                     variant == 2 ? CudaOptions::Layout::NCHW : CudaOptions::Layout::Auto);
     ASSERT_TRUE(st.isOk()) << st.message();
     const char* label = variant == 0 ? "fp32" : variant == 1 ? "fp16" : "fp16 NCHW";
     if (variant != 1) EXPECT_EQ(run.relaidTensors, 0) << label;

@@ -102,6 +102,9 @@ def main():
         run = subprocess.run([osprey, "run", osp, "--input", "input=" + os.path.join(models, name + ".input.npy"),
                               "--save-outputs", outdir, "--threads", threads, "--backend", backend,
                               "--precision", precision] +
+                             # The OpenCL test's shared program cache (a test may read the environment).
+                             (["--opencl-cache", os.environ["OSPREY_OPENCL_CACHE"]]
+                              if backend == "opencl" and os.environ.get("OSPREY_OPENCL_CACHE") else []) +
                              # On a device the third run replays the captured graph: check that one.
                              ([] if backend == "cpu" else ["--loops", "3"]), capture_output=True, text=True)
         run_s = time.time() - t0

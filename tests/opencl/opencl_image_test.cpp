@@ -1,4 +1,4 @@
-// image2d storage (OSPREY_OPENCL_MEMORY=image): the ImagePool's reuse, the fallback to buffers
+// image2d storage (OpenCLOptions::memory Image): the ImagePool's reuse, the fallback to buffers
 // for tensors beyond the image limits (alone and mixed with images in one kernel), and copies
 // in every direction between the host, images and buffers. The kernels themselves run in both
 // modes in every op test (checkAgainstReference).
@@ -167,8 +167,11 @@ TEST(OpenCLImage, InPlaceOpReadsACopy) {
 // image and buffer arguments side by side (per-argument storage options).
 TEST(OpenCLImage, KernelsWithImagesAndBuffersMixed) {
   OSPREY_REQUIRE_OPENCL();
-  ScopedEnv memory("OSPREY_OPENCL_MEMORY", "image");
-  ScopedEnv limits("OSPREY_OPENCL_IMAGE_MAX", "64x4");
+  ScopedOpenCLOptions limits([](OpenCLOptions& o) {
+    o.memory = OpenCLOptions::Memory::Image;
+    o.imageMaxWidth = 64;
+    o.imageMaxHeight = 4;
+  });
   // Binary broadcast: a (390 elements, buffer) + b (65, image) -> y (buffer).
   checkInOneMemoryMode(makeNode(OpType::Add), {in(randomTensor(DataType::Float32, {2, 13, 3, 5}, 1)),
                                                in(randomTensor(DataType::Float32, {13, 1, 5}, 2))});

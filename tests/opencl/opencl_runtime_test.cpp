@@ -44,7 +44,7 @@ TEST(OpenCLRuntime, DeviceFacts) {
 }
 
 // Images by default on GPUs, buffers on CPU devices and on NVIDIA and AMD GPUs (measured faster
-// there); the environment overrides either way.
+// there); OpenCLOptions::memory overrides either way.
 TEST(OpenCLRuntime, MemoryObjectDefaultPerDevice) {
   opencl::DeviceFacts gpu;
   gpu.type = CL_DEVICE_TYPE_GPU;
@@ -84,8 +84,9 @@ TEST(OpenCLRuntime, HalfMathOnlyWithTheExtension) {
   EXPECT_FALSE(opencl::halfMathOn(f, options));
   f.fp16 = true;
   EXPECT_TRUE(opencl::halfMathOn(f, options));
-  ScopedEnv off("OSPREY_OPENCL_FP16_MATH", "0");
-  EXPECT_FALSE(opencl::halfMathOn(f, RuntimeOptions::fromEnvironment()));
+  OpenCLOptions off;
+  off.halfMath = false;
+  EXPECT_FALSE(opencl::halfMathOn(f, RuntimeOptions::fromConfig(off)));
 
   OSPREY_REQUIRE_OPENCL();
   std::unique_ptr<OpenCLRuntime> rt;
@@ -101,25 +102,27 @@ TEST(OpenCLRuntime, HalfMathOnlyWithTheExtension) {
   EXPECT_EQ(low.buildOptions(), rt->facts().fp16 ? "-DUSE_FP16 -DUSE_FP16_MATH" : "-DUSE_FP16");
 }
 
-TEST(OpenCLRuntime, DeviceSelectionByEnvironment) {
+TEST(OpenCLRuntime, DeviceSelectionByOptions) {
   OSPREY_REQUIRE_OPENCL();
+  OpenCLOptions options;
+  options.platform = "0";
   {
-    ScopedEnv p("OSPREY_OPENCL_PLATFORM", "0");
     std::unique_ptr<OpenCLRuntime> rt;
-    EXPECT_TRUE(OpenCLRuntime::create(RuntimeOptions(), &rt));
+    EXPECT_TRUE(OpenCLRuntime::create(RuntimeOptions::fromConfig(options), &rt));
   }
-  ScopedEnv p("OSPREY_OPENCL_PLATFORM", "no such platform name");
+  options.platform = "no such platform name";
   std::unique_ptr<OpenCLRuntime> rt;
-  Status st = OpenCLRuntime::create(RuntimeOptions(), &rt);
+  Status st = OpenCLRuntime::create(RuntimeOptions::fromConfig(options), &rt);
   EXPECT_FALSE(st);
   EXPECT_NE(st.message().find("no device matches"), std::string::npos) << st.message();
 }
 
 TEST(OpenCLRuntime, TuningLevels) {
   OSPREY_REQUIRE_OPENCL();
-  for (const char* level : {"none", "fast", "wide"}) {
-    SCOPED_TRACE(level);
-    ScopedEnv tune("OSPREY_OPENCL_TUNE", level);
+  using Tuning = OpenCLOptions::Tuning;
+  for (Tuning level : {Tuning::None, Tuning::Fast, Tuning::Wide}) {
+    SCOPED_TRACE(static_cast<int>(level));
+    ScopedOpenCLOptions tune([level](OpenCLOptions& o) { o.tuning = level; });
     checkAgainstReference(smallConv(), smallConvInputs());
   }
 }
@@ -131,8 +134,10 @@ TEST(OpenCLRuntime, DiskCacheRoundTrip) {
           .string();
   std::remove(path.c_str());
   {
-    ScopedEnv cache("OSPREY_OPENCL_CACHE", path);
-    ScopedEnv tune("OSPREY_OPENCL_TUNE", "fast");
+    ScopedOpenCLOptions cacheAndTune([&path](OpenCLOptions& o) {
+      o.tuningCachePath = path;
+      o.tuning = OpenCLOptions::Tuning::Fast;
+    });
     // Each session's runtime writes the cache when it ends (conv: fixed work groups; Sigmoid: tuned).
     checkAgainstReference(smallConv(), smallConvInputs());
     checkAgainstReference(makeNode(OpType::Sigmoid), {in(randomTensor(DataType::Float32, {7, 13}, 3))});

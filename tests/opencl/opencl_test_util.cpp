@@ -32,6 +32,7 @@ Status runOnOpenCL(Node node, const std::vector<OpInput>& inputs, int numOutputs
   schedule.backend = ForwardType::OpenCL;
   BackendConfig config;
   config.precision = precision;
+  config.opencl = testOpenCLOptions();
   std::unique_ptr<Session> session;
   OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, config, &session));
   OSPREY_RETURN_IF_ERROR(session->run(feeds, &out->outputs));
@@ -85,27 +86,23 @@ bool noFallback(const SessionStats& stats) {
 }
 
 void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs) {
-  for (const char* memory : {"buffer", "image"}) {
-    SCOPED_TRACE(std::string("OSPREY_OPENCL_MEMORY=") + memory);
-    ScopedEnv env("OSPREY_OPENCL_MEMORY", memory);
+  for (auto memory : {OpenCLOptions::Memory::Buffer, OpenCLOptions::Memory::Image}) {
+    SCOPED_TRACE(memory == OpenCLOptions::Memory::Buffer ? "memory buffer" : "memory image");
+    ScopedOpenCLOptions scoped([memory](OpenCLOptions& o) { o.memory = memory; });
     checkInOneMemoryMode(node, inputs, numOutputs);
     if (::testing::Test::HasFatalFailure()) return;
   }
 }
 
-ScopedEnv::ScopedEnv(const char* name, const std::string& value) : name_(name) {
-  if (const char* old = std::getenv(name)) {
-    had_ = true;
-    old_ = old;
-  }
-  setenv(name, value.c_str(), 1);
-}
-
-ScopedEnv::~ScopedEnv() {
-  if (had_)
-    setenv(name_, old_.c_str(), 1);
-  else
-    unsetenv(name_);
+OpenCLOptions& testOpenCLOptions() {
+  static OpenCLOptions options = [] {
+    OpenCLOptions o;
+    if (const char* cache = std::getenv("OSPREY_OPENCL_CACHE")) o.tuningCachePath = cache;
+    if (const char* platform = std::getenv("OSPREY_OPENCL_PLATFORM")) o.platform = platform;
+    if (const char* device = std::getenv("OSPREY_OPENCL_DEVICE")) o.device = device;
+    return o;
+  }();
+  return options;
 }
 
 void checkInOneMemoryMode(const Node& node, const std::vector<OpInput>& inputs, int numOutputs) {

@@ -40,24 +40,31 @@ bool noFallback(const SessionStats& stats);
 // Runs on OpenCL in fp32 and, in fp16 storage, checks each output against the reference:
 // |a - e| <= tol * max(1, |e|), tol 1e-4 for fp32 and 1e-2 for fp16; and that the op (or its
 // Raster) ran on OpenCL with nothing falling back.
-// Both memory modes are checked: OSPREY_OPENCL_MEMORY=buffer, then =image (tensors in image2d
+// Both memory modes are checked: OpenCLOptions::memory Buffer, then Image (tensors in image2d
 // objects where the device supports them).
 void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1);
-// The same in the memory mode the environment selects.
+// The same in the memory mode testOpenCLOptions() selects.
 void checkInOneMemoryMode(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1);
 
-// Sets an environment variable for one scope.
-class ScopedEnv {
+// The OpenCLOptions of the sessions runOnOpenCL makes. By default their tuningCachePath is
+// OSPREY_OPENCL_CACHE from the environment (ctest sets it: PoCL compiles slowly, so the tests
+// share one program cache), and OSPREY_OPENCL_PLATFORM / _DEVICE pick the device
+// (bench/opencl_device.sh); the library itself reads no environment.
+OpenCLOptions& testOpenCLOptions();
+
+// Changes testOpenCLOptions() for one scope.
+class ScopedOpenCLOptions {
  public:
-  ScopedEnv(const char* name, const std::string& value);
-  ~ScopedEnv();
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  template <class Change>
+  explicit ScopedOpenCLOptions(Change change) : saved_(testOpenCLOptions()) {
+    change(testOpenCLOptions());
+  }
+  ~ScopedOpenCLOptions() { testOpenCLOptions() = saved_; }
+  ScopedOpenCLOptions(const ScopedOpenCLOptions&) = delete;
+  ScopedOpenCLOptions& operator=(const ScopedOpenCLOptions&) = delete;
 
  private:
-  const char* name_;
-  bool had_ = false;
-  std::string old_;
+  OpenCLOptions saved_;
 };
 
 }  // namespace osprey::test

@@ -3,8 +3,10 @@
 // micro-kernel, its K blocking (K > 256) and the im2col / pointwise / grouped / depthwise paths.
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/cpu_kernels.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "core/thread_pool.h"
 #include "ops/activation.h"
@@ -41,15 +43,19 @@ void setActivation(Node& node, FusedActivation::Kind kind, float a = 0.f, float 
 
 using ConvCase = CpuConvCase;
 
-// Sets one kernel-choice switch (OSPREY_CPU_WINOGRAD, _DIRECT_CONV, _TAP_CONV, _DEPTHWISE_LANES)
-// for one scope, so that a test of one path keeps to it on shapes another path would take.
+// Sets one kernel-choice switch (cpuKernelChoices(): winograd, directConv, tapConv,
+// depthwiseLanes) for one scope, so that a test of one path keeps to it on shapes another path
+// would take.
 class KernelSwitch {
  public:
-  KernelSwitch(const char* name, bool on) : name_(name) { setenv(name, on ? "1" : "0", 1); }
-  ~KernelSwitch() { unsetenv(name_); }
+  KernelSwitch(bool CpuKernelChoices::*choice, bool on) : choice_(choice), old_(cpuKernelChoices().*choice) {
+    cpuKernelChoices().*choice = on;
+  }
+  ~KernelSwitch() { cpuKernelChoices().*choice_ = old_; }
 
  private:
-  const char* name_;
+  bool CpuKernelChoices::*choice_;
+  bool old_;
 };
 
 void checkConv(const ConvCase& k, uint32_t seed) {
@@ -95,9 +101,9 @@ TEST(CpuKernels, ConvPointwiseSmallMapPositions) {
 }
 
 TEST(CpuKernels, ConvIm2col) {
-  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
-  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
-  KernelSwitch directOff("OSPREY_CPU_DIRECT_CONV", false);
+  KernelSwitch off(&CpuKernelChoices::winograd, false);
+  KernelSwitch tapsOff(&CpuKernelChoices::tapConv, false);
+  KernelSwitch directOff(&CpuKernelChoices::directConv, false);
   uint32_t seed = 20;
   checkConv({1, 3, 13, 13, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, true, Kind::Clip}, seed++);        // strided, padded
@@ -114,10 +120,40 @@ TEST(CpuKernels, ConvIm2col) {
   checkConv({1, 5, 16, 17, 9, 5, 5, 1, 2, 0, 1, true, Kind::Relu, false, 1, {1, 2, 2, 1}}, seed++);  // odd pads
 }
 
+// Precision::High leaves out the Winograd kernel, whose transforms round beyond plain fp32: its
+// output is the GEMM path's, bit for bit, where Normal's differs.
+TEST(CpuKernels, HighPrecisionLeavesOutWinograd) {
+  Node conv = makeNode(OpType::Conv);
+  conv.setInts("pads", {1, 1, 1, 1});
+  std::map<std::string, Tensor> feeds;
+  auto model = oneNodeModel(conv, {in(randomTensor(DataType::Float32, {1, 32, 14, 14}, 7)),
+                                   constant(randomTensor(DataType::Float32, {32, 32, 3, 3}, 8))}, 1, &feeds);
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  auto runAt = [&](BackendConfig::Precision precision) {
+    BackendConfig config;
+    config.precision = precision;
+    std::unique_ptr<Session> session;
+    std::vector<Tensor> out;
+    EXPECT_TRUE(interp->createSession(ScheduleConfig(), config, &session).isOk());
+    EXPECT_TRUE(session->run(feeds, &out).isOk());
+    return out.at(0);
+  };
+  const Tensor normal = runAt(BackendConfig::Precision::Normal);
+  const Tensor high = runAt(BackendConfig::Precision::High);
+  Tensor gemm;
+  {
+    KernelSwitch off(&CpuKernelChoices::winograd, false);
+    gemm = runAt(BackendConfig::Precision::Normal);
+  }
+  EXPECT_EQ(std::memcmp(high.data(), gemm.data(), gemm.bytes()), 0);
+  EXPECT_NE(std::memcmp(normal.data(), gemm.data(), gemm.bytes()), 0);  // Normal took Winograd
+}
+
 TEST(CpuKernels, ConvIm2colStripes) {
-  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
-  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
-  KernelSwitch directOff("OSPREY_CPU_DIRECT_CONV", false);
+  KernelSwitch off(&CpuKernelChoices::winograd, false);
+  KernelSwitch tapsOff(&CpuKernelChoices::tapConv, false);
+  KernelSwitch directOff(&CpuKernelChoices::directConv, false);
   // Deep K makes the L2-sized stripes of output positions one GEMM panel wide, so these run
   // per-thread stripes (the last one partial) rather than one whole im2col matrix.
   uint32_t seed = 30;
@@ -248,7 +284,7 @@ TEST(CpuKernels, TransposeToPlanesTablesAgree) {
 // the small maps run tiles as rows (odd widths transposed row by row, an even width with an odd
 // height as one run, channel counts off 16), the larger ones channels as rows.
 TEST(CpuKernels, ConvWinograd) {
-  KernelSwitch on("OSPREY_CPU_WINOGRAD", true);
+  KernelSwitch on(&CpuKernelChoices::winograd, true);
   uint32_t seed = 700;
   checkConv({1, 9, 13, 11, 13, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({2, 16, 15, 17, 8, 3, 3, 1, 1, 0, 1, false, Kind::None, false, 2}, seed++);
@@ -270,8 +306,8 @@ TEST(CpuKernels, ConvWinograd) {
 // transpose into NCHW: pointwise and im2col, a last partial block of rows (9 and 49 positions)
 // and of columns (120 channels), K > 256, batch 2, groups, the residual and two threads.
 TEST(CpuKernels, ConvPositionRows) {
-  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
-  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
+  KernelSwitch off(&CpuKernelChoices::winograd, false);
+  KernelSwitch tapsOff(&CpuKernelChoices::tapConv, false);
   uint32_t seed = 60;
   checkConv({1, 170, 7, 7, 64, 1, 1, 1, 1, 0, 1, true, Kind::Relu}, seed++);
   checkConv({2, 300, 7, 7, 120, 1, 1, 1, 1, 0, 1, true, Kind::None, true, 2}, seed++);
@@ -353,7 +389,7 @@ TEST(CpuKernels, ConvDepthwise) {
 // than a vector, bands of rows on large maps, strides, dilation, uneven pads, batch 2, the
 // residual before Relu / Clip, an activation after, and two threads sharing the tasks.
 TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
-  KernelSwitch lanesOff("OSPREY_CPU_DEPTHWISE_LANES", false);
+  KernelSwitch lanesOff(&CpuKernelChoices::depthwiseLanes, false);
   uint32_t seed = 80;
   checkConv({1, 19, 7, 7, 19, 5, 5, 19, 1, 2, 1, true, Kind::None}, seed++);
   checkConv({1, 8, 7, 7, 8, 3, 3, 8, 1, 1, 1, false, Kind::Relu}, seed++);
@@ -375,7 +411,7 @@ TEST(CpuKernels, ConvDepthwiseChannelBlocks) {
 // a single position, dilation 2 with padding 2, a channel multiplier, batch 2, the residual before
 // Relu / Clip, an activation after, and two threads.
 TEST(CpuKernels, ConvDepthwiseFlatPlanes) {
-  KernelSwitch lanesOff("OSPREY_CPU_DEPTHWISE_LANES", false);
+  KernelSwitch lanesOff(&CpuKernelChoices::depthwiseLanes, false);
   uint32_t seed = 100;
   checkConv({1, 9, 7, 7, 9, 3, 3, 9, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({1, 8, 14, 14, 8, 3, 3, 8, 1, 1, 1, true, Kind::Clip, false, 2}, seed++);
@@ -451,8 +487,8 @@ TEST(CpuKernels, ConvResidualThinColumns) {
 }
 
 TEST(CpuKernels, ConvResidualIm2colAndStripes) {
-  KernelSwitch off("OSPREY_CPU_WINOGRAD", false);
-  KernelSwitch tapsOff("OSPREY_CPU_TAP_CONV", false);
+  KernelSwitch off(&CpuKernelChoices::winograd, false);
+  KernelSwitch tapsOff(&CpuKernelChoices::tapConv, false);
   uint32_t seed = 240;
   checkConv({1, 3, 7, 5, 7, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);
   checkConv({1, 5, 13, 11, 17, 3, 3, 1, 2, 1, 1, false, Kind::Clip, true}, seed++);  // strided, padded

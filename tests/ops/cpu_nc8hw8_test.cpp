@@ -1,6 +1,6 @@
 // The CPU backend's NC8HW8 layout (src/backends/cpu/kernels/nc8hw8*): every native packed
 // execution against the op's reference kernel on seeded random data, through sessions run with
-// OSPREY_CPU_LAYOUT=nc8hw8, on channel counts that leave padding in the last block (3, 13, 20),
+// CpuOptions::layout NC8HW8, on channel counts that leave padding in the last block (3, 13, 20),
 // odd planes, every stride / pad / activation / residual case and 1 and 2 threads; the packed
 // kernels of both function tables against naive sums; and small networks whose packed run
 // must equal the NCHW run of the same graph. Each session checks relaidTensors > 0, so no test
@@ -24,23 +24,6 @@ namespace {
 
 using Kind = FusedActivation::Kind;
 
-// Sets OSPREY_CPU_LAYOUT for one scope, restoring what was there.
-class LayoutSetting {
- public:
-  explicit LayoutSetting(const char* layout) {
-    if (const char* old = std::getenv("OSPREY_CPU_LAYOUT")) old_ = old, had_ = true;
-    setenv("OSPREY_CPU_LAYOUT", layout, 1);
-  }
-  ~LayoutSetting() {
-    if (had_) setenv("OSPREY_CPU_LAYOUT", old_.c_str(), 1);
-    else unsetenv("OSPREY_CPU_LAYOUT");
-  }
-
- private:
-  std::string old_;
-  bool had_ = false;
-};
-
 struct Ran {
   Status status;
   std::vector<Tensor> outputs;
@@ -48,7 +31,6 @@ struct Ran {
 };
 
 Ran runModel(std::shared_ptr<Model> model, const std::map<std::string, Tensor>& feeds, int threads, const char* layout) {
-  LayoutSetting setting(layout);
   Ran ran;
   std::shared_ptr<Interpreter> interp;
   ran.status = Interpreter::fromModel(std::move(model), &interp);
@@ -56,7 +38,9 @@ Ran runModel(std::shared_ptr<Model> model, const std::map<std::string, Tensor>& 
   ScheduleConfig schedule;
   schedule.threads = threads;
   std::unique_ptr<Session> session;
-  ran.status = interp->createSession(schedule, BackendConfig(), &session);
+  BackendConfig config;
+  config.cpu.layout = std::string(layout) == "nc8hw8" ? CpuOptions::Layout::NC8HW8 : CpuOptions::Layout::NCHW;
+  ran.status = interp->createSession(schedule, config, &session);
   if (!ran.status) return ran;
   ran.status = session->run(feeds, &ran.outputs);
   ran.relaid = session->stats().relaidTensors;

@@ -57,8 +57,8 @@ class NhwcAskingRuntime : public CPURuntime {
 
 class NhwcAskingCreator : public RuntimeCreator {
  public:
-  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
-    return std::make_unique<NhwcAskingRuntime>(config.threads);
+  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig&) const override {
+    return std::make_unique<NhwcAskingRuntime>(schedule.threads);
   }
   std::vector<DeviceInfo> devices() const override { return {{"nhwc-asking test backend", ""}}; }
 };

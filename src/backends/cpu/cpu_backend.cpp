@@ -1,5 +1,9 @@
 #include "backends/cpu/cpu_backend.h"
 
+#include <malloc.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -96,6 +100,11 @@ class RasterExecution : public Execution {
 
 }  // namespace
 
+void CPURuntime::onGarbageCollect(int level) {
+  (void)level;
+  malloc_trim(0);
+}
+
 std::unique_ptr<Backend> CPURuntime::onCreate(const BackendConfig& config) {
   return std::make_unique<CPUBackend>(this, config);
 }
@@ -105,7 +114,7 @@ CPUBackend::CPUBackend(CPURuntime* runtime, const BackendConfig& config)
       runtime_(runtime),
       config_(config),
       planner_(kAlignment),
-      packedLayout_(cpuPackedLayoutWanted()) {}
+      packedLayout_(cpuPackedLayoutWanted(config)) {}
 
 CPUBackend::~CPUBackend() = default;
 
@@ -142,7 +151,6 @@ std::unique_ptr<MemObj> CPUBackend::onAcquire(RuntimeTensor* tensor, StorageType
   chunk->base = &chunk->blockBase;
   chunk->size = bytes;
   tensor->chunk = chunk;
-  if (storage == StorageType::DYNAMIC_SEPARATE) separate_.push_back(block);
   if (storage == StorageType::STATIC) staticBytes_ += bytes;
   return std::make_unique<OwnedMemObj>(block);
 }
@@ -170,8 +178,16 @@ std::unique_ptr<MemObj> CPUBackend::acquirePacked(RuntimeTensor* tensor, const P
   return std::make_unique<OwnedMemObj>(block);
 }
 
+void CPUBackend::onReleaseScratch() {
+  if (!arena_) return;
+  // Whole pages inside the arena only: the allocator's own header lies before it.
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t begin = (reinterpret_cast<uintptr_t>(arena_.get()) + page - 1) / page * page;
+  const uintptr_t end = (reinterpret_cast<uintptr_t>(arena_.get()) + arenaCapacity_) / page * page;
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 void CPUBackend::onClearBuffer() {
-  separate_.clear();
   arena_.reset();
   arenaCapacity_ = 0;
   planner_.setBase(nullptr);
@@ -202,12 +218,12 @@ Status CPUBackend::onResizeEnd() {
 namespace {
 class CPURuntimeCreator : public RuntimeCreator {
  public:
-  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
-    // OSPREY_CPU_PINNING=on|off overrides the automatic choice (thread_pool.h).
-    const char* env = std::getenv("OSPREY_CPU_PINNING");
-    const std::string pin = env ? env : "";
-    return std::make_unique<CPURuntime>(config.threads, pin == "on"    ? ThreadPool::Pinning::On
-                                                        : pin == "off" ? ThreadPool::Pinning::Off
+  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig& config) const override {
+    // CpuOptions::pinning: On or Off overrides the pool's automatic choice (thread_pool.h).
+    using P = CpuOptions::Pinning;
+    const P pin = config.cpu.pinning;
+    return std::make_unique<CPURuntime>(schedule.threads, pin == P::On    ? ThreadPool::Pinning::On
+                                                        : pin == P::Off ? ThreadPool::Pinning::Off
                                                                        : ThreadPool::Pinning::Auto);
   }
   std::vector<DeviceInfo> devices() const override {

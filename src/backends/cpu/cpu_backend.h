@@ -14,6 +14,8 @@ namespace osprey {
 class CPURuntime : public Runtime {
  public:
   explicit CPURuntime(int threads, ThreadPool::Pinning pin = ThreadPool::Pinning::Auto) : pool_(threads, pin) {}
+  // Returns the heap pages freed since (glibc keeps them for later allocations).
+  void onGarbageCollect(int level) override;
   std::unique_ptr<Backend> onCreate(const BackendConfig& config) override;
   ThreadPool* threadPool() override { return &pool_; }
   PackedWeights& packedWeights() { return packedWeights_; }
@@ -36,12 +38,13 @@ class CPUBackend : public Backend {
   void onExecuteBegin() override { threadPool()->beginRun(); }
   void onExecuteEnd() override { threadPool()->endRun(); }
   void onExecuteAbort() override { threadPool()->endRun(); }
+  void onReleaseScratch() override;
   Status onResizeEnd() override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
   // Host memory: a tensor inside another is its base pointer plus a larger offset.
   bool canPlaceInside(const RuntimeTensor&) const override { return true; }
-  // NC8HW8 for 4-D float32 activations when OSPREY_CPU_LAYOUT asks for it (kernels/nc8hw8.h).
+  // NC8HW8 for 4-D float32 activations when CpuOptions::layout asks for it (kernels/nc8hw8.h).
   Layout activationLayout(const RuntimeTensor& t) const override;
   ThreadPool* threadPool() const { return runtime_->threadPool(); }
   const BackendConfig& config() const { return config_; }
@@ -60,7 +63,6 @@ class CPUBackend : public Backend {
   size_t staticBytes_ = 0;
   PackCounts packCounts_;
   bool packedLayout_ = false;
-  std::vector<std::shared_ptr<uint8_t>> separate_;  // DYNAMIC_SEPARATE blocks
 };
 
 // Creates the CPU execution for an op, or null when the CPU has no kernel for it.

@@ -17,27 +17,19 @@ namespace {
 
 constexpr size_t kDeviceAlignment = 256;
 
-DataType lowPrecisionTypeFromEnv() {
-  const char* v = std::getenv("OSPREY_CUDA_LOW_PRECISION");
-  if (v && (std::strcmp(v, "bf16") == 0 || std::strcmp(v, "bfloat16") == 0)) return DataType::BFloat16;
-  return DataType::Float16;
+DataType lowPrecisionType(const CudaOptions& options) {
+  return options.lowPrecision == CudaOptions::LowPrecision::BFloat16 ? DataType::BFloat16 : DataType::Float16;
 }
 
 // NHWC (what tensor-core convolutions read) for 4-D float activations at fp16 / bf16, NCHW at
-// fp32; OSPREY_CUDA_LAYOUT=nchw or nhwc chooses for every precision, for comparisons.
-bool channelsLastFor(DataType computeType) {
-  const char* v = std::getenv("OSPREY_CUDA_LAYOUT");
-  if (v && std::strcmp(v, "nchw") == 0) return false;
-  if (v && std::strcmp(v, "nhwc") == 0) return true;
+// fp32; CudaOptions::layout NCHW or NHWC chooses for every precision.
+bool channelsLastFor(const CudaOptions& options, DataType computeType) {
+  if (options.layout == CudaOptions::Layout::NCHW) return false;
+  if (options.layout == CudaOptions::Layout::NHWC) return true;
   return computeType != DataType::Float32;
 }
 
-bool graphCaptureFromEnv() {
-  const char* v = std::getenv("OSPREY_CUDA_GRAPH");
-  return !(v && std::strcmp(v, "0") == 0);
-}
-
-// A chunk with its own device allocation (STATIC, DYNAMIC_SEPARATE): `device` points at
+// A chunk with its own device allocation (STATIC): `device` points at
 // blockBase, like planned chunks point at the arena's base.
 struct OwnedDeviceChunk : MemChunk {
   std::shared_ptr<DeviceBuffer> block;
@@ -92,9 +84,9 @@ class GraphAwareExecution : public Execution {
 
 CUDABackend::CUDABackend(CUDARuntime* runtime, const BackendConfig& config)
     : Backend(ForwardType::CUDA), runtime_(runtime), config_(config), planner_(kDeviceAlignment) {
-  computeType_ = config.precision == BackendConfig::Precision::Low ? lowPrecisionTypeFromEnv() : DataType::Float32;
-  channelsLast_ = channelsLastFor(computeType_);
-  graphAllowed_ = graphCaptureFromEnv();
+  computeType_ = config.precision == BackendConfig::Precision::Low ? lowPrecisionType(config.cuda) : DataType::Float32;
+  channelsLast_ = channelsLastFor(config.cuda, computeType_);
+  graphAllowed_ = config.cuda.graphs;
   if (cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) != cudaSuccess) {
     cudaGetLastError();
     stream_ = nullptr;  // the legacy default stream still works; graphs need a real stream
@@ -144,14 +136,12 @@ std::unique_ptr<MemObj> CUDABackend::onAcquire(RuntimeTensor* tensor, StorageTyp
   chunk->device = &chunk->blockBase;
   chunk->size = bytes;
   tensor->chunk = chunk;
-  if (storage == StorageType::DYNAMIC_SEPARATE) separate_.push_back(block);
   if (storage == StorageType::STATIC) staticBytes_ += bytes;
   return std::make_unique<OwnedDeviceMemObj>(block);
 }
 
 void CUDABackend::onClearBuffer() {
   if (stream_) cudaStreamSynchronize(stream_);
-  separate_.clear();
   arena_.reset();
   arenaBase_ = nullptr;
   if (graphExec_) cudaGraphExecDestroy(graphExec_);
@@ -242,7 +232,6 @@ void CUDABackend::hostParallel(size_t bytes, const std::function<void(size_t, si
     copyPoolChecked_ = true;
     // Half the cores, at most 8: a few threads saturate host memory bandwidth.
     int threads = std::min(8, static_cast<int>(std::thread::hardware_concurrency() / 2));
-    if (const char* v = std::getenv("OSPREY_CUDA_COPY_THREADS")) threads = std::atoi(v);
     if (threads > 1) copyPool_ = std::make_unique<ThreadPool>(threads);
   }
   if (bytes < kParallelFrom || !copyPool_) {

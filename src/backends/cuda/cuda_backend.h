@@ -68,7 +68,7 @@ class CUDABackend : public Backend {
   const BackendConfig& config() const { return config_; }
   bool lowPrecision() const { return computeType_ != DataType::Float32; }
   // Storage dtype of Float32 activations: Float32, or Float16/BFloat16 when precision is Low
-  // (BFloat16 when OSPREY_CUDA_LOW_PRECISION=bf16).
+  // (BFloat16 when CudaOptions::lowPrecision says so).
   DataType computeType() const { return computeType_; }
   // A tensor of the fp32 stem (RuntimeTensor::fullPrecision) stays Float32.
   DataType storageType(const RuntimeTensor* t) const {
@@ -120,9 +120,8 @@ class CUDABackend : public Backend {
   DeviceBuffer arena_;
   uint8_t* arenaBase_ = nullptr;  // chunk->device points here: device address = *base + offset
   size_t staticBytes_ = 0;
-  std::vector<std::shared_ptr<DeviceBuffer>> separate_;  // DYNAMIC_SEPARATE blocks
   std::map<const RuntimeTensor*, PinnedBuffer> staging_;
-  std::unique_ptr<ThreadPool> copyPool_;  // made at the first large copy (OSPREY_CUDA_COPY_THREADS)
+  std::unique_ptr<ThreadPool> copyPool_;  // made at the first large copy
   bool copyPoolChecked_ = false;
   // fp32 image of a tensor on its way to/from fp16 storage; uploads may sit in a captured
   // graph, read-backs never do, so they have separate buffers.
@@ -130,7 +129,7 @@ class CUDABackend : public Backend {
 
   // CUDA graph of the run: the first run after a resize runs eagerly and watches for
   // device-to-host copies inside the run (a CPU-fallback op); without any, the second run is
-  // captured and every later run replays it. OSPREY_CUDA_GRAPH=0 disables capture.
+  // captured and every later run replays it. CudaOptions::graphs = false disables capture.
   GraphMode graphMode_ = GraphMode::Eager;
   bool graphAllowed_ = true;
   bool profiling_ = false;  // per-op timing: no graphs, each op finished before it returns

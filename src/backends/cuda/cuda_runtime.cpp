@@ -60,7 +60,8 @@ namespace {
 // by the session (no runtime), and `osprey backends` says why.
 class CUDARuntimeCreator : public RuntimeCreator {
  public:
-  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
+  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig& config) const override {
+    (void)schedule;
     (void)config;
     if (cudaDeviceCountOrZero() == 0) return nullptr;
     return std::make_unique<CUDARuntime>(0);

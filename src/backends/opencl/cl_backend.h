@@ -1,5 +1,5 @@
 // OpenCLBackend: activations planned into one device arena (MemoryPlanner offsets into a pooled
-// cl_mem), STATIC and DYNAMIC_SEPARATE memory from the runtime's pools, copies to and from the
+// cl_mem), STATIC memory from the runtime's pools, copies to and from the
 // host in any layout pair, and executions from the OpenCL kernel registry (cl_kernels.cpp).
 #pragma once
 #include <memory>

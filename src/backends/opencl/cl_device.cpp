@@ -109,11 +109,11 @@ std::vector<DeviceFacts> listDevices() {
   return out;
 }
 
-Status selectDevice(DeviceFacts* out) {
+Status selectDevice(const std::string& platform, const std::string& device, DeviceFacts* out) {
   std::vector<DeviceFacts> all = listDevices();
   if (all.empty()) return Status::unsupported("OpenCL: no platform with a device is installed");
-  const char* platformChoice = std::getenv("OSPREY_OPENCL_PLATFORM");
-  const char* deviceChoice = std::getenv("OSPREY_OPENCL_DEVICE");
+  const char* platformChoice = platform.empty() ? nullptr : platform.c_str();
+  const char* deviceChoice = device.empty() ? nullptr : device.c_str();
   std::vector<DeviceFacts> candidates;
   for (auto& f : all)
     if (matches(platformChoice, f.platformIndex, f.platformName) && matches(deviceChoice, f.deviceIndex, f.name))
@@ -121,9 +121,8 @@ Status selectDevice(DeviceFacts* out) {
   if (candidates.empty()) {
     std::string known;
     for (auto& f : all) known += "\n  " + f.summary();
-    return Status::invalidArgument(std::string("OpenCL: no device matches OSPREY_OPENCL_PLATFORM='") +
-                                   (platformChoice ? platformChoice : "") + "' OSPREY_OPENCL_DEVICE='" +
-                                   (deviceChoice ? deviceChoice : "") + "'; devices:" + known);
+    return Status::invalidArgument("OpenCL: no device matches platform '" + platform + "' device '" + device +
+                                   "' (OpenCLOptions::platform, ::device); devices:" + known);
   }
   *out = candidates[0];
   if (!platformChoice && !deviceChoice)

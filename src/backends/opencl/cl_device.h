@@ -31,7 +31,8 @@ struct DeviceFacts {
 
 // Every device of every platform (empty when no platform is installed).
 std::vector<DeviceFacts> listDevices();
-// The device chosen by the environment (first GPU, else the first device, by default).
-Status selectDevice(DeviceFacts* out);
+// The device chosen by `platform` and `device` (each an index or a name substring; empty: any).
+// With both empty: the first GPU, else the first device.
+Status selectDevice(const std::string& platform, const std::string& device, DeviceFacts* out);
 
 }  // namespace osprey::opencl

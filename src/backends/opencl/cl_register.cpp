@@ -13,15 +13,15 @@ namespace {
 
 class OpenCLRuntimeCreator : public RuntimeCreator {
  public:
-  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& config) const override {
-    (void)config;
+  std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig& config) const override {
+    (void)schedule;
     std::unique_ptr<OpenCLRuntime> rt;
-    if (!OpenCLRuntime::create(RuntimeOptions::fromEnvironment(), &rt)) return nullptr;
+    if (!OpenCLRuntime::create(RuntimeOptions::fromConfig(config.opencl), &rt)) return nullptr;
     return rt;
   }
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;
-    const RuntimeOptions options = RuntimeOptions::fromEnvironment();
+    const RuntimeOptions options;  // the defaults: half arithmetic where the device has it
     for (auto& f : listDevices())
       out.push_back({f.name, f.summary() + ", precision low: half storage, " +
                                  (halfMathOn(f, options) ? "half arithmetic" : "float arithmetic")});

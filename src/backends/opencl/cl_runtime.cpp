@@ -177,7 +177,7 @@ bool keyIsCurrent(const std::string& key) {
 
 }  // namespace
 
-// The memory object a device gets unless OSPREY_OPENCL_MEMORY says otherwise. Images on GPUs,
+// The memory object a device gets unless OpenCLOptions::memory says otherwise. Images on GPUs,
 // whose texture caches serve the 2-D reuse of convolutions (the mobile GPUs MNN targets), except
 // where buffers measured faster: NVIDIA (H200, docs/opencl.md: buffers 0.83 vs images 1.09 ms
 // on mobilenet_v2, 37.6 vs 40.0 ms on resnet50 at batch 32) and AMD's discrete GPUs, which, like
@@ -189,26 +189,19 @@ bool imagesByDefault(const DeviceFacts& f) {
   return true;
 }
 
-RuntimeOptions RuntimeOptions::fromEnvironment() {
+RuntimeOptions RuntimeOptions::fromConfig(const OpenCLOptions& options) {
+  using T = OpenCLOptions::Tuning;
+  using M = OpenCLOptions::Memory;
   RuntimeOptions o;
-  if (const char* t = std::getenv("OSPREY_OPENCL_TUNE")) {
-    std::string s = t;
-    o.tune = s == "wide" ? TuneLevel::Wide : s == "fast" ? TuneLevel::Fast : TuneLevel::None;
-  }
-  if (const char* p = std::getenv("OSPREY_OPENCL_PROFILE")) o.profile = std::string(p) == "1";
-  if (const char* c = std::getenv("OSPREY_OPENCL_CACHE")) o.cachePath = c;
-  if (const char* m = std::getenv("OSPREY_OPENCL_MEMORY")) {
-    std::string s = m;
-    o.memory = s == "image" ? MemoryMode::Image : s == "buffer" ? MemoryMode::Buffer : MemoryMode::Default;
-  }
-  if (const char* m = std::getenv("OSPREY_OPENCL_IMAGE_MAX")) {
-    unsigned long w = 0, h = 0;
-    if (std::sscanf(m, "%lux%lu", &w, &h) == 2) {
-      o.imageMaxWidth = w;
-      o.imageMaxHeight = h;
-    }
-  }
-  if (const char* m = std::getenv("OSPREY_OPENCL_FP16_MATH")) o.halfMath = std::string(m) != "0";
+  o.platform = options.platform;
+  o.device = options.device;
+  o.tune = options.tuning == T::Wide ? TuneLevel::Wide : options.tuning == T::Fast ? TuneLevel::Fast : TuneLevel::None;
+  o.profile = options.profile;
+  o.cachePath = options.tuningCachePath;
+  o.memory = options.memory == M::Image ? MemoryMode::Image : options.memory == M::Buffer ? MemoryMode::Buffer : MemoryMode::Default;
+  o.imageMaxWidth = options.imageMaxWidth;
+  o.imageMaxHeight = options.imageMaxHeight;
+  o.halfMath = options.halfMath;
   return o;
 }
 
@@ -217,7 +210,7 @@ bool halfMathOn(const DeviceFacts& f, const RuntimeOptions& options) { return f.
 Status OpenCLRuntime::create(const RuntimeOptions& options, std::unique_ptr<OpenCLRuntime>* out) {
   std::unique_ptr<OpenCLRuntime> rt(new OpenCLRuntime());
   rt->options_ = options;
-  OSPREY_RETURN_IF_ERROR(selectDevice(&rt->facts_));
+  OSPREY_RETURN_IF_ERROR(selectDevice(options.platform, options.device, &rt->facts_));
   cl_int err = CL_SUCCESS;
   cl_context_properties props[] = {CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(rt->facts_.platform),
                                    0};

@@ -64,21 +64,22 @@ class ImagePool {
   int created_ = 0;
 };
 
-// Where float tensors live on the device: OSPREY_OPENCL_MEMORY=buffer|image; Default picks per
-// device (imagesByDefault in cl_runtime.cpp).
+// Where float tensors live on the device (OpenCLOptions::memory); Default picks per device
+// (imagesByDefault in cl_runtime.cpp).
 enum class MemoryMode { Default, Buffer, Image };
 // Whether MemoryMode::Default puts a device's float tensors in images.
 bool imagesByDefault(const DeviceFacts& f);
 
-// Settings a Runtime reads from the environment once (docs/opencl.md lists them).
+// A Runtime's settings, from the OpenCLOptions of the session that creates it (docs/opencl.md).
 struct RuntimeOptions {
+  std::string platform, device;  // index or name substring; both empty: the first GPU, else the first device
   TuneLevel tune = TuneLevel::None;
   bool profile = false;   // a profiling queue, per-op device times
-  std::string cachePath;  // OSPREY_OPENCL_CACHE
-  MemoryMode memory = MemoryMode::Default;  // OSPREY_OPENCL_MEMORY
-  size_t imageMaxWidth = 0, imageMaxHeight = 0;  // OSPREY_OPENCL_IMAGE_MAX=WxH: narrower image limits
-  bool halfMath = true;  // OSPREY_OPENCL_FP16_MATH=0: float arithmetic under fp16 storage everywhere
-  static RuntimeOptions fromEnvironment();
+  std::string cachePath;  // program binaries and tuned work sizes
+  MemoryMode memory = MemoryMode::Default;
+  size_t imageMaxWidth = 0, imageMaxHeight = 0;  // narrower image limits than the device's (tests)
+  bool halfMath = true;  // false: float arithmetic under fp16 storage everywhere
+  static RuntimeOptions fromConfig(const OpenCLOptions& options);
 };
 // Whether precision Low computes in half on this device: it has cl_khr_fp16 and the options allow it.
 bool halfMathOn(const DeviceFacts& f, const RuntimeOptions& options);
@@ -96,7 +97,7 @@ class OpenCLRuntime : public Runtime {
   cl_command_queue queue() const { return queue_; }
   BufferPool& dynamicPool() { return *dynamicPool_; }
   BufferPool& staticPool() { return *staticPool_; }
-  // Images of STATIC / DYNAMIC_SEPARATE tensors. DYNAMIC ones come from a pool of their backend:
+  // Images of STATIC tensors. DYNAMIC ones come from a pool of their backend:
   // a DYNAMIC image freed while a plan is made is still written when the plan runs, so it stays
   // with that plan's backend (and no constant uploaded before the run may take it).
   ImagePool& staticImagePool() { return *staticImagePool_; }

@@ -6,8 +6,6 @@
 // run in the GEMM's epilogue. Depthwise convolutions run the direct kernel in depthwise_conv.cpp,
 // stems (few input channels) the one in direct_conv.cpp.
 #include <algorithm>
-#include <cstdlib>
-#include <cstring>
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -276,9 +274,9 @@ void copyTapColumns(const Window& g, const float* x, const float* phases, int64_
 
 }  // namespace
 
-bool switchedOffByEnv(const char* name) {
-  const char* value = std::getenv(name);
-  return value && std::strcmp(value, "0") == 0;
+CpuKernelChoices& cpuKernelChoices() {
+  static CpuKernelChoices choices;
+  return choices;
 }
 
 Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string& convName, PackKey key,

@@ -2,8 +2,10 @@
 #include "backends/cpu/kernels/cpu_functions.h"
 
 #include <cmath>
-#include <cstdlib>
+#include <mutex>
 #include <string>
+
+#include "osprey/backend_options.h"
 
 #include "backends/cpu/kernels/depthwise_kernel.h"
 #include "backends/cpu/kernels/winograd_kernel.h"
@@ -174,14 +176,34 @@ CpuFunctions makeScalar() {
   return f;
 }
 
+// The limit setCpuIsaLimit sets, and whether the table has been chosen under it (then it stays).
+struct IsaLimitState {
+  std::mutex mutex;
+  CpuIsa limit = CpuIsa::Native;
+  bool chosen = false;
+};
+
+IsaLimitState& isaLimitState() {
+  static IsaLimitState state;
+  return state;
+}
+
+CpuIsa takeIsaLimit() {
+  IsaLimitState& s = isaLimitState();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.chosen = true;
+  return s.limit;
+}
+
+const char* isaName(CpuIsa isa) { return isa == CpuIsa::Scalar ? "scalar" : isa == CpuIsa::Avx2 ? "avx2" : "native"; }
+
 CpuFunctions detect() {
   CpuFunctions f = makeScalar();
+  // The limit caps the table, to measure or test a smaller one on a larger CPU.
+  const CpuIsa limit = takeIsaLimit();
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
   __builtin_cpu_init();
-  // OSPREY_CPU_ISA caps the table (scalar, avx2), to measure or test a smaller one on a larger CPU.
-  const char* cap = std::getenv("OSPREY_CPU_ISA");
-  const std::string isa = cap ? cap : "";
-  if (isa == "scalar") return f;
+  if (limit == CpuIsa::Scalar) return f;
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     f.isa = "avx2_fma";
     f.gemm = f32_gemm_6x16__avx2_fma;
@@ -203,7 +225,7 @@ CpuFunctions detect() {
     f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
     f.nc8Interleave = f32_nc8_interleave__avx2_fma;
     f.nc8Deinterleave = f32_nc8_deinterleave__avx2_fma;
-    if (__builtin_cpu_supports("avx512f") && isa != "avx2") {
+    if (__builtin_cpu_supports("avx512f") && limit != CpuIsa::Avx2) {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;
       f.gemmMr = 8, f.gemmNr = 32;
@@ -223,11 +245,33 @@ CpuFunctions detect() {
       f.gelu = f32_gelu__avx512f;
     }
   }
+#else
+  (void)limit;
 #endif
   return f;
 }
 
 }  // namespace
+
+Status setCpuIsaLimit(CpuIsa limit) {
+  IsaLimitState& s = isaLimitState();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.chosen && limit != s.limit)
+    return Status::invalidArgument(std::string("the CPU kernel table is already chosen (limit '") + isaName(s.limit) +
+                                   "'); set the CPU ISA limit to '" + isaName(limit) + "' before the first session runs");
+  s.limit = limit;
+  return Status::ok();
+}
+
+bool cpuIsaFromName(const std::string& name, CpuIsa* out) {
+  if (name == "native") *out = CpuIsa::Native;
+  else if (name == "avx2") *out = CpuIsa::Avx2;
+  else if (name == "scalar") *out = CpuIsa::Scalar;
+  else return false;
+  return true;
+}
+
+std::string cpuIsaInUse() { return cpuFunctions().isa; }
 
 const CpuFunctions& cpuFunctions() {
   static const CpuFunctions table = detect();

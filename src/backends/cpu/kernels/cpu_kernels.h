@@ -15,9 +15,12 @@ inline const float* optionalFloats(const std::vector<RuntimeTensor*>& inputs, si
   return inputs.size() > i && inputs[i] ? reinterpret_cast<const float*>(inputs[i]->host()) : nullptr;
 }
 
-// Whether the environment variable `name` is "0": a kernel choice switched off for tests and
-// measurement (OSPREY_CPU_WINOGRAD, OSPREY_CPU_DIRECT_CONV, OSPREY_CPU_TAP_CONV).
-bool switchedOffByEnv(const char* name);
+// Kernel paths tests may switch off, so that a test of one path keeps to it on shapes another
+// path would take (tests/ops/cpu_kernels_test.cpp). Process-wide; every path is on otherwise.
+struct CpuKernelChoices {
+  bool winograd = true, directConv = true, tapConv = true, depthwiseLanes = true;
+};
+CpuKernelChoices& cpuKernelChoices();
 
 std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,
@@ -26,17 +29,17 @@ std::unique_ptr<Execution> createDepthwiseConvExecution(CPUBackend* backend, con
                                                         const std::vector<RuntimeTensor*>& inputs,
                                                         const std::vector<RuntimeTensor*>& outputs);
 // Winograd F(2x2, 3x3) for the 3x3 stride-1 convolutions it suits (null otherwise, or when
-// OSPREY_CPU_WINOGRAD=0); called by createConvExecution after its own checks.
+// cpuKernelChoices().winograd is off); called by createConvExecution after its own checks.
 std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, const OpRef& op,
                                                        const std::vector<RuntimeTensor*>& inputs,
                                                        const std::vector<RuntimeTensor*>& outputs);
-// A direct convolution for the few-input-channel convolutions it suits (a stem; null otherwise,
-// or when OSPREY_CPU_DIRECT_CONV=0); called by createConvExecution after its own checks.
+// A direct convolution for the few-input-channel convolutions it suits (a stem; null otherwise);
+// called by createConvExecution after its own checks.
 std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
                                                      const std::vector<RuntimeTensor*>& outputs);
-// Conv as an implicit GEMM over the window's taps (AVX-512 only; null when it does not apply or
-// when OSPREY_CPU_TAP_CONV=0); called by createConvExecution after its own checks.
+// Conv as an implicit GEMM over the window's taps (AVX-512 only; null when it does not apply);
+// called by createConvExecution after its own checks.
 std::unique_ptr<Execution> createTapConvExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs);

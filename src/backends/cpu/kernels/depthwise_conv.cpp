@@ -189,7 +189,7 @@ class DepthwiseConvExecution : public Execution {
     const bool fits = cpuFunctions().nc16DepthwiseRows && outChannels_ == inChannels_ && (!bias || bias->constData) &&
                       a.kernelH == a.kernelW && (a.kernelH == 3 || a.kernelH == 5) && a.strideH == a.strideW &&
                       (a.strideH == 1 || a.strideH == 2) && a.dilationH == 1 && a.dilationW == 1;
-    if (!fits || switchedOffByEnv("OSPREY_CPU_DEPTHWISE_LANES")) return false;
+    if (!fits || !cpuKernelChoices().depthwiseLanes) return false;
     const bool clampOnly = act_.kind == FusedActivation::Kind::None || a.reluMin;
     return !stridedFits && !(flatFits && (a.outW >= 28 || (a.outW >= 14 && clampOnly)));
   }

@@ -108,7 +108,7 @@ class DirectConvExecution : public Execution {
 std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
                                                      const std::vector<RuntimeTensor*>& outputs) {
-  if (!cpuFunctions().directConvRow || switchedOffByEnv("OSPREY_CPU_DIRECT_CONV")) return nullptr;
+  if (!cpuFunctions().directConvRow || !cpuKernelChoices().directConv) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
   if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || x.shape[1] > kMaxInChannels) return nullptr;
   if (inputs.size() > 3 && inputs[3]) return nullptr;  // a residual Z: the GEMM's epilogue adds it

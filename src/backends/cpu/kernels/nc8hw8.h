@@ -11,8 +11,8 @@
 
 namespace osprey {
 
-// Whether the CPU backend keeps 4-D float32 activations in NC8HW8 (OSPREY_CPU_LAYOUT=nc8hw8|nchw).
-bool cpuPackedLayoutWanted();
+// Whether the CPU backend keeps 4-D float32 activations in NC8HW8 (CpuOptions::layout).
+bool cpuPackedLayoutWanted(const BackendConfig& config);
 
 // Wraps the NCHW execution `nchw` of an op so that it also runs when the pipeline stores its
 // 4-D float activations in NC8HW8: natively where an execution below handles the case, else by

@@ -124,10 +124,7 @@ class ConvertingExecution : public Execution {
 
 }  // namespace
 
-bool cpuPackedLayoutWanted() {
-  const char* env = std::getenv("OSPREY_CPU_LAYOUT");
-  return env && std::string(env) == "nc8hw8";
-}
+bool cpuPackedLayoutWanted(const BackendConfig& config) { return config.cpu.layout == CpuOptions::Layout::NC8HW8; }
 
 std::unique_ptr<Execution> wrapForPackedLayout(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,

@@ -180,7 +180,7 @@ class TapConvExecution : public Execution {
 std::unique_ptr<Execution> createTapConvExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs) {
-  if (!cpuFunctions().gemmTaps || switchedOffByEnv("OSPREY_CPU_TAP_CONV")) return nullptr;
+  if (!cpuFunctions().gemmTaps || !cpuKernelChoices().tapConv) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
   if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || w.shape[0] % 32 != 0) return nullptr;
   Window window;

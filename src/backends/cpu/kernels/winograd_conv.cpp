@@ -280,7 +280,8 @@ class WinogradConvExecution : public Execution {
 std::unique_ptr<Execution> createWinogradConvExecution(CPUBackend* backend, const OpRef& op,
                                                        const std::vector<RuntimeTensor*>& inputs,
                                                        const std::vector<RuntimeTensor*>& outputs) {
-  if (switchedOffByEnv("OSPREY_CPU_WINOGRAD")) return nullptr;
+  // Its transforms round beyond plain fp32 arithmetic (about 1e-6 of the output's scale).
+  if (!cpuKernelChoices().winograd || backend->config().precision == BackendConfig::Precision::High) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
   if (x.shape.size() != 4 || w.shape[2] != 3 || w.shape[3] != 3 || op.node->getInt("group", 1) != 1) return nullptr;
   if (x.shape[1] < kMinChannels || w.shape[0] < kMinChannels) return nullptr;

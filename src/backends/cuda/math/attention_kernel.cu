@@ -132,15 +132,6 @@ __global__ void __launch_bounds__(kThreads) attentionKernel(AttentionParams p) {
   }
 }
 
-// OSPREY_CUDA_ATTENTION_TC=0 keeps half/bfloat16 on the float kernel (for comparisons).
-bool disabledByEnv() {
-  static const bool disabled = [] {
-    const char* v = std::getenv("OSPREY_CUDA_ATTENTION_TC");
-    return v && v[0] == '0';
-  }();
-  return disabled;
-}
-
 template <class T>
 cudaError_t launchFor(cudaStream_t stream, const AttentionParams& p) {
   const size_t bytes = sizeof(float) * (qFloats(p.dim) + kFloats(p.dim) + vFloats(p.vDim));
@@ -164,7 +155,7 @@ cudaError_t launchAttention(cudaStream_t stream, ElementType type, const Attenti
   if (p.dim > kAttentionMaxHeadDim || p.vDim > kAttentionMaxHeadDim || p.kvHeads < 1 || p.qHeads % p.kvHeads != 0)
     return cudaErrorInvalidValue;
   if (p.batch == 0 || p.qSeq == 0 || p.qHeads == 0) return cudaSuccess;
-  if (attentionTensorCoreEligible(type, p) && !disabledByEnv()) return launchAttentionTensorCore(stream, type, p);
+  if (attentionTensorCoreEligible(type, p)) return launchAttentionTensorCore(stream, type, p);
   switch (type) {
     case ElementType::F32: return launchFor<float>(stream, p);
     case ElementType::F16: return launchFor<__half>(stream, p);

@@ -4,12 +4,12 @@
 // which is what cuDNN's NCHW filter format reads. When the pipeline keeps x and y in NHWC
 // (fp16 / bf16, CUDABackend::activationLayout), the convolution runs in NHWC on KRSC weights
 // packed here from the model's constant. An NHWC fp16 input with a channel count off the
-// tensor cores' grain (an image's 3) is padded with zero channels into scratch first, to 4 by
-// default: ResNet-50's first layer at batch 32 ran in 0.51 ms so, 0.77 ms padded to 8 and
-// 0.50 ms unpadded on the H200, and the whole model was fastest with 4.
+// tensor cores' grain (an image's 3) is padded with zero channels into scratch first, to 4:
+// ResNet-50's first layer at batch 32 ran in 0.51 ms so, 0.77 ms padded to 8 and 0.50 ms
+// unpadded on the H200, and the whole model was fastest with 4.
 //
-// fp32 convolutions (group 1, constant weights) run on TF32 tensor cores with split operands,
-// unless OSPREY_CUDA_FP32_CONV=fma: x = xh + xl and w = wh + wl with xh, wh rounded to TF32
+// fp32 convolutions (group 1, constant weights) run on TF32 tensor cores with split operands:
+// x = xh + xl and w = wh + wl with xh, wh rounded to TF32
 // and xl, wl the exact remainders, and one convolution over three times the input channels,
 // [xh | xl | xh] against [wh | wh | wl], sums xh*wh + xl*wh + xh*wl in float. Only xl*wl
 // (below 2^-22 of the product) is dropped, where TF32 alone loses 2^-11 of every operand: on
@@ -35,18 +35,10 @@ namespace {
 using cuda_math::ConvGeometry;
 using cuda_math::CudnnConvolution;
 
-// Channel multiple an NHWC fp16 input is padded to (OSPREY_CUDA_PAD_CHANNELS, 0 or 1: none).
-int64_t channelAlignment() {
-  const char* v = std::getenv("OSPREY_CUDA_PAD_CHANNELS");
-  return v && *v ? std::atoll(v) : 4;
-}
+// Channel multiple a thin NHWC fp16 input is padded to.
+constexpr int64_t kChannelAlignment = 4;
 
 bool isFloat(DataType t) { return t == DataType::Float32 || t == DataType::Float16 || t == DataType::BFloat16; }
-
-bool splitTf32Wanted() {
-  const char* v = std::getenv("OSPREY_CUDA_FP32_CONV");
-  return !(v && std::string(v) == "fma");
-}
 
 float roundToTf32(float v) {
   uint32_t bits;
@@ -124,16 +116,17 @@ class ConvExecution : public Execution {
       return Status::internal("CUDA convolution with tensors in different layouts");
     realChannels_ = g.inChannels;
     const size_t element = dataTypeSize(cuda_->storageType(&x));
-    const int64_t align = channelAlignment();
-    if (channelsLast && g.group == 1 && element == 2 && align > 1 && g.inChannels % align != 0)
+    const int64_t align = kChannelAlignment;
+    if (channelsLast && g.group == 1 && element == 2 && g.inChannels % align != 0)
       g.inChannels = (g.inChannels + align - 1) / align * align;
     if (channelsLast && !channelsLastWeights_.get()) OSPREY_RETURN_IF_ERROR(packChannelsLast(w, g.inChannels / g.group));
     channelsLast_ = channelsLast;
     // At Low precision the fp32 convolutions are the stem's, run at the large batches people
     // run fp16 at, where the split's tripled input costs more than FMA (ResNet-50 batch 32:
     // 7.38 ms with split operands against 6.37 ms with FMA).
+    // At High precision plain FMA: the split drops the xl*wl term.
     split_ = !channelsLast && g.group == 1 && hostWeights_ && cuda_->storageType(&y) == DataType::Float32 &&
-             !cuda_->lowPrecision() && splitTf32Wanted();
+             !cuda_->lowPrecision() && cuda_->config().precision != BackendConfig::Precision::High;
     if (split_ && !splitWeights_.get()) {
       std::vector<float> w3 = splitFilterTf32(hostWeights_, w.shape[0], shapeElements(w.shape) / w.shape[0]);
       OSPREY_RETURN_IF_ERROR(cuda_->uploadStatic(w3.data(), w3.size() * sizeof(float), &splitWeights_));

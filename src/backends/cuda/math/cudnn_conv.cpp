@@ -57,12 +57,6 @@ bool isGemmAlgorithm(cudnnConvolutionFwdAlgo_t a) {
          a == CUDNN_CONVOLUTION_FWD_ALGO_GEMM;
 }
 
-bool envFlag(const char* name, bool fallback) {
-  const char* v = std::getenv(name);
-  if (!v || !*v) return fallback;
-  return std::string(v) != "0";
-}
-
 }  // namespace
 
 std::string ConvGeometry::key() const {
@@ -143,16 +137,12 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
     cudnnConvolutionFwdAlgoPerf_t perf[kCandidates];
     int returned = 0;
     cudnnStatus_t found = CUDNN_STATUS_NOT_SUPPORTED;
-    // cuDNN's heuristic choice, not the fastest of a timed trial of every algorithm
-    // (OSPREY_CUDNN_FIND=1): the trial's winners ran slower inside the model on the H200,
-    // ResNet-50 at batch 1 fp32 3.1-3.6 ms against 2.05 ms, at batch 32 fp16 5.6-9.9 ms against
-    // 3.4-3.7 ms. The trial is the fallback if the heuristic fails.
-    if (envFlag("OSPREY_CUDNN_FIND", false))
-      found = cudnnFindConvolutionForwardAlgorithm(handle, xDesc_, wDesc_, convDesc_, yDesc_, kCandidates, &returned,
+    // cuDNN's heuristic choice, not the fastest of a timed trial of every algorithm: the
+    // trial's winners ran slower inside the model on the H200, ResNet-50 at batch 1 fp32
+    // 3.1-3.6 ms against 2.05 ms, at batch 32 fp16 5.6-9.9 ms against 3.4-3.7 ms. The trial is
+    // the fallback if the heuristic fails.
+    found = cudnnGetConvolutionForwardAlgorithm_v7(handle, xDesc_, wDesc_, convDesc_, yDesc_, kCandidates, &returned,
                                                    perf);
-    else
-      found = cudnnGetConvolutionForwardAlgorithm_v7(handle, xDesc_, wDesc_, convDesc_, yDesc_, kCandidates, &returned,
-                                                     perf);
     if (found != CUDNN_STATUS_SUCCESS)
       CUDNN_RETURN_IF_ERROR(cudnnFindConvolutionForwardAlgorithm(handle, xDesc_, wDesc_, convDesc_, yDesc_, kCandidates,
                                                                  &returned, perf));
@@ -172,8 +162,6 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
     algoCache()[key] = choice;
   }
   algo_ = choice.algo;
-  if (envFlag("OSPREY_CUDNN_VERBOSE", false))
-    std::fprintf(stderr, "cuDNN convolution %s%s: algorithm %d\n", key.c_str(), cached ? " (cached)" : "", static_cast<int>(algo_));
   CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(convDesc_, choice.math));
   CUDNN_RETURN_IF_ERROR(
       cudnnGetConvolutionForwardWorkspaceSize(handle, xDesc_, wDesc_, convDesc_, yDesc_, algo_, &workspaceBytes_));
@@ -181,7 +169,7 @@ Status CudnnConvolution::prepare(cudnnHandle_t handle, const ConvGeometry& g, Da
   // cuDNN fuses bias + ReLU with any algorithm, and bias alone only with implicit precomputed GEMM;
   // the residual rides along as z (y = act(conv + z + bias)).
   using K = FusedActivation::Kind;
-  fused_ = hasBias && envFlag("OSPREY_CUDNN_FUSED", true) &&
+  fused_ = hasBias &&
            (act.kind == K::Relu || (act.kind == K::None && algo_ == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM));
   CUDNN_RETURN_IF_ERROR(cudnnSetActivationDescriptor(
       actDesc_, act.kind == K::Relu ? CUDNN_ACTIVATION_RELU : CUDNN_ACTIVATION_IDENTITY, CUDNN_NOT_PROPAGATE_NAN, 0.0));
