@@ -166,6 +166,11 @@ Status setupRnn(const Node& node, const TensorViews& in, RnnSetup* s) {
   if (r.rank() != 3) return Status::invalidModel("R has shape " + shapeToString(r.shape) + "; expected rank 3");
   s->hidden = node.getInt("hidden_size", r.shape[2]);
   if (s->hidden <= 0) return Status::invalidModel("attribute hidden_size is " + std::to_string(s->hidden) + "; expected > 0");
+  // R is [directions, gates * hidden, hidden]: checked first, so the products below are of real
+  // dimensions (a hidden_size of 2^63 / 3 would overflow them).
+  if (s->hidden != r.shape[2])
+    return Status::invalidModel("attribute hidden_size is " + std::to_string(s->hidden) + " but R has shape " +
+                                shapeToString(r.shape) + "; expected its last dimension to equal it");
   const int64_t G = gateCount(s->cell), H = s->hidden;
   OSPREY_RETURN_IF_ERROR(expectShape(w, {s->dirs, G * H, s->inputSize}, "W"));
   OSPREY_RETURN_IF_ERROR(expectShape(r, {s->dirs, G * H, H}, "R"));
