@@ -23,6 +23,7 @@ class SessionImpl {
   SessionImpl(std::shared_ptr<const Model> model, const ScheduleConfig& schedule, const BackendConfig& config);
   // A session on `runtime`, with its settings.
   SessionImpl(std::shared_ptr<const Model> model, std::shared_ptr<SharedRuntime> runtime);
+  ~SessionImpl();
   Status init();
   std::recursive_mutex& runtimeMutex() { return runtimeState(*runtime_).runMutex; }
   // The stage of `parent`'s model that follows a data-dependent op (see plan()): the nodes from

@@ -69,6 +69,10 @@ void SessionImpl::releaseMemory() {
 #endif
 }
 
+// Kept plans hold backends of runtime_'s runtimes, and plans_ is declared before runtime_: they
+// would outlive it (an OpenCL backend returns its arena to the runtime's pool when it dies).
+SessionImpl::~SessionImpl() { plans_.clear(); }
+
 Status SessionImpl::switchPlan(const std::map<std::string, Shape>& shapes) {
   for (auto it = plans_.begin(); it != plans_.end(); ++it) {
     if (it->shapes != shapes || it->dtypes != givenDtypes_ || it->deviceInputs != deviceInputs_) continue;
