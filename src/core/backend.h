@@ -100,6 +100,19 @@ class Backend {
     (void)bytes, (void)data, (void)owner;
     return Status::unsupported("this backend has no device memory to bind");
   }
+  // A chunk over caller memory bound as a DeviceTensor (IoBinding and the device copies): `data`
+  // as allocated by onAllocateDevice or given by the caller (a CUDA address, an OpenCL cl_mem),
+  // in the form this backend's copies read. The default holds the address (a device pointer).
+  virtual std::shared_ptr<MemChunk> onWrapDevice(void* data, size_t bytes) const {
+    struct AddressChunk : MemChunk {
+      uint8_t* address = nullptr;
+    };
+    auto chunk = std::make_shared<AddressChunk>();
+    chunk->address = static_cast<uint8_t*>(data);
+    chunk->device = &chunk->address;
+    chunk->size = bytes;
+    return chunk;
+  }
   // Planner report of the activation arena.
   virtual size_t arenaPeakBytes() const { return 0; }
   // Bytes held in STATIC storage (pre-packed weights, uploaded constants).

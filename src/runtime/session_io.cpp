@@ -12,8 +12,8 @@ namespace osprey {
 namespace {
 
 // A RuntimeTensor over a DeviceTensor's memory on `backend`, in the model's dtype (fullPrecision:
-// a Low-precision backend converts on the copy), NCHW. `base` holds the address for the chunk.
-RuntimeTensor deviceView(const DeviceTensor& d, const std::string& name, Backend* backend, uint8_t** base) {
+// a Low-precision backend converts on the copy), NCHW.
+RuntimeTensor deviceView(const DeviceTensor& d, const std::string& name, Backend* backend) {
   RuntimeTensor t;
   t.name = name;
   t.dtype = d.dtype;
@@ -21,10 +21,7 @@ RuntimeTensor deviceView(const DeviceTensor& d, const std::string& name, Backend
   t.layout = Layout::NCHW;
   t.fullPrecision = true;
   t.backend = backend;
-  *base = static_cast<uint8_t*>(d.data);
-  t.chunk = std::make_shared<MemChunk>();
-  t.chunk->device = base;
-  t.chunk->size = d.bytes();
+  t.chunk = backend->onWrapDevice(d.data, d.bytes());
   return t;
 }
 
@@ -69,9 +66,9 @@ Status SessionImpl::copyToDevice(const Tensor& host, const DeviceTensor& device)
     nchw = Tensor(host.dtype(), device.shape);
     OSPREY_RETURN_IF_ERROR(convertLayout(host.data(), host.layout(), nchw.data(), Layout::NCHW, device.shape, dataTypeSize(host.dtype())));
   }
-  uint8_t *hostBase = nullptr, *deviceBase = nullptr;
+  uint8_t* hostBase = nullptr;
   RuntimeTensor src = hostView(nchw, "host tensor", &hostBase);
-  RuntimeTensor dst = deviceView(device, "device tensor", main_.get(), &deviceBase);
+  RuntimeTensor dst = deviceView(device, "device tensor", main_.get());
   OSPREY_RETURN_IF_ERROR(main_->onCopyBuffer(&src, &dst));
   return main_->onWaitFinish();
 }
@@ -79,8 +76,8 @@ Status SessionImpl::copyToDevice(const Tensor& host, const DeviceTensor& device)
 Status SessionImpl::copyFromDevice(const DeviceTensor& device, Tensor* host) {
   if (device.device != main_->type() || !device.data) return Status::invalidArgument("the device tensor is not of this session's backend");
   *host = Tensor(device.dtype, device.shape);
-  uint8_t *hostBase = nullptr, *deviceBase = nullptr;
-  RuntimeTensor src = deviceView(device, "device tensor", main_.get(), &deviceBase);
+  uint8_t* hostBase = nullptr;
+  RuntimeTensor src = deviceView(device, "device tensor", main_.get());
   RuntimeTensor dst = hostView(*host, "host tensor", &hostBase);
   OSPREY_RETURN_IF_ERROR(main_->onCopyBuffer(&src, &dst));
   return main_->onWaitFinish();
@@ -155,8 +152,7 @@ Status SessionImpl::run(const IoBinding& io) {
       OSPREY_RETURN_IF_ERROR(convertLayout(t.data(), t.layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype)));
     }
     for (auto& [name, d] : io.deviceInputs) {
-      uint8_t* base = nullptr;
-      RuntimeTensor src = deviceView(d, name, main_.get(), &base);
+      RuntimeTensor src = deviceView(d, name, main_.get());
       OSPREY_RETURN_IF_ERROR(main_->onCopyBuffer(&src, &tensors_[g.findTensor(name)]));
     }
     OSPREY_RETURN_IF_ERROR(executeCommands());
@@ -185,8 +181,7 @@ Status SessionImpl::run(const IoBinding& io) {
     }
   }
   for (auto& [name, d] : io.deviceOutputs) {
-    uint8_t* base = nullptr;
-    RuntimeTensor dst = deviceView(d, name, main_.get(), &base);
+    RuntimeTensor dst = deviceView(d, name, main_.get());
     if (const RuntimeTensor* rt = valueOf(name)) {
       if (rt->dtype != d.dtype || rt->shape != d.shape)
         return Status::invalidArgument("output '" + name + "' is bound to device memory of " + dataTypeName(d.dtype) + " " +

@@ -192,6 +192,32 @@ Status OpenCLBackend::onResizeEnd() {
 
 void OpenCLBackend::onExecuteEnd() { clFinish(runtime_->queue()); }
 
+Status OpenCLBackend::onWaitFinish() {
+  const cl_int err = clFinish(runtime_->queue());
+  return err == CL_SUCCESS ? Status::ok() : Status::internal("OpenCL: clFinish failed with error " + std::to_string(err));
+}
+
+
+Status OpenCLBackend::onAllocateDevice(size_t bytes, void** data, std::shared_ptr<void>* owner) {
+  cl_int err = CL_SUCCESS;
+  cl_mem mem = clCreateBuffer(runtime_->context(), CL_MEM_READ_WRITE, bytes, nullptr, &err);
+  if (!mem || err != CL_SUCCESS)
+    return Status::outOfMemory("OpenCL: cannot allocate a device tensor of " + std::to_string(bytes) + " bytes (error " +
+                               std::to_string(err) + ")");
+  *data = mem;
+  *owner = std::shared_ptr<void>(mem, [](void* m) { clReleaseMemObject(static_cast<cl_mem>(m)); });
+  return Status::ok();
+}
+
+std::shared_ptr<MemChunk> OpenCLBackend::onWrapDevice(void* data, size_t bytes) const {
+  auto chunk = std::make_shared<PooledChunk>();
+  chunk->slot.mem = static_cast<cl_mem>(data);
+  chunk->slot.bound = true;
+  chunk->device = &chunk->slot;
+  chunk->size = bytes;
+  return chunk;
+}
+
 // Host -> device: the layout changes on the host (convertLayout, the one place that knows
 // layouts), then float32 narrows to half when the device stores fp16.
 Status OpenCLBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
@@ -323,6 +349,14 @@ Status OpenCLBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst)
     return Status::internal("OpenCL copy between tensors of different dtype or shape: '" + src->name + "' " +
                             shapeToString(src->shape) + " -> '" + dst->name + "' " + shapeToString(dst->shape));
   const bool srcHost = isHost(src), dstHost = isHost(dst);
+  // A bound device tensor holds float32; the backend's own floats are half under fp16 storage.
+  auto isBound = [](const RuntimeTensor* t) {
+    return t->chunk && t->chunk->device && static_cast<const DeviceSlot*>(t->chunk->device)->bound;
+  };
+  const bool bound = (!srcHost && isBound(src)) || (!dstHost && isBound(dst));
+  if (bound && fp16_ && src->dtype == DataType::Float32)
+    return Status::unsupported("OpenCL: float device tensors cannot be bound at precision low (the backend stores "
+                               "half); bind host tensors, or run at normal precision");
   if (srcHost && dstHost) {
     return convertLayout(src->host(), src->layout, dst->host(), dst->layout, src->shape, dataTypeSize(src->dtype));
   }

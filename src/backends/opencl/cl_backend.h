@@ -15,6 +15,7 @@ namespace osprey::opencl {
 struct DeviceSlot {
   cl_mem mem = nullptr;
   size_t imageWidth = 0, imageHeight = 0;  // 0 for a buffer
+  bool bound = false;  // the caller's memory (IoBinding): float32 whatever the precision
 };
 
 // Where a device tensor's elements are: a buffer and an element offset into it, or an image
@@ -39,6 +40,11 @@ class OpenCLBackend : public Backend {
   void onResizeBegin() override;
   Status onResizeEnd() override;
   void onExecuteEnd() override;
+  Status onWaitFinish() override;
+  // Device tensors are cl_mem buffers of float32 (or the model's dtype), NCHW: allocated here, or
+  // the caller's own cl_mem of this context passed as DeviceTensor::data.
+  Status onAllocateDevice(size_t bytes, void** data, std::shared_ptr<void>* owner) override;
+  std::shared_ptr<MemChunk> onWrapDevice(void* data, size_t bytes) const override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
   Layout preferredLayout(const RuntimeTensor& t) const override;
