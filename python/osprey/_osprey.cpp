@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "converter/converter.h"
+#include "dlpack_import.h"
 #include "core/graph.h"
 #include "runtime/model_io.h"
 #include "osprey/osprey.h"
@@ -309,10 +310,24 @@ class PyIoBinding {
       keep_.push_back(value);
       return;
     }
-    py::array a = py::array::ensure(value);
+    const bool dlpack = py::hasattr(value, "__dlpack__");
+    if (dlpack && python::dlpackDevice(value).type == python::kDLCUDA) {
+      DeviceTensor d;
+      python::DLPackHandle handle;
+      const Status st = python::cudaTensorFromDLPack(what, value, &d, &handle);
+      dlpacks_.push_back(std::move(handle));
+      check(st);
+      input ? io_.bindInput(name, d) : io_.bindOutput(name, d);
+      keep_.push_back(value);
+      return;
+    }
+    // Host memory: numpy arrays and what numpy reads in place (__array__, or __dlpack__ on the CPU).
+    const bool viaDLPack = dlpack && !py::isinstance<py::array>(value) && !py::hasattr(value, "__array__");
+    py::array a = viaDLPack ? py::array::ensure(py::module_::import("numpy").attr("from_dlpack")(value))
+                            : py::array::ensure(value);
     if (!a) {
       PyErr_Clear();
-      throw StatusError{invalidArgument(what + " is neither a numpy array nor an object with __cuda_array_interface__")};
+      throw StatusError{invalidArgument(what + " is neither a numpy array nor an object with __cuda_array_interface__ or __dlpack__")};
     }
     const DataType dtype = engineDtype(a.dtype());
     if (dtype == DataType::Undefined || dtype == DataType::String)
@@ -321,7 +336,8 @@ class PyIoBinding {
       if (!input) throw StatusError{invalidArgument(what + " must be a C-contiguous array in native byte order")};
       a = py::array::ensure(a.attr("astype")(a.dtype().attr("newbyteorder")("=")), py::array::c_style);
     }
-    if (!input && !a.writeable()) throw StatusError{invalidArgument(what + " is a read-only array")};
+    // numpy marks arrays it takes over DLPack read-only, whoever owns the memory.
+    if (!input && !a.writeable() && !viaDLPack) throw StatusError{invalidArgument(what + " is a read-only array")};
     const Tensor t = Tensor::wrap(dtype, shapeOf(a), const_cast<void*>(a.data()));
     input ? io_.bindInput(name, t) : io_.bindOutput(name, t);
     keep_.push_back(a);
@@ -351,6 +367,7 @@ class PyIoBinding {
 
   IoBinding io_;
   std::vector<py::object> keep_;
+  std::vector<python::DLPackHandle> dlpacks_;  // tensors taken from __dlpack__, freed with the binding
 };
 
 // A runtime (thread pool, memory pools, caches) for sessions to share.
