@@ -19,13 +19,8 @@ std::shared_ptr<Interpreter> convInterpreter() {
 }
 
 std::unique_ptr<Session> openclSession(const Interpreter& interp, BackendConfig::Precision precision) {
-  ScheduleConfig schedule;
-  schedule.backend = ForwardType::OpenCL;
-  BackendConfig config;
-  config.precision = precision;
-  config.opencl = testOpenCLOptions();
   std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp.createSession(schedule, config, &session).isOk());
+  EXPECT_TRUE(createOpenCLSession(interp, precision, &session).isOk());
   return session;
 }
 

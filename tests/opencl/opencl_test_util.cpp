@@ -22,19 +22,23 @@ bool openclAvailable(std::string* why) {
   return false;
 }
 
+Status createOpenCLSession(const Interpreter& interp, BackendConfig::Precision precision, std::unique_ptr<Session>* out) {
+  ScheduleConfig schedule;
+  schedule.backend = ForwardType::OpenCL;
+  BackendConfig config;
+  config.precision = precision;
+  config.opencl = testOpenCLOptions();
+  return interp.createSession(schedule, config, out);
+}
+
 Status runOnOpenCL(Node node, const std::vector<OpInput>& inputs, int numOutputs, BackendConfig::Precision precision,
                    DeviceRun* out) {
   std::map<std::string, Tensor> feeds;
   auto model = oneNodeModel(std::move(node), inputs, numOutputs, &feeds);
   std::shared_ptr<Interpreter> interp;
   OSPREY_RETURN_IF_ERROR(Interpreter::fromModel(model, &interp));
-  ScheduleConfig schedule;
-  schedule.backend = ForwardType::OpenCL;
-  BackendConfig config;
-  config.precision = precision;
-  config.opencl = testOpenCLOptions();
   std::unique_ptr<Session> session;
-  OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, config, &session));
+  OSPREY_RETURN_IF_ERROR(createOpenCLSession(*interp, precision, &session));
   OSPREY_RETURN_IF_ERROR(session->run(feeds, &out->outputs));
   out->stats = session->stats();
   return Status::ok();

@@ -26,6 +26,8 @@ struct DeviceRun {
   SessionStats stats;
 };
 
+// A session of `interp` on the OpenCL backend (CPU backup) with testOpenCLOptions().
+Status createOpenCLSession(const Interpreter& interp, BackendConfig::Precision precision, std::unique_ptr<Session>* out);
 // Runs `node` on the OpenCL backend (CPU backup) with the given precision.
 Status runOnOpenCL(Node node, const std::vector<OpInput>& inputs, int numOutputs, BackendConfig::Precision precision,
                    DeviceRun* out);
