@@ -141,9 +141,9 @@ Status roiAlignKernel(const Node& node, const TensorViews& in, TensorViews& out,
         const double binH = roiH / static_cast<double>(s.outH), binW = roiW / static_cast<double>(s.outW);
         const double gh = s.samplingRatio > 0 ? static_cast<double>(s.samplingRatio) : std::ceil(binH);
         const double gw = s.samplingRatio > 0 ? static_cast<double>(s.samplingRatio) : std::ceil(binW);
-        // A region of non-finite or absurd size would ask for unbounded samples: such a bin
-        // reads nothing (0) instead.
-        const bool sane = gh * gw * static_cast<double>(bins) <= kMaxSamplesPerRoi;
+        // A region of non-finite or absurd size would ask for unbounded samples, and an empty map
+        // has no pixel to read: such a bin reads nothing (0) instead.
+        const bool sane = gh * gw * static_cast<double>(bins) <= kMaxSamplesPerRoi && h > 0 && w > 0;
         const int64_t gridH = sane && gh > 0 ? static_cast<int64_t>(gh) : 0;
         const int64_t gridW = sane && gw > 0 ? static_cast<int64_t>(gw) : 0;
         const double count = static_cast<double>(std::max<int64_t>(gridH * gridW, 1));

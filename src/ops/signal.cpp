@@ -3,10 +3,12 @@
 // BlackmanWindow, and MelWeightMatrix. Transforms are plain O(n^2) sums over a twiddle table,
 // computed in double whatever the storage dtype (float16/bfloat16/float32/float64).
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "core/run_limits.h"
 #include "core/thread_pool.h"
 #include "ops/compute_buffer.h"
 #include "ops/op_util.h"
@@ -27,8 +29,12 @@ class Twiddles {
       sin_[j] = std::sin(2 * kPi * static_cast<double>(j) / static_cast<double>(n));
     }
   }
-  void transform(const double* in, double* out, int64_t outLen, double sign, double scale) const {
+  // False when the run's time limit passed first: the direct sum costs n per output, and n (a
+  // dft_length input, a frame length) may come from values at run time.
+  bool transform(const double* in, double* out, int64_t outLen, double sign, double scale,
+                 const RunDeadline::Watch& deadline) const {
     for (int64_t f = 0; f < outLen; ++f) {
+      if (f % 64 == 0 && deadline.passed()) return false;
       double re = 0, im = 0;
       int64_t idx = 0;  // (f * k) mod n, advanced by f each step
       for (int64_t k = 0; k < n_; ++k) {
@@ -41,6 +47,7 @@ class Twiddles {
       out[2 * f] = re * scale;
       out[2 * f + 1] = im * scale;
     }
+    return true;
   }
 
  private:
@@ -126,9 +133,11 @@ Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, T
   // complex-to-real reads the n/2+1 stored bins and rebuilds the rest by conjugate symmetry.
   const int64_t used = complexToReal ? std::min(s.inLen, s.n / 2 + 1) : std::min(s.inLen, s.n);
   const double sign = s.inverse ? 1.0 : -1.0, scale = s.inverse ? 1.0 / static_cast<double>(s.n) : 1.0;
+  const RunDeadline::Watch deadline = RunDeadline::watch();
+  std::atomic<bool> stopped{false};
   parallelFor(pool, s.outer * s.inner, [&](int64_t begin, int64_t end) {
     std::vector<double> seq(static_cast<size_t>(2 * s.n)), res(static_cast<size_t>(2 * s.n));
-    for (int64_t task = begin; task < end; ++task) {
+    for (int64_t task = begin; task < end && !stopped.load(std::memory_order_relaxed); ++task) {
       const int64_t o = task / s.inner, i = task % s.inner;
       std::fill(seq.begin(), seq.end(), 0.0);
       for (int64_t k = 0; k < used; ++k) {
@@ -141,7 +150,10 @@ Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, T
           seq[2 * k] = seq[2 * (s.n - k)];
           seq[2 * k + 1] = -seq[2 * (s.n - k) + 1];
         }
-      tw.transform(seq.data(), res.data(), s.outLen, sign, scale);
+      if (!tw.transform(seq.data(), res.data(), s.outLen, sign, scale, deadline)) {
+        stopped = true;
+        return;
+      }
       for (int64_t f = 0; f < s.outLen; ++f) {
         double* q = y.data() + ((o * s.outLen + f) * s.inner + i) * s.outComplex;
         q[0] = res[2 * f];
@@ -149,6 +161,7 @@ Status dftReference(const Node& node, const TensorViews& in, TensorViews& out, T
       }
     }
   });
+  if (stopped) return RunDeadline::error(node.describe());
   storeComputeBuffer(y.data(), out[0]);
   return Status::ok();
 }
@@ -208,18 +221,21 @@ Status stftReference(const Node& node, const TensorViews& in, TensorViews& out, 
   if (in.size() > 2 && in[2].present) window = toComputeBuffer<double>(in[2]);
   std::vector<double> y(static_cast<size_t>(out[0].elements()));
   const Twiddles tw(s.frameLength);
+  const RunDeadline::Watch deadline = RunDeadline::watch();
+  std::atomic<bool> stopped{false};
   parallelFor(pool, s.batch * s.frames, [&](int64_t begin, int64_t end) {
     std::vector<double> seq(static_cast<size_t>(2 * s.frameLength));
-    for (int64_t task = begin; task < end; ++task) {
+    for (int64_t task = begin; task < end && !stopped.load(std::memory_order_relaxed); ++task) {
       const int64_t b = task / s.frames, f = task % s.frames;
       for (int64_t k = 0; k < s.frameLength; ++k) {
         const double* p = x.data() + (b * s.length + f * s.step + k) * s.channels;
         seq[2 * k] = p[0] * window[k];
         seq[2 * k + 1] = s.channels == 2 ? p[1] * window[k] : 0.0;
       }
-      tw.transform(seq.data(), y.data() + task * s.bins * 2, s.bins, -1.0, 1.0);
+      if (!tw.transform(seq.data(), y.data() + task * s.bins * 2, s.bins, -1.0, 1.0, deadline)) stopped = true;
     }
   });
+  if (stopped) return RunDeadline::error(node.describe());
   storeComputeBuffer(y.data(), out[0]);
   return Status::ok();
 }
