@@ -14,9 +14,12 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
       if (in.size() > 1 && in[1].shape.size() > 1) return 2 * elems(in[0]) * (elems(in[1]) / in[1].shape[0]);
       return 0;
     case OpType::MatMul:
+    case OpType::MatMulIntegerToFloat:
+    case OpType::DynamicQuantizeMatMul:
       if (!in[0].shape.empty()) return 2 * elems(out[0]) * in[0].shape.back();
       return 0;
     case OpType::Gemm:
+    case OpType::QGemm:
       if (in[0].shape.size() == 2) return 2 * elems(out[0]) * in[0].shape[node.getInt("transA", 0) ? 0 : 1];
       return 0;
     case OpType::MaxPool:

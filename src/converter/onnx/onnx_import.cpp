@@ -29,6 +29,17 @@ Status importValueInfo(const ValueInfo& vi, TensorInfo* t, const char* role) {
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// The com.microsoft ops (ONNX Runtime's contrib ops) Osprey implements, imported as they are.
+OpType microsoftOp(const std::string& opType) {
+  static const char* const kOps[] = {"QLinearAdd",           "QLinearMul",           "QLinearGlobalAveragePool",
+                                     "QLinearAveragePool",   "QLinearSigmoid",       "QLinearLeakyRelu",
+                                     "QLinearConcat",        "QLinearSoftmax",       "QGemm",
+                                     "MatMulIntegerToFloat", "DynamicQuantizeMatMul"};
+  for (const char* op : kOps)
+    if (opType == op) return opTypeFromName(op);
+  return OpType::Invalid;
+}
+
 struct ImportState {
   const ModelProto* model = nullptr;
   GraphProto* mainGraph = nullptr;  // its initializers' bytes move into the graph
@@ -51,17 +62,22 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
     const bool defaultDomain = isDefaultDomain(node.domain);
     std::string key = (defaultDomain ? "" : node.domain + ".") + node.opType + " (opset " +
                       std::to_string(defaultDomain ? state.opset : state.model->opsetFor(node.domain)) + ")";
-    // Preview ops (ai.onnx.preview) are imported where Osprey has an importer for them.
-    if (!defaultDomain && !(node.domain == "ai.onnx.preview" && findImporter(node.opType))) {
+    // Preview ops (ai.onnx.preview) are imported where Osprey has an importer for them, and
+    // ONNX Runtime's com.microsoft ops where Osprey implements them.
+    const OpType microsoft = node.domain == "com.microsoft" ? microsoftOp(node.opType) : OpType::Invalid;
+    if (!defaultDomain && microsoft == OpType::Invalid &&
+        !(node.domain == "ai.onnx.preview" && findImporter(node.opType))) {
       state.unsupported.insert(key);
       continue;
     }
     Status st;
-    if (NodeImporter importer = findImporter(node.opType)) {
+    if (microsoft != OpType::Invalid) {
+      st = importDirect(ctx, node, microsoft);
+    } else if (NodeImporter importer = findImporter(node.opType)) {
       st = importer(ctx, node, state.opset);
     } else {
       OpType type = opTypeFromName(node.opType);
-      if (type == OpType::Invalid || type == OpType::Raster) {
+      if (type == OpType::Invalid || type == OpType::Raster || microsoftOp(node.opType) != OpType::Invalid) {
         state.unsupported.insert(key);
         continue;
       }
