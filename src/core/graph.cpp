@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace osprey {
 
@@ -178,12 +179,12 @@ Status Graph::validate() const {
     if (i < 0 || i >= n) return Status::invalidModel("graph input index out of range");
     defined[i] = true;
   }
-  // Runs find inputs and outputs by name: each name must lead to its own tensor.
-  for (const std::vector<int>* ends : {&inputs, &outputs})
-    for (int i : *ends)
-      if (i >= 0 && i < n && findTensor(tensors[i].name) != i)
-        return Status::invalidModel("graph " + std::string(ends == &inputs ? "input" : "output") + " '" +
-                                    tensors[i].name + "' shares its name with another tensor");
+  // Sessions find tensors by name (inputs, outputs, the entries of a later stage): a name leads
+  // to one tensor.
+  std::unordered_set<std::string_view> names;
+  for (const TensorInfo& t : tensors)
+    if (!t.name.empty() && !names.insert(t.name).second)
+      return Status::invalidModel("two tensors of the graph are named '" + t.name + "'");
   for (const Node& node : nodes) {
     if (node.type == OpType::Invalid || static_cast<int>(node.type) >= static_cast<int>(OpType::Count))
       return Status::invalidModel("op '" + node.name + "' has an unknown type");
