@@ -138,3 +138,23 @@ def test_non_max_suppression_box_count_stays_an_integer(rng, max_boxes):
                       initializers={"max_boxes": np.array([max_boxes], np.int64), "iou": np.array([0.4], np.float32),
                                     "score": np.array([0.2], np.float32)})
     run_both(model, {"boxes": boxes, "scores": scores})
+
+
+def test_batchnorm_folded_into_convolutions_sharing_weights(rng, tmp_path):
+    """Two Conv + BatchNormalization pairs reading one weight: the converter folds each pair
+    into its own weights, whose made-up names must not collide (sessions find tensors by name)."""
+    from onnx import TensorProto, helper, numpy_helper
+    from conftest import make_model
+    x = randn(rng, 1, 3, 8, 8)
+    inits = [numpy_helper.from_array(randn(rng, 4, 3, 3, 3), "w")]
+    nodes = []
+    for k in (1, 2):
+        for name, value in (("scale", rng.uniform(0.5, 2, 4)), ("bias", randn(rng, 4)), ("mean", randn(rng, 4)),
+                            ("var", rng.uniform(0.5, 2, 4))):
+            inits.append(numpy_helper.from_array(np.asarray(value, np.float32), "%s%d" % (name, k)))
+        nodes += [helper.make_node("Conv", ["x", "w"], ["c%d" % k], pads=[1, 1, 1, 1]),
+                  helper.make_node("BatchNormalization", ["c%d" % k, "scale%d" % k, "bias%d" % k, "mean%d" % k,
+                                                          "var%d" % k], ["y%d" % k])]
+    outputs = [helper.make_tensor_value_info("y%d" % k, TensorProto.FLOAT, None) for k in (1, 2)]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])], outputs, inits)
+    run_both(model, {"x": x}, tmp_path)

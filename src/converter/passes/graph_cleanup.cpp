@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <string>
+#include <unordered_set>
 
 #include "converter/passes/passes.h"
 
@@ -98,6 +100,21 @@ void compactTensors(Graph& g) {
   for (auto& n : g.nodes) {
     map(n.inputs);
     map(n.outputs);
+  }
+  // Names the passes made ("w_bnfolded" for two convolutions sharing w ...) may repeat; sessions
+  // find tensors by name (Graph::validate refuses repeats). The graph's inputs and outputs keep
+  // theirs, another tensor gets a suffix.
+  std::unordered_set<std::string> taken;
+  std::vector<bool> fixed(g.tensors.size(), false);
+  for (const std::vector<int>* ends : {&g.inputs, &g.outputs})
+    for (int i : *ends)
+      if (i >= 0 && taken.insert(g.tensors[i].name).second) fixed[i] = true;
+  for (size_t i = 0; i < g.tensors.size(); ++i) {
+    std::string& name = g.tensors[i].name;
+    if (fixed[i] || name.empty() || taken.insert(name).second) continue;
+    const std::string base = name;
+    for (int k = 1; !taken.insert(name = base + "__" + std::to_string(k)).second; ++k) {
+    }
   }
 }
 
