@@ -92,6 +92,12 @@ Tensor run1(const Node& node, const std::vector<OpInput>& inputs) {
   return st.isOk() && !out.empty() ? out[0] : Tensor();
 }
 
+void expectEqualValues(const Tensor& actual, const Tensor& expected) {
+  ASSERT_EQ(actual.dtype(), expected.dtype());
+  ASSERT_EQ(actual.shape(), expected.shape());
+  for (int64_t i = 0; i < actual.elements(); ++i) ASSERT_EQ(at(actual, i), at(expected, i)) << "element " << i;
+}
+
 Tensor naiveMap(const Tensor& x, DataType outType, const std::function<double(double)>& f) {
   Tensor r(outType, x.shape());
   for (int64_t i = 0; i < x.elements(); ++i) storeFromDouble(outType, r.data(), i, f(at(x, i)));

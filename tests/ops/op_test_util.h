@@ -40,6 +40,8 @@ Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs
 
 // runOp for a one-output op: the output, with a test failure (and an empty tensor) on error.
 Tensor run1(const Node& node, const std::vector<OpInput>& inputs);
+// Same dtype, shape and every value (compared as doubles), exactly.
+void expectEqualValues(const Tensor& actual, const Tensor& expected);
 
 // f applied to every element of x, stored as `outType` (x's own dtype by default).
 Tensor naiveMap(const Tensor& x, DataType outType, const std::function<double(double)>& f);
