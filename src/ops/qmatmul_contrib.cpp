@@ -238,6 +238,12 @@ Status checkBScale(const TensorViews& in, size_t i) {
   return Status::ok();
 }
 
+Status checkBZeroPointType(const TensorView* bz, const TensorView& b) {
+  if (!bz || bz->dtype == b.dtype) return Status::ok();
+  return Status::invalidModel(std::string("b_zero_point has dtype ") + dataTypeName(bz->dtype) + " but B has " +
+                              dataTypeName(b.dtype));
+}
+
 Status matMulToFloatSetup(const TensorViews& in, IntMatMul* s) {
   OSPREY_RETURN_IF_ERROR(requireByteTensor(in[0], "A"));
   OSPREY_RETURN_IF_ERROR(requireByteTensor(in[1], "B"));
@@ -245,9 +251,7 @@ Status matMulToFloatSetup(const TensorViews& in, IntMatMul* s) {
   OSPREY_RETURN_IF_ERROR(checkBScale(in, 3));
   OSPREY_RETURN_IF_ERROR(checkZeroPoint(in, 4, in[0].dtype, "a_zero_point", "A"));
   const TensorView* bz = optional(in, 5);
-  if (bz && bz->dtype != in[1].dtype)
-    return Status::invalidModel(std::string("b_zero_point has dtype ") + dataTypeName(bz->dtype) + " but B has " +
-                                dataTypeName(in[1].dtype));
+  OSPREY_RETURN_IF_ERROR(checkBZeroPointType(bz, in[1]));
   OSPREY_RETURN_IF_ERROR(intMatMulSetup(in[0], in[1], in[3], bz, s));
   return checkBias(in, 6, s->n);
 }
@@ -281,9 +285,7 @@ Status dynamicMatMulSetup(const TensorViews& in, IntMatMul* s) {
   OSPREY_RETURN_IF_ERROR(requireByteTensor(in[1], "B"));
   OSPREY_RETURN_IF_ERROR(checkBScale(in, 2));
   const TensorView* bz = optional(in, 3);
-  if (bz && bz->dtype != in[1].dtype)
-    return Status::invalidModel(std::string("b_zero_point has dtype ") + dataTypeName(bz->dtype) + " but B has " +
-                                dataTypeName(in[1].dtype));
+  OSPREY_RETURN_IF_ERROR(checkBZeroPointType(bz, in[1]));
   OSPREY_RETURN_IF_ERROR(intMatMulSetup(in[0], in[1], in[2], bz, s));
   return checkBias(in, 4, s->n);
 }

@@ -222,6 +222,9 @@ Status SessionImpl::plan() {
     }
   }
   OSPREY_RETURN_IF_ERROR(createExecutions());
+  for (Command& cmd : commands_)
+    cmd.noOutput = std::all_of(cmd.outputs.begin(), cmd.outputs.end(),
+                               [](const RuntimeTensor* t) { return !t || t->elements() == 0; });
   copiedEntries_ = inputs_;
   if (isStage_) bindEntries();
   OSPREY_RETURN_IF_ERROR(planMemory());

@@ -88,6 +88,9 @@ class SessionImpl {
     RuntimeTensor* viewOf = nullptr;
     // A Concat whose inputs were placed inside its output (SessionImpl::partOf_): nothing runs.
     bool inputsInOutput = false;
+    // Every output has no elements: nothing to run (a kernel might still walk the other
+    // dimensions: 2^35 planes of a MaxPool of an empty [N, C, H, 0] input). Set by plan().
+    bool noOutput = false;
   };
   // A tensor whose memory lies inside another's: bytes [offset, offset + its size) of `whole`.
   struct Part {

@@ -382,11 +382,7 @@ Status SessionImpl::executeCommands() {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
     const bool reported = callbacks_ && !cmd.isCopy;
     if (reported) OSPREY_RETURN_IF_ERROR(report(cmd, false));
-    // Sharing its inputs' memory, or with outputs of no elements: nothing runs (a kernel might
-    // still walk the other dimensions: 2^35 planes of a MaxPool of an empty [N, C, H, 0] input).
-    const bool noOutput = std::all_of(cmd.outputs.begin(), cmd.outputs.end(),
-                                      [](const RuntimeTensor* t) { return !t || t->elements() == 0; });
-    if (cmd.viewOf || cmd.inputsInOutput || noOutput) {
+    if (cmd.viewOf || cmd.inputsInOutput || cmd.noOutput) {  // nothing runs
       if (reported) OSPREY_RETURN_IF_ERROR(report(cmd, true));
       continue;
     }
