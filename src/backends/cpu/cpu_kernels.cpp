@@ -1,6 +1,7 @@
 // The CPU kernel registry: ops with an optimised CPU execution. Every other op runs its
 // reference kernel (src/ops/), so this list only grows with speed work.
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/quantized_exec.h"
 
 namespace osprey {
 
@@ -23,6 +24,11 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::Swish: return createSwishExecution;
     case OpType::LayerNormalization: return createLayerNormExecution;
     case OpType::Attention: return createAttentionExecution;
+    case OpType::QLinearConv: return createQuantizedConvExecution;
+    case OpType::QLinearMatMul:
+    case OpType::QGemm:
+    case OpType::MatMulIntegerToFloat:
+    case OpType::DynamicQuantizeMatMul: return createQuantizedMatMulExecution;
     default: return nullptr;
   }
 }

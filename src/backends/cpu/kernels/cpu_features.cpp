@@ -173,6 +173,8 @@ CpuFunctions makeScalar() {
   f.nc8DepthwiseRow = f32_nc8_dwconv_row__scalar;
   f.nc8Interleave = f32_nc8_interleave__scalar;
   f.nc8Deinterleave = f32_nc8_deinterleave__scalar;
+  f.qgemm = {QGemmFormat::Quads, 4, 16, qgemm_quads_4x16__scalar, nullptr, qgemm_bytes_to_floats__scalar,
+              qgemm_requantize_floats__scalar};
   return f;
 }
 
@@ -225,6 +227,8 @@ CpuFunctions detect() {
     f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
     f.nc8Interleave = f32_nc8_interleave__avx2_fma;
     f.nc8Deinterleave = f32_nc8_deinterleave__avx2_fma;
+    f.qgemm = {QGemmFormat::Pairs16, 6, 16, qgemm_pairs16_6x16__avx2, qgemm_pack_pairs16_16__avx2,
+              qgemm_bytes_to_floats__avx2, qgemm_requantize_floats__avx2};
     if (__builtin_cpu_supports("avx512f") && limit != CpuIsa::Avx2) {
       f.isa = "avx512f";
       f.gemm = f32_gemm_8x32__avx512f;
@@ -243,6 +247,10 @@ CpuFunctions detect() {
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
       f.gelu = f32_gelu__avx512f;
+      if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl"))
+        f.qgemm = {QGemmFormat::Quads, 8, 32, qgemm_quads_8x32__avx512vnni, qgemm_pack_quads_32__avx512vnni,
+                   qgemm_bytes_to_floats__avx2, qgemm_requantize_floats__avx2};
     }
   }
 #else

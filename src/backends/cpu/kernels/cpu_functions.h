@@ -5,6 +5,8 @@
 #include <cstdint>
 #include <limits>
 
+#include "backends/cpu/kernels/qgemm.h"
+
 namespace osprey {
 
 // The largest register block of any f32 GEMM micro-kernel (rows of A by columns of B); each
@@ -227,6 +229,7 @@ struct CpuFunctions {
   Nc8DeinterleaveKernel nc8Deinterleave = nullptr;
   Nc16DepthwiseRowsKernel nc16DepthwiseRows = nullptr;  // AVX-512 only
   Nc16InterleaveKernel nc16Interleave = nullptr;  // AVX-512 only
+  QGemmFunctions qgemm;  // the integer GEMM (qgemm.h)
 };
 
 // The table for this CPU (AVX-512F GEMM, Sigmoid, Swish and GELU with the AVX2+FMA rest, AVX2+FMA, or scalar).

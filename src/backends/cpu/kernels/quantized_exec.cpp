@@ -1,0 +1,64 @@
+// The quantized executions' shared pieces (quantized_exec.h).
+#include "backends/cpu/kernels/quantized_exec.h"
+
+#include "backends/cpu/kernels/cpu_functions.h"
+
+namespace osprey {
+
+int32_t byteAt(const RuntimeTensor* t, int64_t i) {
+  if (!t || !t->host()) return 0;
+  return t->dtype == DataType::Int8 ? static_cast<int32_t>(reinterpret_cast<const int8_t*>(t->host())[i])
+                                    : static_cast<int32_t>(t->host()[i]);
+}
+
+bool isPerTensorOr(const RuntimeTensor* t, int64_t count) {
+  return t && t->constData && (t->elements() == 1 || t->elements() == count) && t->shape.size() <= 2;
+}
+
+Status QuantizedWeights::pack(Backend* backend, const std::string& opName, bool asRows, const uint8_t* w,
+                              DataType dtype, const void* source, const char* layout, int64_t kStride, int64_t nStride,
+                              int64_t K, int64_t N, const RuntimeTensor* zeroPoints) {
+  const QGemmFunctions& f = cpuFunctions().qgemm;
+  const int64_t count = qgemmPaddedN(f, N);  // what qgemmColumnSums writes, and the kernels read of a column array
+  zeroPoints_.assign(static_cast<size_t>(count), 0);
+  for (int64_t n = 0; n < N; ++n) {
+    const int64_t at = zeroPoints && zeroPoints->elements() > 1 ? n : 0;
+    zeroPoints_[n] = weightZeroPoint(dtype, zeroPoints ? byteAt(zeroPoints, at) : 0);
+  }
+  needsActivationSums_ = qgemmNeedsSums(f, zeroPoints_.data(), N);
+  QGemmOperandBytes bytes;
+  bytes.isSigned = true;
+  bytes.flip = dtype == DataType::UInt8;
+  bytes.zeroPoints = zeroPoints_.data();
+  bytes.zeroPointStride = 1;
+  sums_.assign(static_cast<size_t>(count), 0);
+  qgemmColumnSums(f, w, kStride, nStride, K, N, bytes, sums_.data());
+  const size_t packedBytes =
+      asRows ? qgemmPackedARowBytes(f, K) * static_cast<size_t>(N) : qgemmPackedBBytes(f, K, N);
+  const std::string kind = std::string(f.format == QGemmFormat::Quads ? "qgemm-quads-" : "qgemm-pairs16-") +
+                           (asRows ? "rows-" : "panels-") + layout;
+  bool fresh = false;
+  OSPREY_RETURN_IF_ERROR(acquirePackedWeights(
+      backend, static_cast<int64_t>((packedBytes + 3) / 4), opName,
+      packKey(source, zeroPoints ? zeroPoints->host() : nullptr, kind.c_str(), {kStride, nStride, K, N, f.nr}),
+      &tensor_, &mem_, &fresh));
+  if (!fresh) return Status::ok();
+  if (!asRows) {
+    qgemmPackB(f, w, kStride, nStride, K, N, bytes, tensor_.host());
+    return Status::ok();
+  }
+  if (kStride != 1) return Status::internal("weights packed as rows must have their k contiguous");
+  qgemmPackA(f, w, nStride, N, K, bytes, tensor_.host(), nullptr);
+  return Status::ok();
+}
+
+Status acquireByteScratch(Backend* backend, int64_t bytes, const char* what, const std::string& opName,
+                          RuntimeTensor* scratch, std::unique_ptr<MemObj>* memory) {
+  scratch->dtype = DataType::UInt8;
+  scratch->shape = {std::max<int64_t>(bytes, 1)};
+  *memory = backend->onAcquire(scratch, StorageType::DYNAMIC);
+  if (!*memory) return Status::outOfMemory(std::string("cannot allocate ") + what + " for '" + opName + "'");
+  return Status::ok();
+}
+
+}  // namespace osprey

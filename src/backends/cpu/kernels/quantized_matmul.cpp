@@ -1,0 +1,217 @@
+// Integer matrix products with constant 2-D weights on the integer GEMM (qgemm.h): QLinearMatMul,
+// QGemm, MatMulIntegerToFloat and DynamicQuantizeMatMul. A's rows (every leading dimension) are
+// packed per run; B is packed once. Scales and zero points of A and Y are read at each run (a
+// DynamicQuantizeLinear may compute them); B's must be constants. The requantisation is ONNX
+// Runtime's, so outputs equal its kernels'; other cases run the reference kernels.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/quantized_exec.h"
+#include "core/thread_pool.h"
+
+namespace osprey {
+
+namespace {
+
+// Where each op keeps its operands (-1: it has no such input).
+struct Operands {
+  int a = 0, aScale = -1, aZero = -1, b = -1, bScale = -1, bZero = -1, bias32 = -1, yScale = -1, yZero = -1,
+      floatBias = -1;
+  bool floatA = false;  // DynamicQuantizeMatMul quantises a float A itself
+};
+
+Operands operandsOf(OpType type) {
+  Operands o;
+  switch (type) {
+    case OpType::QLinearMatMul:
+      o.aScale = 1, o.aZero = 2, o.b = 3, o.bScale = 4, o.bZero = 5, o.yScale = 6, o.yZero = 7;
+      break;
+    case OpType::QGemm:
+      o.aScale = 1, o.aZero = 2, o.b = 3, o.bScale = 4, o.bZero = 5, o.bias32 = 6, o.yScale = 7, o.yZero = 8;
+      break;
+    case OpType::MatMulIntegerToFloat:
+      o.b = 1, o.aScale = 2, o.bScale = 3, o.aZero = 4, o.bZero = 5, o.floatBias = 6;
+      break;
+    case OpType::DynamicQuantizeMatMul:
+      o.b = 1, o.bScale = 2, o.bZero = 3, o.floatBias = 4, o.floatA = true;
+      break;
+    default: break;
+  }
+  return o;
+}
+
+const RuntimeTensor* inputAt(const std::vector<RuntimeTensor*>& inputs, int i) {
+  return i >= 0 && static_cast<size_t>(i) < inputs.size() ? inputs[i] : nullptr;
+}
+
+// DynamicQuantizeLinear's uint8 parameters for x, as ONNX Runtime computes them: the range
+// [min(x, 0), max(x, 0)], scale = range / 255 (1 when empty), zero point = round(-min / scale).
+void dynamicParameters(const float* x, int64_t count, float* scale, int32_t* zeroPoint) {
+  float lo = 0.f, hi = 0.f;
+  for (int64_t i = 0; i < count; ++i) {
+    lo = std::min(lo, x[i]);
+    hi = std::max(hi, x[i]);
+  }
+  *scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
+  *zeroPoint = static_cast<int32_t>(std::nearbyint(std::max(0.0f, std::min(255.0f, 0.0f - lo / *scale))));
+}
+
+// MlasQuantizeLinear to uint8: clamp(v / scale, -zp, 255 - zp), round half to even, plus zp.
+void quantizeRow(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q) {
+  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp);
+  for (int64_t i = 0; i < n; ++i) {
+    float v = x[i] / scale;
+    v = v > lo ? v : lo;
+    v = v < hi ? v : hi;
+    q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + zp);
+  }
+}
+
+class QuantizedMatMulExecution : public Execution {
+ public:
+  QuantizedMatMulExecution(CPUBackend* backend, const OpRef& op, Operands operands)
+      : Execution(backend), node_(*op.node), ops_(operands) {}
+
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    const RuntimeTensor& b = *inputs[ops_.b];
+    const bool transB = node_.getInt("transB", 0) != 0;
+    K_ = b.shape[transB ? 1 : 0];
+    N_ = b.shape[transB ? 0 : 1];
+    M_ = K_ > 0 ? inputs[ops_.a]->elements() / K_ : 0;
+    OSPREY_RETURN_IF_ERROR(weights_.pack(backend(), node_.name, false, b.host(), b.dtype, b.host(), "matmul",
+                                         transB ? 1 : N_, transB ? K_ : 1, K_, N_, inputAt(inputs, ops_.bZero)));
+    const int64_t np = qgemmPaddedN(f, N_);
+    const RuntimeTensor* bScale = inputs[ops_.bScale];
+    const float* bs = reinterpret_cast<const float*>(bScale->host());
+    bScale_.assign(static_cast<size_t>(np), 0.f);
+    for (int64_t n = 0; n < N_; ++n) bScale_[n] = bs[bScale->elements() == 1 ? 0 : n];
+    scale_.assign(static_cast<size_t>(np), 0.f);
+    columnOffset_.assign(static_cast<size_t>(np), 0);
+    bias_.assign(static_cast<size_t>(np), 0);
+    floatBias_.assign(static_cast<size_t>(np), 0.f);
+    rowBytes_ = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
+    int64_t bytes = M_ * rowBytes_ + (weights_.needsActivationSums() ? M_ * 4 : 0);
+    if (ops_.floatA) bytes += M_ * K_;
+    std::unique_ptr<MemObj> memory;
+    return acquireByteScratch(backend(), bytes, "packed rows of A", node_.name, &scratch_, &memory);
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    uint8_t* packedA = scratch_.host();
+    int32_t* rowSums = weights_.needsActivationSums() ? reinterpret_cast<int32_t*>(packedA + M_ * rowBytes_) : nullptr;
+    const RuntimeTensor& a = *inputs[ops_.a];
+    const uint8_t* aBytes = a.host();
+    float aScale = 1.f;
+    int32_t za = 0;
+    bool aSigned = a.dtype == DataType::Int8;
+    if (ops_.floatA) {
+      uint8_t* quantized = packedA + M_ * rowBytes_ + (rowSums ? M_ * 4 : 0);
+      const float* x = reinterpret_cast<const float*>(a.host());
+      dynamicParameters(x, M_ * K_, &aScale, &za);
+      parallelFor(pool, M_, [&](int64_t r0, int64_t r1) {
+        quantizeRow(x + r0 * K_, (r1 - r0) * K_, aScale, za, quantized + r0 * K_);
+      });
+      aBytes = quantized;
+      aSigned = false;
+    } else {
+      aScale = reinterpret_cast<const float*>(inputs[ops_.aScale]->host())[0];
+      za = activationZeroPoint(a.dtype, byteAt(inputAt(inputs, ops_.aZero), 0));
+    }
+    QGemmOutputStage stage;
+    prepareStage(inputs, *outputs[0], aScale, za, &stage);
+    stage.rowSums = rowSums;
+    QGemmOperandBytes bytes;
+    bytes.flip = aSigned;
+    bytes.zeroPoints = &za;
+    parallelFor(pool, M_, [&](int64_t r0, int64_t r1) {
+      qgemmPackA(f, aBytes + r0 * K_, K_, r1 - r0, K_, bytes, packedA + r0 * rowBytes_, rowSums ? rowSums + r0 : nullptr);
+    });
+    qgemm(pool, f, M_, N_, K_, packedA, weights_.data(), stage, outputs[0]->host(), N_);
+    return Status::ok();
+  }
+
+ private:
+  void prepareStage(const std::vector<RuntimeTensor*>& inputs, const RuntimeTensor& y, float aScale, int32_t za,
+                    QGemmOutputStage* stage) {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    const float alpha = node_.getFloat("alpha", 1.0f);
+    const RuntimeTensor* yScale = inputAt(inputs, ops_.yScale);
+    const bool quantizedOut = yScale != nullptr;
+    const float ys = quantizedOut ? reinterpret_cast<const float*>(yScale->host())[0] : 1.f;
+    for (int64_t n = 0; n < N_; ++n) {
+      // The order ONNX Runtime multiplies in: QGemm alpha * a * b, then / y.
+      float s = ops_.bias32 >= 0 ? alpha * aScale * bScale_[n] : aScale * bScale_[n];
+      scale_[n] = quantizedOut ? s / ys : s;
+    }
+    const RuntimeTensor* bias32 = inputAt(inputs, ops_.bias32);
+    if (bias32) std::memcpy(bias_.data(), bias32->host(), static_cast<size_t>(N_) * sizeof(int32_t));
+    qgemmZeroPointOffsets(f, K_, N_, static_cast<int64_t>(columnOffset_.size()), bias32 ? bias_.data() : nullptr, za,
+                          weights_.sums(), weights_.zeroPoints(), columnOffset_.data());
+    stage->columnOffset = columnOffset_.data();
+    stage->columnZeroPoints = weights_.zeroPoints();
+    stage->scale = scale_.data();
+    const RuntimeTensor* floatBias = inputAt(inputs, ops_.floatBias);
+    if (floatBias) {
+      std::memcpy(floatBias_.data(), floatBias->host(), static_cast<size_t>(N_) * sizeof(float));
+      stage->floatBias = floatBias_.data();
+    }
+    stage->floatOutput = !quantizedOut;
+    if (quantizedOut) {
+      stage->signedOutput = y.dtype == DataType::Int8;
+      stage->lo = stage->signedOutput ? -128 : 0;
+      stage->hi = stage->signedOutput ? 127 : 255;
+      stage->zeroPoint = byteAt(inputAt(inputs, ops_.yZero), 0);
+    }
+  }
+
+  const Node& node_;
+  Operands ops_;
+  int64_t M_ = 0, N_ = 0, K_ = 0, rowBytes_ = 0;
+  QuantizedWeights weights_;
+  std::vector<float> bScale_, scale_, floatBias_;
+  std::vector<int32_t> columnOffset_, bias_;
+  RuntimeTensor scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Execution> createQuantizedMatMulExecution(CPUBackend* backend, const OpRef& op,
+                                                          const std::vector<RuntimeTensor*>& inputs,
+                                                          const std::vector<RuntimeTensor*>& outputs) {
+  if (!op.node || outputs.size() != 1) return nullptr;
+  const Operands o = operandsOf(op.node->type);
+  if (o.b < 0) return nullptr;
+  const RuntimeTensor *a = inputAt(inputs, o.a), *b = inputAt(inputs, o.b);
+  if (!a || !b || !b->constData || !isByteType(b) || b->shape.size() != 2) return nullptr;
+  if (o.floatA ? a->dtype != DataType::Float32 : !isByteType(a)) return nullptr;
+  if (a->shape.size() < 2 || (op.node->type == OpType::QGemm && a->shape.size() != 2)) return nullptr;
+  if (op.node->getInt("transA", 0) != 0) return nullptr;
+  const bool transB = op.node->getInt("transB", 0) != 0;
+  const int64_t K = b->shape[transB ? 1 : 0], N = b->shape[transB ? 0 : 1];
+  if (a->shape.back() != K || K <= 0 || N <= 0) return nullptr;
+  if (!isFloatScalar(inputAt(inputs, o.aScale)) && !o.floatA) return nullptr;
+  const RuntimeTensor* bScale = inputAt(inputs, o.bScale);
+  if (!bScale || bScale->dtype != DataType::Float32 || !isPerTensorOr(bScale, N)) return nullptr;
+  const RuntimeTensor* bZero = inputAt(inputs, o.bZero);
+  if (bZero && (bZero->dtype != b->dtype || !isPerTensorOr(bZero, N))) return nullptr;
+  const RuntimeTensor* aZero = inputAt(inputs, o.aZero);
+  if (aZero && (aZero->dtype != a->dtype || aZero->elements() != 1)) return nullptr;
+  const RuntimeTensor* yScale = inputAt(inputs, o.yScale);
+  if (yScale && !isFloatScalar(yScale)) return nullptr;
+  const RuntimeTensor* yZero = inputAt(inputs, o.yZero);
+  if (yZero && (!isByteType(yZero) || yZero->elements() != 1 || yZero->dtype != outputs[0]->dtype)) return nullptr;
+  if (yScale ? !isByteType(outputs[0]) : outputs[0]->dtype != DataType::Float32) return nullptr;
+  const RuntimeTensor* bias32 = inputAt(inputs, o.bias32);
+  if (bias32 && (bias32->dtype != DataType::Int32 || bias32->elements() != N || bias32->shape.back() != N))
+    return nullptr;
+  const RuntimeTensor* floatBias = inputAt(inputs, o.floatBias);
+  if (floatBias && (floatBias->dtype != DataType::Float32 || floatBias->shape != Shape{N})) return nullptr;
+  return std::make_unique<QuantizedMatMulExecution>(backend, op, o);
+}
+
+}  // namespace osprey
