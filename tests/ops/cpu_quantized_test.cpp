@@ -345,5 +345,57 @@ TEST(CpuQuantized, QuantizedMatMulsMatchReference) {
       }
 }
 
+// QuantizeLinear / DequantizeLinear executions against the reference, with ties, NaN, infinities
+// and values far outside the type, per tensor and per axis, sizes off the vector width.
+TEST(CpuQuantized, QuantizeAndDequantizeMatchReference) {
+  uint32_t seed = 3000;
+  for (DataType t : {DataType::UInt8, DataType::Int8})
+    for (bool perAxis : {false, true})
+      for (const Shape& shape : {Shape{1, 3, 5, 7}, Shape{2, 5, 33}, Shape{1, 4, 1000}}) {
+        SCOPED_TRACE(std::string(dataTypeName(t)) + (perAxis ? " per axis " : " per tensor ") + shapeToString(shape));
+        const int64_t channels = shape[1];
+        Tensor scale = perAxis ? randomTensor(DataType::Float32, {channels}, seed++, 0.01, 0.1) : scalarOf(0.05f);
+        Tensor zero(t, perAxis ? Shape{channels} : Shape{});
+        for (int64_t c = 0; c < zero.elements(); ++c) storeFromDouble(t, zero.data(), c, t == DataType::Int8 ? c % 5 - 2 : 120 + c % 7);
+        Tensor x = randomTensor(DataType::Float32, shape, seed++, -9.0, 9.0);
+        float* xv = x.data<float>();
+        const float special[] = {NAN, INFINITY, -INFINITY, 1e30f, -1e30f, 0.025f, -0.025f, 0.075f, 0.125f};
+        for (int64_t i = 0; i < 9 && i < x.elements(); ++i) xv[i * 7 % x.elements()] = special[i];
+        for (int64_t i = 100; i < x.elements(); i += 37) xv[i] = 0.05f * (static_cast<float>(i % 11) + 0.5f);  // ties
+        Node q = makeNode(OpType::QuantizeLinear), dq = makeNode(OpType::DequantizeLinear);
+        q.setInt("axis", 1);
+        dq.setInt("axis", 1);
+        std::vector<OpInput> qIn = {in(x), constant(scale), constant(zero)};
+        std::vector<Tensor> got, want;
+        ASSERT_TRUE(runOp(q, qIn, 1, &got, 2));
+        ASSERT_TRUE(referenceOp(q, qIn, 1, &want));
+        expectEqualValues(got[0], want[0]);
+        std::vector<OpInput> dqIn = {in(bytes(t, shape, seed++)), constant(scale), constant(zero)};
+        ASSERT_TRUE(runOp(dq, dqIn, 1, &got, 2));
+        ASSERT_TRUE(referenceOp(dq, dqIn, 1, &want));
+        expectEqualValues(got[0], want[0]);
+      }
+}
+
+TEST(CpuQuantized, QuantizeRowKernelsAgree) {
+  const CpuFunctions& scalar = scalarCpuFunctions();
+  const CpuFunctions& fast = cpuFunctions();
+  std::vector<float> x(1031);
+  std::mt19937 gen(7);
+  std::uniform_real_distribution<float> dist(-20.f, 20.f);
+  for (auto& v : x) v = dist(gen);
+  x[3] = NAN, x[4] = INFINITY, x[5] = -INFINITY, x[6] = 0.5f, x[7] = 1.5f, x[8] = -2.5f;
+  for (bool signedBytes : {false, true}) {
+    std::vector<uint8_t> a(x.size()), b(x.size());
+    scalar.quantizeRow(x.data(), static_cast<int64_t>(x.size()), 0.5f, signedBytes ? -3 : 130, signedBytes, a.data());
+    fast.quantizeRow(x.data(), static_cast<int64_t>(x.size()), 0.5f, signedBytes ? -3 : 130, signedBytes, b.data());
+    EXPECT_EQ(a, b);
+    std::vector<float> fa(x.size()), fb(x.size());
+    scalar.dequantizeRow(a.data(), static_cast<int64_t>(a.size()), signedBytes, 7, 0.37f, fa.data());
+    fast.dequantizeRow(a.data(), static_cast<int64_t>(a.size()), signedBytes, 7, 0.37f, fb.data());
+    EXPECT_EQ(fa, fb);
+  }
+}
+
 }  // namespace
 }  // namespace osprey::test

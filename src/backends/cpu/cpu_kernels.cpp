@@ -24,6 +24,8 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::Swish: return createSwishExecution;
     case OpType::LayerNormalization: return createLayerNormExecution;
     case OpType::Attention: return createAttentionExecution;
+    case OpType::QuantizeLinear:
+    case OpType::DequantizeLinear: return createQuantizeLinearExecution;
     case OpType::QLinearConv: return createQuantizedConvExecution;
     case OpType::QLinearMatMul:
     case OpType::QGemm:

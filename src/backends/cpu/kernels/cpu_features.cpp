@@ -173,6 +173,8 @@ CpuFunctions makeScalar() {
   f.nc8DepthwiseRow = f32_nc8_dwconv_row__scalar;
   f.nc8Interleave = f32_nc8_interleave__scalar;
   f.nc8Deinterleave = f32_nc8_deinterleave__scalar;
+  f.quantizeRow = quantize_row__scalar;
+  f.dequantizeRow = dequantize_row__scalar;
   f.qgemm = {QGemmFormat::Quads, 4, 16, qgemm_quads_4x16__scalar, nullptr, qgemm_bytes_to_floats__scalar,
               qgemm_requantize_floats__scalar};
   return f;
@@ -227,6 +229,8 @@ CpuFunctions detect() {
     f.nc8DepthwiseRow = f32_nc8_dwconv_row__avx2_fma;
     f.nc8Interleave = f32_nc8_interleave__avx2_fma;
     f.nc8Deinterleave = f32_nc8_deinterleave__avx2_fma;
+    f.quantizeRow = quantize_row__avx2;
+    f.dequantizeRow = dequantize_row__avx2;
     f.qgemm = {QGemmFormat::Pairs16, 6, 16, qgemm_pairs16_6x16__avx2, qgemm_pack_pairs16_16__avx2,
               qgemm_bytes_to_floats__avx2, qgemm_requantize_floats__avx2};
     if (__builtin_cpu_supports("avx512f") && limit != CpuIsa::Avx2) {

@@ -192,6 +192,11 @@ using Nc8InterleaveKernel = void (*)(const float* planes, int64_t planeStride, i
 using Nc8DeinterleaveKernel = void (*)(const float* src, int64_t count, int64_t channels, float* planes,
                                        int64_t planeStride);
 
+// QuantizeLinear of n floats with one scale and zero point: y = saturate(rint(x / scale) + zp),
+// half to even, NaN to 0, as int8 (signedOut) or uint8. DequantizeLinear: y = (x - zp) * scale.
+using QuantizeRowKernel = void (*)(const float* x, int64_t n, float scale, int32_t zp, bool signedOut, uint8_t* y);
+using DequantizeRowKernel = void (*)(const uint8_t* x, int64_t n, bool signedIn, int32_t zp, float scale, float* y);
+
 struct CpuFunctions {
   const char* isa = "scalar";
   GemmMicroKernel gemm = nullptr;
@@ -230,6 +235,8 @@ struct CpuFunctions {
   Nc16DepthwiseRowsKernel nc16DepthwiseRows = nullptr;  // AVX-512 only
   Nc16InterleaveKernel nc16Interleave = nullptr;  // AVX-512 only
   QGemmFunctions qgemm;  // the integer GEMM (qgemm.h)
+  QuantizeRowKernel quantizeRow = nullptr;
+  DequantizeRowKernel dequantizeRow = nullptr;
 };
 
 // The table for this CPU (AVX-512F GEMM, Sigmoid, Swish and GELU with the AVX2+FMA rest, AVX2+FMA, or scalar).
@@ -268,7 +275,11 @@ void f32_nc8_interleave__scalar(const float* planes, int64_t planeStride, int64_
                                 int64_t rows, int64_t dstRowStride, float* dst);
 void f32_nc8_deinterleave__scalar(const float* src, int64_t count, int64_t channels, float* planes,
                                   int64_t planeStride);
+void quantize_row__scalar(const float* x, int64_t n, float scale, int32_t zp, bool signedOut, uint8_t* y);
+void dequantize_row__scalar(const uint8_t* x, int64_t n, bool signedIn, int32_t zp, float scale, float* y);
 #if defined(__x86_64__) || defined(_M_X64)
+void quantize_row__avx2(const float* x, int64_t n, float scale, int32_t zp, bool signedOut, uint8_t* y);
+void dequantize_row__avx2(const uint8_t* x, int64_t n, bool signedIn, int32_t zp, float scale, float* y);
 void f32_nc8_conv_6x16__avx2_fma(const Nc8ConvArgs& args, int64_t positions, int64_t outBlocks, const float* x,
                                  const float* w, const float* bias, const float* residual, float* y);
 void f32_nc8_dwconv_row__avx2_fma(const BlockedDepthwiseArgs& args, int64_t oh, const float* x, const float* w,

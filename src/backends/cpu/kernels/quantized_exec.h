@@ -58,6 +58,10 @@ Status acquireByteScratch(Backend* backend, int64_t bytes, const char* what, con
 std::unique_ptr<Execution> createQuantizedMatMulExecution(CPUBackend* backend, const OpRef& op,
                                                           const std::vector<RuntimeTensor*>& inputs,
                                                           const std::vector<RuntimeTensor*>& outputs);
+// QuantizeLinear and DequantizeLinear between float32 and bytes (quantize_linear.cpp).
+std::unique_ptr<Execution> createQuantizeLinearExecution(CPUBackend* backend, const OpRef& op,
+                                                         const std::vector<RuntimeTensor*>& inputs,
+                                                         const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createQuantizedConvExecution(CPUBackend* backend, const OpRef& op,
                                                         const std::vector<RuntimeTensor*>& inputs,
                                                         const std::vector<RuntimeTensor*>& outputs);
