@@ -1,6 +1,7 @@
 // The CPU kernel registry: ops with an optimised CPU execution. Every other op runs its
 // reference kernel (src/ops/), so this list only grows with speed work.
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/quantized_elementwise.h"
 #include "backends/cpu/kernels/quantized_exec.h"
 
 namespace osprey {
@@ -10,7 +11,7 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::Conv: return createConvExecution;
     case OpType::Gemm: return createGemmExecution;
     case OpType::MatMul: return createMatMulExecution;
-    case OpType::MaxPool: return createMaxPoolExecution;
+    case OpType::MaxPool: return createMaxPoolAnyExecution;
     case OpType::AveragePool: return createAveragePoolExecution;
     case OpType::GlobalAveragePool: return createGlobalAveragePoolExecution;
     case OpType::ReduceSum:
@@ -31,6 +32,8 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::QGemm:
     case OpType::MatMulIntegerToFloat:
     case OpType::DynamicQuantizeMatMul: return createQuantizedMatMulExecution;
+    case OpType::QLinearAdd:
+    case OpType::QLinearMul: return createQuantizedBinaryExecution;
     default: return nullptr;
   }
 }
