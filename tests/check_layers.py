@@ -19,6 +19,7 @@ ALLOWED = {
     "converter": {"core", "geometry", "ops", "converter"},
     "backends": {"core", "geometry", "ops", "backends"},
     "runtime": {"core", "geometry", "ops", "converter", "backends", "runtime"},
+    "quantizer": {"core", "geometry", "ops", "converter", "runtime", "quantizer"},
 }
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.M)
 ENVIRONMENT = re.compile(r'\b(?:secure_)?getenv\b|\benviron\b')

@@ -54,6 +54,7 @@ int cmdRun(int argc, char** argv);
 int cmdBench(int argc, char** argv);
 int cmdInfo(int argc, char** argv);
 int cmdBackends(int argc, char** argv);
+int cmdQuantize(int argc, char** argv);
 
 // Prints "error: <message>" on one line to stderr and returns 1.
 int fail(const Status& st);

@@ -1,4 +1,4 @@
-// osprey: convert | run | bench | info | backends
+// osprey: convert | run | bench | quantize | info | backends
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -23,6 +23,11 @@ void usage() {
                "        [--device-io]                     inputs and outputs bound in device memory (no host copies)\n"
                "        [--batch N] [--shape NAME=D0,D1,...]   shapes of the generated inputs\n"
                "                                    latency (min/median/max), peak RSS, per-op profile\n"
+               "  quantize MODEL OUT.osp --calibration DIR [--method minmax|entropy|percentile] [--percentile P]\n"
+               "        [--per-channel] [--exclude OPS] [--threads N]\n"
+               "                                    post-training int8 quantization from a folder of input .npy\n"
+               "                                    files (DIR/*.npy, or DIR/<sample>/<input>.npy), with a per-\n"
+               "                                    tensor report; --dynamic: MatMuls quantize activations at run time\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
                "  backends                          backends compiled in and their devices\n");
   std::fputs(osprey::cli::configOptionsUsage(), stderr);
@@ -55,6 +60,7 @@ int main(int argc, char** argv) {
     if (cmd == "bench") return osprey::cli::cmdBench(argc, argv);
     if (cmd == "info") return osprey::cli::cmdInfo(argc, argv);
     if (cmd == "backends") return osprey::cli::cmdBackends(argc, argv);
+    if (cmd == "quantize") return osprey::cli::cmdQuantize(argc, argv);
   } catch (const std::exception& e) {  // e.g. bad_alloc on a model too large for memory
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;
