@@ -126,7 +126,8 @@ class ConvertReport:
         osprey_ops: ops in the converted model.
         folded_ops: ops computed at conversion (constant folding).
         removed_ops: Identity, Dropout and dead ops removed.
-        fused_ops: ops fused into their producers (BatchNorm into Conv, activations...).
+        fused_ops: ops fused into their producers (BatchNorm into Conv, activations...) and
+            QDQ patterns rewritten into integer ops (QLinearConv, QGemm...).
         seconds: conversion time.
         bytes: size of the written .osp file.
     """
@@ -461,7 +462,8 @@ def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[st
         src: the .onnx file.
         dst: the .osp file to write.
         fold_constants: compute ops whose inputs are all constant at conversion.
-        fuse: fold BatchNorm into Conv and fuse activations into Conv/Gemm.
+        fuse: fold BatchNorm into Conv, fuse activations into Conv/Gemm, and rewrite the
+            DequantizeLinear -> op -> QuantizeLinear patterns of QDQ models into integer ops.
 
     Raises:
         OspreyError: the model cannot be read or converted, or dst cannot be written; the message

@@ -11,25 +11,17 @@
 
 namespace osprey {
 
-namespace {
-
-// `modelDir` is where the model file lives (for external data); null when it came as bytes.
-// `owned`, when given, holds data and is freed once parsed, before the weights are converted.
-Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* owned, const std::string* modelDir,
-                     Model* out, const ConvertOptions& options, ConvertReport* report) {
-  auto start = std::chrono::steady_clock::now();
-  onnx::ModelProto proto;
-  OSPREY_RETURN_IF_ERROR(onnx::parseModel(data, size, &proto));
-  if (owned) std::vector<uint8_t>().swap(*owned);
-  OSPREY_RETURN_IF_ERROR(onnx::loadExternalData(&proto, modelDir ? *modelDir : std::string(), modelDir != nullptr));
-  ConvertReport r;
-  OSPREY_RETURN_IF_ERROR(onnx::importModel(&proto, out, &r.onnxNodes));
-  Graph& g = out->graph;
+Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* report) {
+  ConvertReport unused;
+  ConvertReport& r = report ? *report : unused;
   OSPREY_RETURN_IF_ERROR(checkOpArity(g));  // the passes read the inputs an op requires
   r.removedOps += passes::removeIdentities(g);
+  // Before constant folding, which would dequantize the byte weights into float ones.
+  if (options.fuse && options.fuseQuantized) r.fusedOps += passes::fuseQuantizedOps(g);
   if (options.foldConstants) {
-    OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &r.foldedOps));
     int folded = 0;
+    OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &folded));
+    r.foldedOps += folded;
     r.foldedOps += passes::foldShapes(g);
     OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &folded));
     r.foldedOps += folded;
@@ -49,6 +41,23 @@ Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* own
   OSPREY_RETURN_IF_ERROR(g.validate());
   OSPREY_RETURN_IF_ERROR(checkOpArity(g));
   r.ospreyOps = static_cast<int>(g.nodes.size());
+  return Status::ok();
+}
+
+namespace {
+
+// `modelDir` is where the model file lives (for external data); null when it came as bytes.
+// `owned`, when given, holds data and is freed once parsed, before the weights are converted.
+Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* owned, const std::string* modelDir,
+                     Model* out, const ConvertOptions& options, ConvertReport* report) {
+  auto start = std::chrono::steady_clock::now();
+  onnx::ModelProto proto;
+  OSPREY_RETURN_IF_ERROR(onnx::parseModel(data, size, &proto));
+  if (owned) std::vector<uint8_t>().swap(*owned);
+  OSPREY_RETURN_IF_ERROR(onnx::loadExternalData(&proto, modelDir ? *modelDir : std::string(), modelDir != nullptr));
+  ConvertReport r;
+  OSPREY_RETURN_IF_ERROR(onnx::importModel(&proto, out, &r.onnxNodes));
+  OSPREY_RETURN_IF_ERROR(optimizeGraph(out->graph, options, &r));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (report) *report = r;
   return Status::ok();

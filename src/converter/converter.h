@@ -14,6 +14,9 @@ struct ConvertOptions {
   // `fuse`): the bias and the residual are added in the kernels' epilogues.
   bool fuseMatMulBias = true;
   bool fuseConvResidual = true;
+  // DequantizeLinear -> op -> QuantizeLinear patterns of QDQ models into integer ops
+  // (QLinearConv, QGemm, ...; with `fuse`); off, they run in float between the Q/DQ ops.
+  bool fuseQuantized = true;
 };
 
 struct ConvertReport {
@@ -24,6 +27,10 @@ struct ConvertReport {
   int fusedOps = 0;
   double seconds = 0;
 };
+
+// The passes run on an imported graph (what the convert functions do after import), with their
+// counts added to `report`; tests run them on graphs they build.
+Status optimizeGraph(Graph& g, const ConvertOptions& options = {}, ConvertReport* report = nullptr);
 
 Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options = {},
                         ConvertReport* report = nullptr);

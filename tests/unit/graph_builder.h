@@ -1,10 +1,11 @@
-// Builds small graphs for tests: float inputs, constants, nodes whose output shapes are left
-// for the pipeline to compute, graph outputs.
+// Builds small graphs for tests: inputs, constants (float, int64, other integer types), nodes
+// whose output shapes are left for the pipeline to compute, graph outputs.
 #pragma once
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "core/dtype.h"
 #include "core/graph.h"
 #include "osprey/tensor.h"
 
@@ -12,10 +13,10 @@ namespace osprey::test {
 
 class GraphBuilder {
  public:
-  int input(const std::string& name, const Shape& shape) {
+  int input(const std::string& name, const Shape& shape, DataType dtype = DataType::Float32) {
     TensorInfo t;
     t.name = name;
-    t.dtype = DataType::Float32;
+    t.dtype = dtype;
     t.shape = shape;
     const int idx = g.addTensor(t);
     g.inputs.push_back(idx);
@@ -32,6 +33,20 @@ class GraphBuilder {
     return g.addTensor(t);
   }
   int scalar(float v) { return floats({v}, {}); }
+  // A constant of an integer dtype (uint8, int8, int32 ...) holding `v`.
+  int integers(DataType dtype, const std::vector<int64_t>& v, const Shape& shape) {
+    TensorInfo t;
+    t.name = "q";
+    t.name += std::to_string(g.tensors.size());
+    t.dtype = dtype;
+    t.shape = shape;
+    t.isConstant = true;
+    std::vector<uint8_t> bytes(v.size() * dataTypeSize(dtype));
+    for (size_t i = 0; i < v.size(); ++i)
+      storeFromDouble(dtype, bytes.data(), static_cast<int64_t>(i), static_cast<double>(v[i]));
+    t.data = ConstantData::copyOf(bytes.data(), bytes.size());
+    return g.addTensor(t);
+  }
   int axes(int64_t a) {
     TensorInfo t;
     t.name = "axes";

@@ -1,5 +1,6 @@
-// Graph passes run by the converter, in order: remove Identity/Dropout, fold constants, fold
-// BatchNormalization into Conv, fuse activations, drop dead code and unused tensors.
+// Graph passes run by the converter, in order: remove Identity/Dropout, fuse QDQ patterns into
+// integer ops, fold constants, fold BatchNormalization into Conv, fuse activations, drop dead
+// code and unused tensors.
 #pragma once
 #include <vector>
 
@@ -18,6 +19,11 @@ bool foldNode(Graph& g, const Node& node, bool shapesOnly);
 // that has one in its TensorInfo (runtime values and subgraphs stop the inference) and replaces
 // Shape/Size of static shapes by constants. Run foldConstants after it.
 int foldShapes(Graph& g);
+// DequantizeLinear -> op -> QuantizeLinear (ONNX Runtime's QDQ format) into the integer ops:
+// QLinearConv, QLinearMatMul, MatMulIntegerToFloat, QGemm, the com.microsoft QLinear ops, and
+// data movement on the bytes (fuse_qdq.cpp, docs/quantization.md). Run before foldConstants,
+// which would turn DequantizeLinear(weights) into float weights.
+int fuseQuantizedOps(Graph& g);
 int foldBatchNormIntoConv(Graph& g);
 int fuseActivations(Graph& g);
 // x * Sigmoid(x) (SiLU) into Swish with alpha 1, one pass over the data instead of two.
