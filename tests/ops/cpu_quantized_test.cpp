@@ -20,7 +20,7 @@ std::vector<std::pair<const char*, QGemmFunctions>> kernelTables() {
   std::vector<std::pair<const char*, QGemmFunctions>> tables = {{"scalar", scalarCpuFunctions().qgemm}};
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
   if (__builtin_cpu_supports("avx2"))
-    tables.push_back({"avx2", {QGemmFormat::Pairs16, 6, 16, qgemm_pairs16_6x16__avx2, qgemm_pack_pairs16_16__avx2}});
+    tables.push_back({"avx2", {QGemmFormat::Pairs16, 5, 16, qgemm_pairs16_5x16__avx2, qgemm_pack_pairs16_16__avx2}});
   if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl"))
     tables.push_back({"avx512vnni",
                       {QGemmFormat::Quads, 8, 32, qgemm_quads_8x32__avx512vnni, qgemm_pack_quads_32__avx512vnni}});

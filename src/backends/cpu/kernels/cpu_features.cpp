@@ -231,7 +231,7 @@ CpuFunctions detect() {
     f.nc8Deinterleave = f32_nc8_deinterleave__avx2_fma;
     f.quantizeRow = quantize_row__avx2;
     f.dequantizeRow = dequantize_row__avx2;
-    f.qgemm = {QGemmFormat::Pairs16, 6, 16, qgemm_pairs16_6x16__avx2, qgemm_pack_pairs16_16__avx2,
+    f.qgemm = {QGemmFormat::Pairs16, 5, 16, qgemm_pairs16_5x16__avx2, qgemm_pack_pairs16_16__avx2,
               qgemm_bytes_to_floats__avx2, qgemm_requantize_floats__avx2};
     if (__builtin_cpu_supports("avx512f") && limit != CpuIsa::Avx2) {
       f.isa = "avx512f";

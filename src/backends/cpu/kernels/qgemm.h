@@ -173,7 +173,7 @@ void qgemm_requantize_floats__scalar(const float* sums, int64_t n, int32_t bias,
 void qgemm_bytes_to_floats__avx2(const uint8_t* x, int64_t n, bool isSigned, int32_t zeroPoint, float* out);
 void qgemm_requantize_floats__avx2(const float* sums, int64_t n, int32_t bias, float scale,
                                    const QGemmOutputStage& stage, uint8_t* y);
-void qgemm_pairs16_6x16__avx2(int64_t rows, int64_t kPadded, const void* a, int64_t aRowBytes, const void* bPanel,
+void qgemm_pairs16_5x16__avx2(int64_t rows, int64_t kPadded, const void* a, int64_t aRowBytes, const void* bPanel,
                               int64_t columns, const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y,
                               int64_t ldy);
 void qgemm_pack_pairs16_16__avx2(const uint8_t* b, int64_t rowStride, int64_t K, int64_t N,

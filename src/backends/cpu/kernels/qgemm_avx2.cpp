@@ -11,7 +11,9 @@ namespace osprey {
 
 namespace {
 
-constexpr int64_t kMr = 6, kNr = 16;
+// Five rows: ten accumulators, two B vectors, the broadcast and the product fit the 16 ymm
+// registers; six rows made GCC spill accumulators to the stack.
+constexpr int64_t kMr = 5, kNr = 16;
 
 // Eight columns of one row's finished int32 sums through the output stage (qgemm.h; Pairs16
 // operands carry their zero points, so only the offsets and the scale remain).
@@ -62,6 +64,45 @@ void storeRow(__m256i v0, __m256i v1, const QGemmOutputStage& s, int64_t m, int6
   alignas(16) uint8_t out[kNr];
   _mm_store_si128(reinterpret_cast<__m128i*>(out), bytes);
   std::memcpy(dst, out, static_cast<size_t>(columns));
+}
+
+inline __m256i pairOf(const int16_t* a) {
+  int32_t pair;
+  std::memcpy(&pair, a, sizeof(pair));
+  return _mm256_set1_epi32(pair);
+}
+
+// The whole 5 x 16 block with its accumulators in named variables: in an array GCC 12 kept
+// some of them on the stack.
+void fullBlock(int64_t kPadded, const int16_t* a, int64_t lda, const int16_t* b, int64_t columns,
+               const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y, int64_t ldy) {
+  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
+          c40 = c00, c41 = c00;
+  const int16_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda;
+  for (int64_t k = 0; k < kPadded; k += 2) {
+    const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kNr));
+    const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kNr + kNr));
+    __m256i av = pairOf(a0 + k);
+    c00 = _mm256_add_epi32(c00, _mm256_madd_epi16(av, b0));
+    c01 = _mm256_add_epi32(c01, _mm256_madd_epi16(av, b1));
+    av = pairOf(a1 + k);
+    c10 = _mm256_add_epi32(c10, _mm256_madd_epi16(av, b0));
+    c11 = _mm256_add_epi32(c11, _mm256_madd_epi16(av, b1));
+    av = pairOf(a2 + k);
+    c20 = _mm256_add_epi32(c20, _mm256_madd_epi16(av, b0));
+    c21 = _mm256_add_epi32(c21, _mm256_madd_epi16(av, b1));
+    av = pairOf(a3 + k);
+    c30 = _mm256_add_epi32(c30, _mm256_madd_epi16(av, b0));
+    c31 = _mm256_add_epi32(c31, _mm256_madd_epi16(av, b1));
+    av = pairOf(a4 + k);
+    c40 = _mm256_add_epi32(c40, _mm256_madd_epi16(av, b0));
+    c41 = _mm256_add_epi32(c41, _mm256_madd_epi16(av, b1));
+  }
+  storeRow(c00, c01, stage, m0, n0, columns, y, ldy);
+  storeRow(c10, c11, stage, m0 + 1, n0, columns, y, ldy);
+  storeRow(c20, c21, stage, m0 + 2, n0, columns, y, ldy);
+  storeRow(c30, c31, stage, m0 + 3, n0, columns, y, ldy);
+  storeRow(c40, c41, stage, m0 + 4, n0, columns, y, ldy);
 }
 
 template <int Rows>
@@ -153,21 +194,20 @@ void qgemm_pack_pairs16_16__avx2(const uint8_t* b, int64_t rowStride, int64_t K,
   }
 }
 
-void qgemm_pairs16_6x16__avx2(int64_t rows, int64_t kPadded, const void* a, int64_t aRowBytes, const void* bPanel,
+void qgemm_pairs16_5x16__avx2(int64_t rows, int64_t kPadded, const void* a, int64_t aRowBytes, const void* bPanel,
                               int64_t columns, const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y,
                               int64_t ldy) {
   const int16_t* ap = static_cast<const int16_t*>(a);
   const int16_t* bp = static_cast<const int16_t*>(bPanel);
   const int64_t lda = aRowBytes / 2;
   switch (rows) {
-    case 6: kernel<6>(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
-    case 5: kernel<5>(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
+    case 5: fullBlock(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
     case 4: kernel<4>(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
     case 3: kernel<3>(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
     case 2: kernel<2>(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
     default: kernel<1>(kPadded, ap, lda, bp, columns, stage, m0, n0, y, ldy); break;
   }
-  static_assert(kMr == 6, "the switch covers every row count up to kMr");
+  static_assert(kMr == 5, "the switch covers every row count up to kMr");
 }
 
 }  // namespace osprey
