@@ -114,7 +114,7 @@ void qgemm(ThreadPool* pool, const QGemmFunctions& f, int64_t M, int64_t N, int6
   const int64_t panelBytes = static_cast<int64_t>(qgemmPackedBBytes(f, K, f.nr));
   // Tiles of a few row blocks by one panel: each keeps its panel in cache while it walks rows.
   const int64_t rowBlocks = (M + f.mr - 1) / f.mr;
-  const int64_t blocksPerTile = std::max<int64_t>(1, std::min<int64_t>(rowBlocks, 8));
+  const int64_t blocksPerTile = std::max<int64_t>(1, std::min<int64_t>(rowBlocks, 16));
   const int64_t rowTiles = (rowBlocks + blocksPerTile - 1) / blocksPerTile;
   parallelFor(pool, rowTiles * panels, [&](int64_t begin, int64_t end) {
     for (int64_t t = begin; t < end; ++t) {
