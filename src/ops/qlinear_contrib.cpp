@@ -22,6 +22,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/thread_pool.h"
@@ -463,7 +464,34 @@ Status softmaxShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
+// One row of d values, `stride` apart: x to y through the table (see above). The sum runs in
+// order, as ORT's loop does, so that the float rounding is the same.
+template <class T>
+void softmaxRow(const T* x, T* y, int64_t d, int64_t stride, const float* table, float yScale, int32_t zy) {
+  constexpr bool sgn = std::is_same_v<T, int8_t>;
+  int32_t xmax = std::numeric_limits<int32_t>::min();
+  for (int64_t k = 0; k < d; ++k) xmax = std::max(xmax, static_cast<int32_t>(x[k * stride]));
+  // The table entry of each value: uint8 reads table[255 - max + x], int8 table[uint8(127 - max + x)].
+  const int32_t offset = sgn ? 127 - xmax : 255 - xmax;
+  float sum = 0.f;
+  for (int64_t k = 0; k < d; ++k) sum += table[static_cast<uint8_t>(offset + x[k * stride])];
+  for (int64_t k = 0; k < d; ++k) {
+    T& out = y[k * stride];
+    if (sum == 0.f) {
+      out = static_cast<T>(zy);
+      continue;
+    }
+    const float q = std::nearbyint(table[static_cast<uint8_t>(offset + x[k * stride])] * yScale / sum);
+    if (sgn) {
+      out = static_cast<T>(std::min(127, static_cast<int32_t>(q) + zy));
+    } else {
+      const uint32_t v = static_cast<uint32_t>(q) + static_cast<uint32_t>(zy);
+      out = static_cast<T>(v > 255 ? 255 : v);
+    }
+  }
+}
+
+Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   SoftmaxSetup s;
   OSPREY_RETURN_IF_ERROR(softmaxSetup(node, in, &s));
   if (in[0].elements() == 0) return Status::ok();
@@ -477,31 +505,15 @@ Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, 
     const double e = std::exp((static_cast<double>(i) - 255 + shift) * static_cast<double>(xs));
     table[static_cast<uint8_t>(sgn ? i - 128 : i)] = static_cast<float>(e);
   }
-  std::vector<int32_t> row(static_cast<size_t>(s.d));
-  for (int64_t o = 0; o < s.outer; ++o)
-    for (int64_t j = 0; j < s.inner; ++j) {
-      const int64_t base = o * s.d * s.inner + j;
-      int32_t xmax = std::numeric_limits<int32_t>::min();
-      for (int64_t k = 0; k < s.d; ++k) xmax = std::max(xmax, row[k] = loadByte(in[0], base + k * s.inner));
-      // The table entry of each value: uint8 reads table[255 - max + x], int8 table[uint8(127 - max + x)].
-      auto entry = [&](int32_t x) { return table[static_cast<uint8_t>(sgn ? 127 - xmax + x : 255 - xmax + x)]; };
-      float sum = 0.f;
-      for (int64_t k = 0; k < s.d; ++k) sum += entry(row[k]);
-      for (int64_t k = 0; k < s.d; ++k) {
-        const int64_t at = base + k * s.inner;
-        if (sum == 0.f) {
-          storeByte(out[0], at, zy);
-          continue;
-        }
-        const float q = std::nearbyint(entry(row[k]) * yScale / sum);
-        if (sgn) {
-          out[0].as<int8_t>()[at] = static_cast<int8_t>(std::min(127, static_cast<int32_t>(q) + zy));
-        } else {
-          const uint32_t v = static_cast<uint32_t>(q) + static_cast<uint32_t>(zy);
-          out[0].as<uint8_t>()[at] = v > 255 ? 255 : static_cast<uint8_t>(v);
-        }
-      }
+  parallelFor(pool, s.outer * s.inner, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const int64_t base = (r / s.inner) * s.d * s.inner + r % s.inner;
+      if (sgn)
+        softmaxRow(in[0].as<const int8_t>() + base, out[0].as<int8_t>() + base, s.d, s.inner, table, yScale, zy);
+      else
+        softmaxRow(in[0].as<const uint8_t>() + base, out[0].as<uint8_t>() + base, s.d, s.inner, table, yScale, zy);
     }
+  });
   return Status::ok();
 }
 
