@@ -55,6 +55,7 @@ struct SessionStats {
   int bodySessions = 0;
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
+  std::map<std::string, int> referenceOps;  // "QLinearConv" -> commands running the reference kernel
 };
 
 // One command of the last profiled run (Session::setProfiling): an op, a Raster or a copy.

@@ -60,6 +60,8 @@ class Execution {
     return layout == Layout::NCHW;
   }
   Backend* backend() const { return backend_; }
+  // Whether this runs the op's reference kernel (plain loops) rather than a backend's own.
+  virtual bool isReference() const { return false; }
 
  private:
   Backend* backend_;

@@ -78,6 +78,7 @@ Status SessionImpl::createExecutions() {
     std::string key = std::string(forwardTypeName(chosen->type())) + ":" +
                       (cmd.op.type == OpType::Raster ? std::string("Raster") : opTypeName(cmd.op.type));
     ++stats_.opsByBackend[key];
+    if (cmd.execution && cmd.execution->isReference()) ++stats_.referenceOps[opTypeName(cmd.op.type)];
     withCopies.push_back(std::move(cmd));
   }
   // Graph outputs produced off the CPU are read back through their backend's onCopyBuffer in run().

@@ -34,6 +34,7 @@ void addStats(SessionStats* into, const SessionStats& more) {
   into->plansMade += more.plansMade;
   into->plansKept += more.plansKept;
   for (auto& [key, count] : more.opsByBackend) into->opsByBackend[key] += count;
+  for (auto& [key, count] : more.referenceOps) into->referenceOps[key] += count;
 }
 
 TensorView viewOf(const Tensor& t) {

@@ -338,6 +338,12 @@ Failure runCase(const CaseInfo& info, int fd) {
   }
   if (ops.count("If") || ops.count("Loop") || ops.count("Scan"))
     writeAll(fd, encodeLine({"BODIES", m.session->stats().bodySessions > 0 ? "compiled" : "eager"}));
+  bool quantized = false, reference = false;
+  for (const std::string& op : quantizedOps()) {
+    quantized |= ops.count(op) > 0;
+    reference |= m.session->stats().referenceOps.count(op) > 0;
+  }
+  if (quantized) writeAll(fd, encodeLine({"KERNEL", reference ? "reference" : "integer"}));
   return {};
 }
 

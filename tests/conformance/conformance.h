@@ -31,8 +31,18 @@ struct CaseResult {
   // For a passing case with If, Loop or Scan: "compiled" when the bodies ran as sessions planned on
   // the case's runtime and settings (SessionStats::bodySessions), "eager" otherwise.
   std::string bodies;
+  // For a passing case with one of the quantized ops (kQuantizedOps): "integer" when every such op
+  // ran on a backend's own kernel, "reference" when one ran the reference kernel.
+  std::string quantizedKernel;
   double seconds = 0;
 };
+
+// The quantized ops whose passing cases the report splits by the kernel that ran them.
+inline const std::vector<std::string>& quantizedOps() {
+  static const std::vector<std::string> ops = {"QuantizeLinear", "DequantizeLinear", "QLinearConv", "QLinearMatMul",
+                                               "ConvInteger", "MatMulInteger", "DynamicQuantizeLinear"};
+  return ops;
+}
 
 // Runs inside the child: converts and runs one case and writes "META" and "RESULT" lines
 // (see encodeLine) to fd. Never returns an error itself; every failure is a RESULT.

@@ -222,6 +222,11 @@ void printTotals(const std::vector<CaseResult>& results, double seconds) {
   for (const auto& r : results)
     if (!r.bodies.empty()) bodies[r.bodies]++;
   std::printf("If / Loop / Scan cases passed: %d with compiled bodies, %d eager\n", bodies["compiled"], bodies["eager"]);
+  std::map<std::string, int> kernels;
+  for (const auto& r : results)
+    if (!r.quantizedKernel.empty()) kernels[r.quantizedKernel]++;
+  std::printf("Quantized-op cases passed: %d on integer kernels, %d on reference kernels\n", kernels["integer"],
+              kernels["reference"]);
   std::printf("%.1f s\n", seconds);
 }
 

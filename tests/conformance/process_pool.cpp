@@ -95,6 +95,8 @@ void parseReport(const std::string& text, CaseResult* r, bool* gotResult) {
       r->dtypes = splitList(fields[2]);
     } else if (fields.size() == 2 && fields[0] == "BODIES") {
       r->bodies = fields[1];
+    } else if (fields.size() == 2 && fields[0] == "KERNEL") {
+      r->quantizedKernel = fields[1];
     } else if (fields.size() == 3 && fields[0] == "RESULT" && outcomeFromName(fields[1], &r->outcome)) {
       r->message = fields[2];
       *gotResult = true;

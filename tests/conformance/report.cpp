@@ -208,6 +208,16 @@ bool writeMarkdown(const std::string& path, const std::vector<CaseResult>& resul
         (r.bodies == "compiled" ? compiled : eager)++;
     os << "| " << op << " | " << compiled << " | " << eager << " |\n";
   }
+  os << "\n## Quantized ops\n\nPassing cases with a quantized op, by the kernel that ran it: **integer** (the backend's\n"
+        "own integer kernels) or **reference** (the plain-loop reference kernel, for forms they do not take).\n\n"
+        "| op | integer | reference |\n|---|---|---|\n";
+  for (const std::string& op : quantizedOps()) {
+    int integer = 0, reference = 0;
+    for (const auto& r : results)
+      if (!r.quantizedKernel.empty() && std::find(r.ops.begin(), r.ops.end(), op) != r.ops.end())
+        (r.quantizedKernel == "integer" ? integer : reference)++;
+    os << "| " << op << " | " << integer << " | " << reference << " |\n";
+  }
   os << "\n## By input dtype\n\nA case counts once under each distinct element type of its graph inputs.\n\n";
   table(os, "dtype", byDtype, nullptr);
   os << "## Cases that do not pass\n\n| case | outcome | reason |\n|---|---|---|\n";

@@ -224,6 +224,7 @@ struct QConvCase {
   DataType xType, wType;
   bool perChannel, bias;
   int32_t xZero, wZeroValue;
+  bool constantWeights = true;  // else the weights, scales, zero points and bias are plain inputs
 };
 
 void checkQConv(const QConvCase& k, uint32_t seed) {
@@ -244,17 +245,27 @@ void checkQConv(const QConvCase& k, uint32_t seed) {
   Tensor wZero(k.wType, scales == 1 ? Shape{} : Shape{scales});
   for (int64_t i = 0; i < scales; ++i) storeFromDouble(k.wType, wZero.data(), i, i % 2 ? k.wZeroValue : 0);
   const DataType yType = k.xType;
-  std::vector<OpInput> inputs = {in(bytes(k.xType, xShape, seed)), constant(scalarOf(0.05f)),
-                                 constant(byteScalar(k.xType, k.xZero)), constant(bytes(k.wType, wShape, seed + 2)),
-                                 constant(wScale), constant(wZero), constant(scalarOf(0.4f)),
-                                 constant(byteScalar(yType, yType == DataType::Int8 ? 3 : 120))};
-  if (k.bias) inputs.push_back(constant(randomTensor(DataType::Int32, {k.m}, seed + 3, -3000, 3000)));
+  auto param = [&](Tensor t) { return k.constantWeights ? constant(std::move(t)) : in(std::move(t)); };
+  std::vector<OpInput> inputs = {in(bytes(k.xType, xShape, seed)), param(scalarOf(0.05f)),
+                                 param(byteScalar(k.xType, k.xZero)), param(bytes(k.wType, wShape, seed + 2)),
+                                 param(wScale), param(wZero), param(scalarOf(0.4f)),
+                                 param(byteScalar(yType, yType == DataType::Int8 ? 3 : 120))};
+  if (k.bias) inputs.push_back(param(randomTensor(DataType::Int32, {k.m}, seed + 3, -3000, 3000)));
   std::vector<Tensor> got, want;
   Status st = runOp(node, inputs, 1, &got, 2);
   ASSERT_TRUE(st) << st.message();
   st = referenceOp(node, inputs, 1, &want);
   ASSERT_TRUE(st) << st.message();
   expectWithinOneStep(got[0], want[0], 1 + got[0].elements() / 500);
+  // ConvInteger: the same sums, exactly, as int32 (no scales, no bias).
+  Node integer = makeNode(OpType::ConvInteger);
+  integer.attrs = node.attrs;
+  const std::vector<OpInput> intInputs = {inputs[0], inputs[3], inputs[2], inputs[5]};
+  st = runOp(integer, intInputs, 1, &got, 2);
+  ASSERT_TRUE(st) << st.message();
+  st = referenceOp(integer, intInputs, 1, &want);
+  ASSERT_TRUE(st) << st.message();
+  expectEqualValues(got[0], want[0]);
 }
 
 TEST(CpuQuantized, QLinearConvMatchesReference) {
@@ -270,7 +281,11 @@ TEST(CpuQuantized, QLinearConvMatchesReference) {
       {1, 6, 1, 19, 5, 3, 1, 1, 1, 1, u8, s8, false, true, 9, 0},     // 1-D
       {1, 5, 6, 6, 7, 2, 1, 1, 0, 1, u8, s8, true, false, 0, -128},   // even kernel, W zero -128
   };
-  for (const QConvCase& k : cases) checkQConv(k, seed++);
+  for (QConvCase k : cases) {
+    checkQConv(k, seed++);
+    k.constantWeights = false;  // packed at each run
+    checkQConv(k, seed++);
+  }
 }
 
 void checkMatMulOp(OpType type, std::vector<OpInput> inputs, bool exact, const std::string& what) {
@@ -306,6 +321,17 @@ TEST(CpuQuantized, QuantizedMatMulsMatchReference) {
                        constant(bytes(bt, {K, N}, seed++)), constant(bScale), constant(bZero),
                        constant(scalarOf(0.2f)), constant(byteScalar(at, at == DataType::UInt8 ? 128 : 0))},
                       false, "QLinearMatMul " + what);
+        checkMatMulOp(OpType::QLinearMatMul,  // one B per batch, packed at each run
+                      {in(bytes(at, {3, M, K}, seed++)), in(scalarOf(0.03f)), in(byteScalar(at, za)),
+                       in(bytes(bt, {3, K, N}, seed++)), in(bScale), in(bZero), in(scalarOf(0.2f)),
+                       in(byteScalar(at, at == DataType::UInt8 ? 128 : 0))},
+                      false, "QLinearMatMul batched " + what);
+        for (bool constantB : {true, false}) {
+          Tensor b = bytes(bt, {K, N}, seed++);
+          const std::vector<OpInput> mi = {in(bytes(at, {M, K}, seed++)), constantB ? constant(b) : in(b),
+                                           in(byteScalar(at, za)), constantB ? constant(bZero) : in(bZero)};
+          checkMatMulOp(OpType::MatMulInteger, mi, true, "MatMulInteger " + what);
+        }
         if (at == DataType::Int8 && bt == DataType::UInt8) continue;  // ONNX Runtime's contrib ops have no such pair
         checkMatMulOp(OpType::MatMulIntegerToFloat,
                       {in(bytes(at, {3, M, K}, seed++)), constant(bytes(bt, {K, N}, seed++)), in(scalarOf(0.03f)),
@@ -375,6 +401,22 @@ TEST(CpuQuantized, QuantizeAndDequantizeMatchReference) {
         ASSERT_TRUE(referenceOp(dq, dqIn, 1, &want));
         expectEqualValues(got[0], want[0]);
       }
+}
+
+TEST(CpuQuantized, DynamicQuantizeLinearMatchesReference) {
+  uint32_t seed = 3500;
+  for (const Shape& shape : {Shape{1}, Shape{3, 5}, Shape{2, 40000}, Shape{7}}) {
+    SCOPED_TRACE(shapeToString(shape));
+    Tensor x = randomTensor(DataType::Float32, shape, seed++, -3.0, 5.0);
+    if (x.elements() > 3) x.data<float>()[2] = NAN, x.data<float>()[3] = 0.0625f;
+    if (shape == Shape{7})
+      for (int64_t i = 0; i < 7; ++i) x.data<float>()[i] = 0.f;  // a zero range: scale 0
+    Node node = makeNode(OpType::DynamicQuantizeLinear);
+    std::vector<Tensor> got, want;
+    ASSERT_TRUE(runOp(node, {in(x)}, 3, &got, 2));
+    ASSERT_TRUE(referenceOp(node, {in(x)}, 3, &want));
+    for (int i = 0; i < 3; ++i) expectEqualValues(got[i], want[i]);
+  }
 }
 
 TEST(CpuQuantized, QuantizeRowKernelsAgree) {

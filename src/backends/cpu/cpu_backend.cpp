@@ -56,6 +56,7 @@ class OwnedMemObj : public MemObj {
 // Runs the op's reference kernel: every op with one runs on the CPU.
 class ReferenceExecution : public Execution {
  public:
+  bool isReference() const override { return true; }
   ReferenceExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), op_(op), def_(opDef(op.type)) {}
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     in_.resize(inputs.size());

@@ -26,10 +26,13 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::LayerNormalization: return createLayerNormExecution;
     case OpType::Attention: return createAttentionExecution;
     case OpType::QuantizeLinear:
+    case OpType::DynamicQuantizeLinear:
     case OpType::DequantizeLinear: return createQuantizeLinearExecution;
-    case OpType::QLinearConv: return createQuantizedConvExecution;
+    case OpType::QLinearConv:
+    case OpType::ConvInteger: return createQuantizedConvExecution;
     case OpType::QLinearMatMul:
     case OpType::QGemm:
+    case OpType::MatMulInteger:
     case OpType::MatMulIntegerToFloat:
     case OpType::DynamicQuantizeMatMul: return createQuantizedMatMulExecution;
     case OpType::QLinearAdd:

@@ -29,6 +29,7 @@ enum class QGemmFormat { Quads, Pairs16 };
 // (its term is then left out):
 //   v += rowOffset[m] + columnOffset[n] - rowZeroPoints[m] * columnSums[n]
 //        - columnZeroPoints[n] * rowSums[m]                (the last two: Quads zero points)
+//   int32 output: y = v
 //   f  = float(v) * (scalePerRow ? scale[m] : scale[n])
 //   float output: y = f + floatBias[n]
 //   byte output:  y = round_half_even(clamp(f, lo - zeroPoint, hi - zeroPoint)) + zeroPoint,
@@ -45,6 +46,7 @@ struct QGemmOutputStage {
   bool scalePerRow = false;
   const float* floatBias = nullptr;
   bool floatOutput = false;
+  bool int32Output = false;  // v itself (MatMulInteger, ConvInteger): no scale, no requantisation
   bool signedOutput = false;
   int32_t zeroPoint = 0, lo = 0, hi = 255;
   bool unsignedA = true;  // A holds the uint8 operand (else B does)
@@ -84,6 +86,10 @@ inline void qgemmStore(int32_t v, const QGemmOutputStage& s, int64_t m, int64_t 
   if (s.columnOffset) v += s.columnOffset[n];
   if (s.rowZeroPoints && s.columnSums) v -= s.rowZeroPoints[m] * s.columnSums[n];
   if (s.columnZeroPoints && s.rowSums) v -= s.columnZeroPoints[n] * s.rowSums[m];
+  if (s.int32Output) {
+    static_cast<int32_t*>(y)[m * ldy + n] = v;
+    return;
+  }
   const float f = static_cast<float>(v) * s.scale[s.scalePerRow ? m : n];
   if (s.floatOutput) {
     static_cast<float*>(y)[m * ldy + n] = s.floatBias ? f + s.floatBias[n] : f;

@@ -17,9 +17,13 @@ constexpr int64_t kMr = 5, kNr = 16;
 
 // Eight columns of one row's finished int32 sums through the output stage (qgemm.h; Pairs16
 // operands carry their zero points, so only the offsets and the scale remain).
-inline __m256 scaled(__m256i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
+inline __m256i corrected(__m256i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
   if (s.rowOffset) v = _mm256_add_epi32(v, _mm256_set1_epi32(s.rowOffset[m]));
   if (s.columnOffset) v = _mm256_add_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.columnOffset + n)));
+  return v;
+}
+
+inline __m256 scaled(__m256i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
   const __m256 scale = s.scalePerRow ? _mm256_set1_ps(s.scale[m]) : _mm256_loadu_ps(s.scale + n);
   return _mm256_mul_ps(_mm256_cvtepi32_ps(v), scale);
 }
@@ -32,6 +36,14 @@ inline __m256i requantized(__m256 f, const QGemmOutputStage& s) {
 
 void storeRow(__m256i v0, __m256i v1, const QGemmOutputStage& s, int64_t m, int64_t n0, int64_t columns, void* y,
               int64_t ldy) {
+  v0 = corrected(v0, s, m, n0), v1 = corrected(v1, s, m, n0 + 8);
+  if (s.int32Output) {
+    alignas(32) int32_t out[kNr];
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out), v0);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(out + 8), v1);
+    std::memcpy(static_cast<int32_t*>(y) + m * ldy + n0, out, static_cast<size_t>(columns) * sizeof(int32_t));
+    return;
+  }
   const __m256 f0 = scaled(v0, s, m, n0), f1 = scaled(v1, s, m, n0 + 8);
   if (s.floatOutput) {
     alignas(32) float out[kNr];

@@ -13,13 +13,17 @@ namespace {
 
 constexpr int64_t kMr = 8, kNr = 32;
 
-inline __m512 scaled(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
+inline __m512i corrected(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
   if (s.rowOffset) v = _mm512_add_epi32(v, _mm512_set1_epi32(s.rowOffset[m]));
   if (s.columnOffset) v = _mm512_add_epi32(v, _mm512_loadu_si512(s.columnOffset + n));
   if (s.rowZeroPoints && s.columnSums)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(s.rowZeroPoints[m]), _mm512_loadu_si512(s.columnSums + n)));
   if (s.columnZeroPoints && s.rowSums)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(s.columnZeroPoints + n), _mm512_set1_epi32(s.rowSums[m])));
+  return v;
+}
+
+inline __m512 scaled(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
   const __m512 scale = s.scalePerRow ? _mm512_set1_ps(s.scale[m]) : _mm512_loadu_ps(s.scale + n);
   return _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
 }
@@ -27,6 +31,11 @@ inline __m512 scaled(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n)
 // Sixteen columns [n, n + 16) of row m, `mask` the ones inside the output.
 inline void store16(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n, __mmask16 mask, void* y,
                     int64_t ldy) {
+  v = corrected(v, s, m, n);
+  if (s.int32Output) {
+    _mm512_mask_storeu_epi32(static_cast<int32_t*>(y) + m * ldy + n, mask, v);
+    return;
+  }
   __m512 f = scaled(v, s, m, n);
   if (s.floatOutput) {
     if (s.floatBias) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(mask, s.floatBias + n));

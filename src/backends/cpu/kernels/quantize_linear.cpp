@@ -81,6 +81,55 @@ class QuantizeLinearExecution : public Execution {
   QuantRows rows_;
 };
 
+// DynamicQuantizeLinear: the range of x widened to hold 0, scale = range / 255, zero point =
+// rint(clamp(-min / scale, 0, 255)) in float32 as the reference computes them, then x quantized
+// by the row kernel (which the reference's formula equals, NaN to 0 included).
+class DynamicQuantizeLinearExecution : public Execution {
+ public:
+  explicit DynamicQuantizeLinearExecution(CPUBackend* backend) : Execution(backend) {}
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const float* x = reinterpret_cast<const float*>(inputs[0]->host());
+    const int64_t n = inputs[0]->elements();
+    constexpr int64_t kChunk = 16384;
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    constexpr int kMaxRanges = 64;
+    float lo[kMaxRanges] = {}, hi[kMaxRanges] = {};
+    const int ranges = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(chunks, kMaxRanges)));
+    // NaN is skipped as the reference's std::min / std::max skip it: the running value is kept.
+    parallelFor(pool, ranges, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        float mn = 0.f, mx = 0.f;
+        for (int64_t i = r * n / ranges; i < (r + 1) * n / ranges; ++i) {
+          mn = x[i] < mn ? x[i] : mn;
+          mx = x[i] > mx ? x[i] : mx;
+        }
+        lo[r] = mn, hi[r] = mx;
+      }
+    });
+    float mn = 0.f, mx = 0.f;
+    for (int r = 0; r < ranges; ++r) mn = std::min(mn, lo[r]), mx = std::max(mx, hi[r]);
+    const float scale = (mx - mn) / 255.f;
+    float zero = 0.f;
+    if (scale != 0.f) zero = std::nearbyint(std::min(255.f, std::max(0.f, 0.f - mn / scale)));
+    uint8_t* y = outputs[0]->host();
+    if (scale == 0.f) {
+      std::fill(y, y + n, static_cast<uint8_t>(zero));
+    } else {
+      const CpuFunctions& fn = cpuFunctions();
+      parallelFor(pool, chunks, [&](int64_t c0, int64_t c1) {
+        for (int64_t c = c0; c < c1; ++c)
+          fn.quantizeRow(x + c * kChunk, std::min(kChunk, n - c * kChunk), scale, static_cast<int32_t>(zero), false,
+                         y + c * kChunk);
+      });
+    }
+    if (outputs.size() > 1 && outputs[1]) reinterpret_cast<float*>(outputs[1]->host())[0] = scale;
+    if (outputs.size() > 2 && outputs[2]) outputs[2]->host()[0] = static_cast<uint8_t>(zero);
+    return Status::ok();
+  }
+};
+
 }  // namespace
 
 void quantize_row__scalar(const float* x, int64_t n, float scale, int32_t zp, bool signedOut, uint8_t* y) {
@@ -100,6 +149,10 @@ void dequantize_row__scalar(const uint8_t* x, int64_t n, bool signedIn, int32_t 
 std::unique_ptr<Execution> createQuantizeLinearExecution(CPUBackend* backend, const OpRef& op,
                                                          const std::vector<RuntimeTensor*>& inputs,
                                                          const std::vector<RuntimeTensor*>& outputs) {
+  if (op.node && op.node->type == OpType::DynamicQuantizeLinear) {
+    if (inputs.empty() || !inputs[0] || inputs[0]->dtype != DataType::Float32) return nullptr;
+    return std::make_unique<DynamicQuantizeLinearExecution>(backend);
+  }
   if (!op.node || inputs.size() < 2 || outputs.size() != 1 || !inputs[0] || !inputs[1]) return nullptr;
   const bool dequantize = op.node->type == OpType::DequantizeLinear;
   const RuntimeTensor &x = *inputs[0], &scale = *inputs[1];

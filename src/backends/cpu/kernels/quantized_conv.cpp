@@ -1,9 +1,10 @@
-// QLinearConv on the CPU (1-D and 2-D, constant weights): depthwise convolutions sum their taps
+// QLinearConv and ConvInteger on the CPU (1-D and 2-D): depthwise convolutions sum their taps
 // per channel plane; every other group runs the integer GEMM (qgemm.h) with the weights as A
 // (a row per output channel, packed once) and the input's rows (its channel planes, or for a
 // window larger than one position the planes' shifted copies, im2col) packed into B's panels
 // at each run, so that C's rows are the output's NCHW planes.
-// Scales and zero points of X and Y are read at each run; W's and the bias must be constants.
+// Constant weights are packed once; others (an ONNX test's inputs) at each run. Scales, zero
+// points and the bias are read at each run.
 #include <algorithm>
 #include <cstring>
 #if defined(__SSE2__)
@@ -41,12 +42,30 @@ inline void copyEvenBytes(uint8_t* d, const uint8_t* s, int64_t n) {
 
 bool isPlanarWindow(const Window& w) { return w.in[0] == 1 && w.kernel[0] == 1 && w.out[0] == 1; }
 
+// Where each op keeps its operands (-1: it has no such input).
+struct ConvOperands {
+  int x = 0, xScale = -1, xZero = -1, w = -1, wScale = -1, wZero = -1, yScale = -1, yZero = -1, bias = -1;
+  bool int32Out = false;  // ConvInteger: the int32 sums themselves
+};
+
+ConvOperands convOperandsOf(OpType type) {
+  ConvOperands o;
+  if (type == OpType::QLinearConv) o = {0, 1, 2, 3, 4, 5, 6, 7, 8, false};
+  if (type == OpType::ConvInteger) o = {0, -1, 2, 1, -1, 3, -1, -1, -1, true};
+  return o;
+}
+
+const RuntimeTensor* operand(const std::vector<RuntimeTensor*>& inputs, int i) {
+  return i >= 0 && static_cast<size_t>(i) < inputs.size() ? inputs[i] : nullptr;
+}
+
 class QuantizedConvExecution : public Execution {
  public:
-  QuantizedConvExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), node_(*op.node) {}
+  QuantizedConvExecution(CPUBackend* backend, const OpRef& op)
+      : Execution(backend), node_(*op.node), ops_(convOperandsOf(op.node->type)) {}
 
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
-    const RuntimeTensor &x = *inputs[0], &w = *inputs[3];
+    const RuntimeTensor &x = *inputs[ops_.x], &w = *inputs[ops_.w];
     OSPREY_RETURN_IF_ERROR(readConvWindow(node_, x.shape, w.shape, &window_));
     batch_ = x.shape[0], channels_ = x.shape[1], outChannels_ = w.shape[0];
     group_ = node_.getInt("group", 1);
@@ -56,74 +75,108 @@ class QuantizedConvExecution : public Execution {
     pointwise_ = window_.kernelSize() == 1 && window_.stride[1] == 1 && window_.stride[2] == 1 &&
                  window_.padBegin[1] == 0 && window_.padBegin[2] == 0 && window_.padEnd[1] == 0 &&
                  window_.padEnd[2] == 0;
-    const RuntimeTensor* wScale = inputs[4];
-    const RuntimeTensor* wZero = inputs.size() > 5 ? inputs[5] : nullptr;
-    const RuntimeTensor* bias = inputs.size() > 8 ? inputs[8] : nullptr;
-    wScale_.resize(static_cast<size_t>(outChannels_));
+    constantWeights_ = w.constData != nullptr;
+    scale_.assign(static_cast<size_t>(outChannels_), 1.f);
     bias_.assign(static_cast<size_t>(outChannels_), 0);
-    for (int64_t o = 0; o < outChannels_; ++o) {
-      wScale_[o] = reinterpret_cast<const float*>(wScale->host())[wScale->elements() == 1 ? 0 : o];
-      if (bias) bias_[o] = reinterpret_cast<const int32_t*>(bias->host())[o];
-    }
+    rowOffset_.assign(static_cast<size_t>(groupOut_), 0);
+    weights_.resize(static_cast<size_t>(group_));
     if (depthwise_) {
       tapsFloat_.resize(static_cast<size_t>(outChannels_ * window_.kernelSize()));
-      for (int64_t o = 0; o < outChannels_; ++o) {
-        const int32_t zw = byteAt(wZero, wZero && wZero->elements() > 1 ? o : 0);
-        for (int64_t t = 0; t < window_.kernelSize(); ++t)
-          tapsFloat_[o * window_.kernelSize() + t] = static_cast<float>(byteAt(&w, o * window_.kernelSize() + t) - zw);
-      }
-      return Status::ok();
+      if (constantWeights_) depthwiseTaps(w, operand(inputs, ops_.wZero));
+    } else if (constantWeights_) {
+      OSPREY_RETURN_IF_ERROR(packWeights(w, operand(inputs, ops_.wZero)));
     }
-    OSPREY_RETURN_IF_ERROR(packWeights(w, wZero));
     return acquireScratch();
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
-    QGemmOutputStage stage;
     const RuntimeTensor& y = *outputs[0];
+    QGemmOutputStage stage;
+    stage.int32Output = ops_.int32Out;
     stage.signedOutput = y.dtype == DataType::Int8;
     stage.lo = stage.signedOutput ? -128 : 0;
     stage.hi = stage.signedOutput ? 127 : 255;
-    stage.zeroPoint = byteAt(inputs[7], 0);
-    const float xs = reinterpret_cast<const float*>(inputs[1]->host())[0];
-    const float ys = reinterpret_cast<const float*>(inputs[6]->host())[0];
-    scale_.assign(static_cast<size_t>(outChannels_), 0.f);
-    for (int64_t o = 0; o < outChannels_; ++o) scale_[o] = xs * wScale_[o] / ys;  // ONNX Runtime's order
-    if (depthwise_)
-      runDepthwise(*inputs[0], byteAt(inputs[2], 0), stage, y);
-    else
-      runGemm(*inputs[0], byteAt(inputs[2], 0), stage, y);
+    stage.zeroPoint = byteAt(operand(inputs, ops_.yZero), 0);
+    if (!ops_.int32Out) {
+      const float xs = reinterpret_cast<const float*>(inputs[ops_.xScale]->host())[0];
+      const float ys = reinterpret_cast<const float*>(inputs[ops_.yScale]->host())[0];
+      const RuntimeTensor* wScale = inputs[ops_.wScale];
+      const float* ws = reinterpret_cast<const float*>(wScale->host());
+      for (int64_t o = 0; o < outChannels_; ++o)
+        scale_[o] = xs * ws[wScale->elements() == 1 ? 0 : o] / ys;  // ONNX Runtime's order
+    }
+    if (const RuntimeTensor* bias = operand(inputs, ops_.bias))
+      std::memcpy(bias_.data(), bias->host(), static_cast<size_t>(outChannels_) * sizeof(int32_t));
+    const RuntimeTensor& x = *inputs[ops_.x];
+    const int32_t xZero = byteAt(operand(inputs, ops_.xZero), 0);
+    if (depthwise_) {
+      if (!constantWeights_) depthwiseTaps(*inputs[ops_.w], operand(inputs, ops_.wZero));
+      runDepthwise(x, xZero, stage, y);
+    } else {
+      if (!constantWeights_) packWeightsNow(*inputs[ops_.w], operand(inputs, ops_.wZero));
+      runGemm(x, xZero, stage, y);
+    }
     return Status::ok();
   }
 
  private:
+  // Group g's slice of per-channel weight zero points (or the per-tensor one).
+  const RuntimeTensor* groupZeroPoints(const RuntimeTensor* wZero, int64_t g, RuntimeTensor* slice) const {
+    if (!wZero || wZero->elements() == 1) return wZero;
+    slice->dtype = wZero->dtype;
+    slice->shape = {groupOut_};
+    slice->constData = wZero->host() + g * groupOut_;
+    return slice;
+  }
+
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* wZero) {
-    weights_.resize(static_cast<size_t>(group_));
     for (int64_t g = 0; g < group_; ++g) {
       const uint8_t* src = w.host() + g * groupOut_ * K_;
-      RuntimeTensor zeroPoints;
-      const RuntimeTensor* groupZero = wZero;
-      if (wZero && wZero->elements() > 1) {  // this group's slice
-        zeroPoints.dtype = wZero->dtype;
-        zeroPoints.shape = {groupOut_};
-        zeroPoints.constData = wZero->host() + g * groupOut_;
-        groupZero = &zeroPoints;
-      }
+      RuntimeTensor slice;
       OSPREY_RETURN_IF_ERROR(weights_[g].pack(backend(), node_.name, true, src, w.dtype, src, "conv", 1, K_, K_,
-                                              groupOut_, groupZero));
+                                              groupOut_, groupZeroPoints(wZero, g, &slice)));
     }
     return Status::ok();
+  }
+
+  void packWeightsNow(const RuntimeTensor& w, const RuntimeTensor* wZero) {
+    const int64_t perGroup = static_cast<int64_t>(QuantizedWeights::packedBytes(true, K_, groupOut_));
+    for (int64_t g = 0; g < group_; ++g) {
+      RuntimeTensor slice;
+      weights_[g].packInto(true, w.host() + g * groupOut_ * K_, w.dtype, 1, K_, K_, groupOut_,
+                           groupZeroPoints(wZero, g, &slice), scratch_.host() + weightsOffset_ + g * perGroup);
+    }
+  }
+
+  void depthwiseTaps(const RuntimeTensor& w, const RuntimeTensor* wZero) {
+    const int64_t taps = window_.kernelSize();
+    for (int64_t o = 0; o < outChannels_; ++o) {
+      const int32_t zw = byteAt(wZero, wZero && wZero->elements() > 1 ? o : 0);
+      for (int64_t t = 0; t < taps; ++t) tapsFloat_[o * taps + t] = static_cast<float>(byteAt(&w, o * taps + t) - zw);
+    }
   }
 
   Status acquireScratch() {
     const QGemmFunctions& f = cpuFunctions().qgemm;
     const int64_t positions = window_.outSize();
+    auto aligned = [](int64_t v) { return (v + 63) / 64 * 64; };
+    if (depthwise_) {  // a float input plane and output plane per thread
+      ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+      threads_ = pool ? pool->threads() : 1;
+      planeFloats_ = window_.inSize() + window_.outSize();
+      std::unique_ptr<MemObj> memory;
+      return acquireByteScratch(backend(), threads_ * planeFloats_ * 4, "QLinearConv planes", node_.name, &scratch_,
+                                &memory);
+    }
     colsOffset_ = 0;
-    panelsOffset_ = (pointwise_ ? 0 : K_ * positions + 63) / 64 * 64;
-    sumsOffset_ = panelsOffset_ + static_cast<int64_t>(qgemmPackedBBytes(f, K_, positions));
+    panelsOffset_ = aligned(pointwise_ ? 0 : K_ * positions);
+    sumsOffset_ = panelsOffset_ + aligned(static_cast<int64_t>(qgemmPackedBBytes(f, K_, positions)));
+    weightsOffset_ = sumsOffset_ + aligned(4 * qgemmPaddedN(f, positions));
+    const int64_t weightBytes =
+        constantWeights_ ? 0 : group_ * static_cast<int64_t>(QuantizedWeights::packedBytes(true, K_, groupOut_));
     std::unique_ptr<MemObj> memory;
-    return acquireByteScratch(backend(), sumsOffset_ + 4 * qgemmPaddedN(f, positions), "QLinearConv scratch",
-                              node_.name, &scratch_, &memory);
+    return acquireByteScratch(backend(), weightsOffset_ + weightBytes, "QLinearConv scratch", node_.name, &scratch_,
+                              &memory);
   }
 
   // cols[c * taps + tap][p] = the input byte that tap reads for output position p, `pad` where
@@ -171,14 +224,13 @@ class QuantizedConvExecution : public Execution {
     uint8_t* base = scratch_.host();
     uint8_t *cols = base + colsOffset_, *panels = base + panelsOffset_;
     int32_t* sums = reinterpret_cast<int32_t*>(base + sumsOffset_);
-    std::vector<int32_t> rowOffset(static_cast<size_t>(groupOut_));
     stage.unsignedA = false;
     stage.scalePerRow = true;
     for (int64_t g = 0; g < group_; ++g) {
       const QuantizedWeights& wg = weights_[g];
       qgemmZeroPointOffsets(f, K_, groupOut_, groupOut_, bias_.data() + g * groupOut_, za, wg.sums(), wg.zeroPoints(),
-                            rowOffset.data());
-      stage.rowOffset = rowOffset.data();
+                            rowOffset_.data());
+      stage.rowOffset = rowOffset_.data();
       stage.rowZeroPoints = wg.zeroPoints();
       stage.columnSums = wg.needsActivationSums() ? sums : nullptr;
       stage.scale = scale_.data() + g * groupOut_;
@@ -193,8 +245,9 @@ class QuantizedConvExecution : public Execution {
                          panels + static_cast<int64_t>(qgemmPackedBBytes(f, K_, f.nr)) * p0);
         });
         if (stage.columnSums) qgemmColumnSums(f, rows, rowStride, 1, K_, positions, bytes, sums);
+        const int64_t elementBytes = ops_.int32Out ? 4 : 1;
         qgemm(pool, f, groupOut_, positions, K_, wg.data(), panels, stage,
-              y.host() + (n * outChannels_ + g * groupOut_) * positions, positions);
+              y.host() + (n * outChannels_ + g * groupOut_) * positions * elementBytes, positions);
       }
     }
   }
@@ -220,26 +273,37 @@ class QuantizedConvExecution : public Execution {
                          args.dilationH == 1 && args.dilationW == 1 && args.outW >= 8;
     const DepthwisePlaneKernel kernel = strided ? fn.depthwiseStride2 : fn.depthwisePlane;
     const bool signedX = x.dtype == DataType::Int8;
-    parallelFor(pool, batch_ * channels_, [&](int64_t p0, int64_t p1) {
-      std::vector<float> plane(static_cast<size_t>(inSize)), out(static_cast<size_t>(outSize));
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t c = p % channels_;
-        fn.qgemm.bytesToFloats(x.host() + p * inSize, inSize, signedX, xZero, plane.data());
-        kernel(args, plane.data(), tapsFloat_.data() + c * g.kernelSize(), 0.f, out.data());
-        fn.qgemm.requantizeFloats(out.data(), outSize, bias_[c], scale_[c], stage, y.host() + p * outSize);
+    // One range of planes per thread, each with its own slot of the scratch.
+    const int64_t planes = batch_ * channels_, perThread = (planes + threads_ - 1) / threads_;
+    parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        float* plane = reinterpret_cast<float*>(scratch_.host()) + t * planeFloats_;
+        float* out = plane + inSize;
+        for (int64_t p = t * perThread; p < std::min(planes, (t + 1) * perThread); ++p) {
+          const int64_t c = p % channels_;
+          fn.qgemm.bytesToFloats(x.host() + p * inSize, inSize, signedX, xZero, plane);
+          kernel(args, plane, tapsFloat_.data() + c * g.kernelSize(), 0.f, out);
+          if (ops_.int32Out) {
+            int32_t* yp = reinterpret_cast<int32_t*>(y.host()) + p * outSize;
+            for (int64_t i = 0; i < outSize; ++i) yp[i] = static_cast<int32_t>(out[i]);
+          } else {
+            fn.qgemm.requantizeFloats(out, outSize, bias_[c], scale_[c], stage, y.host() + p * outSize);
+          }
+        }
       }
     });
   }
 
   const Node& node_;
+  ConvOperands ops_;
   Window window_;
   int64_t batch_ = 0, channels_ = 0, outChannels_ = 0, group_ = 1, groupIn_ = 0, groupOut_ = 0, K_ = 0;
-  bool depthwise_ = false, pointwise_ = false;
-  std::vector<float> wScale_, scale_;
-  std::vector<int32_t> bias_;
-  std::vector<float> tapsFloat_;
+  bool depthwise_ = false, pointwise_ = false, constantWeights_ = true;
+  std::vector<float> scale_, tapsFloat_;
+  std::vector<int32_t> bias_, rowOffset_;
   std::vector<QuantizedWeights> weights_;
-  int64_t colsOffset_ = 0, panelsOffset_ = 0, sumsOffset_ = 0;
+  int64_t colsOffset_ = 0, panelsOffset_ = 0, sumsOffset_ = 0, weightsOffset_ = 0;
+  int64_t threads_ = 1, planeFloats_ = 0;
   RuntimeTensor scratch_;
 };
 
@@ -248,22 +312,30 @@ class QuantizedConvExecution : public Execution {
 std::unique_ptr<Execution> createQuantizedConvExecution(CPUBackend* backend, const OpRef& op,
                                                         const std::vector<RuntimeTensor*>& inputs,
                                                         const std::vector<RuntimeTensor*>& outputs) {
-  if (!op.node || inputs.size() < 8 || outputs.size() != 1) return nullptr;
-  const RuntimeTensor *x = inputs[0], *w = inputs[3];
-  if (!isByteType(x) || !isByteType(w) || !w->constData || !isByteType(outputs[0])) return nullptr;
+  if (!op.node || outputs.size() != 1) return nullptr;
+  const ConvOperands o = convOperandsOf(op.node->type);
+  if (o.w < 0) return nullptr;
+  const RuntimeTensor *x = operand(inputs, o.x), *w = operand(inputs, o.w);
+  if (!isByteType(x) || !isByteType(w)) return nullptr;
+  if (o.int32Out ? outputs[0]->dtype != DataType::Int32 : !isByteType(outputs[0])) return nullptr;
   if (x->shape.size() < 3 || x->shape.size() > 4 || w->shape.size() != x->shape.size()) return nullptr;
   const int64_t outChannels = w->shape[0];
   const int64_t group = op.node->getInt("group", 1);
   if (group <= 0 || x->shape[1] % group != 0 || outChannels % group != 0 || w->shape[1] != x->shape[1] / group)
     return nullptr;
-  if (!isFloatScalar(inputs[1]) || !isFloatScalar(inputs[6])) return nullptr;
-  if (inputs[2] && (inputs[2]->dtype != x->dtype || inputs[2]->elements() != 1)) return nullptr;
-  if (!inputs[7] || inputs[7]->dtype != outputs[0]->dtype || inputs[7]->elements() != 1) return nullptr;
-  if (!inputs[4] || inputs[4]->dtype != DataType::Float32 || !isPerTensorOr(inputs[4], outChannels)) return nullptr;
-  const RuntimeTensor* wZero = inputs[5];
-  if (wZero && (wZero->dtype != w->dtype || !isPerTensorOr(wZero, outChannels))) return nullptr;
-  const RuntimeTensor* bias = inputs.size() > 8 ? inputs[8] : nullptr;
-  if (bias && (bias->dtype != DataType::Int32 || !bias->constData || bias->elements() != outChannels)) return nullptr;
+  const RuntimeTensor* xZero = operand(inputs, o.xZero);
+  if (xZero && (xZero->dtype != x->dtype || xZero->elements() != 1)) return nullptr;
+  const RuntimeTensor* wZero = operand(inputs, o.wZero);
+  if (wZero && (wZero->dtype != w->dtype || !hasOneOr(wZero, outChannels))) return nullptr;
+  if (!o.int32Out) {
+    if (!isFloatScalar(operand(inputs, o.xScale)) || !isFloatScalar(operand(inputs, o.yScale))) return nullptr;
+    const RuntimeTensor* yZero = operand(inputs, o.yZero);
+    if (!yZero || yZero->dtype != outputs[0]->dtype || yZero->elements() != 1) return nullptr;
+    const RuntimeTensor* wScale = operand(inputs, o.wScale);
+    if (!wScale || wScale->dtype != DataType::Float32 || !hasOneOr(wScale, outChannels)) return nullptr;
+  }
+  const RuntimeTensor* bias = operand(inputs, o.bias);
+  if (bias && (bias->dtype != DataType::Int32 || bias->elements() != outChannels)) return nullptr;
   Window window;
   if (!readConvWindow(*op.node, x->shape, w->shape, &window).isOk() || !isPlanarWindow(window)) return nullptr;
   return std::make_unique<QuantizedConvExecution>(backend, op);

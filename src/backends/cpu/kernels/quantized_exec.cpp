@@ -15,9 +15,8 @@ bool isPerTensorOr(const RuntimeTensor* t, int64_t count) {
   return t && t->constData && (t->elements() == 1 || t->elements() == count) && t->shape.size() <= 2;
 }
 
-Status QuantizedWeights::pack(Backend* backend, const std::string& opName, bool asRows, const uint8_t* w,
-                              DataType dtype, const void* source, const char* layout, int64_t kStride, int64_t nStride,
-                              int64_t K, int64_t N, const RuntimeTensor* zeroPoints) {
+QGemmOperandBytes QuantizedWeights::prepare(const uint8_t* w, DataType dtype, int64_t kStride, int64_t nStride,
+                                             int64_t K, int64_t N, const RuntimeTensor* zeroPoints) {
   const QGemmFunctions& f = cpuFunctions().qgemm;
   const int64_t count = qgemmPaddedN(f, N);  // what qgemmColumnSums writes, and the kernels read of a column array
   zeroPoints_.assign(static_cast<size_t>(count), 0);
@@ -33,23 +32,46 @@ Status QuantizedWeights::pack(Backend* backend, const std::string& opName, bool 
   bytes.zeroPointStride = 1;
   sums_.assign(static_cast<size_t>(count), 0);
   qgemmColumnSums(f, w, kStride, nStride, K, N, bytes, sums_.data());
-  const size_t packedBytes =
-      asRows ? qgemmPackedARowBytes(f, K) * static_cast<size_t>(N) : qgemmPackedBBytes(f, K, N);
+  return bytes;
+}
+
+size_t QuantizedWeights::packedBytes(bool asRows, int64_t K, int64_t N) {
+  const QGemmFunctions& f = cpuFunctions().qgemm;
+  return asRows ? qgemmPackedARowBytes(f, K) * static_cast<size_t>(N) : qgemmPackedBBytes(f, K, N);
+}
+
+void QuantizedWeights::fill(bool asRows, const uint8_t* w, const QGemmOperandBytes& bytes, int64_t kStride,
+                            int64_t nStride, int64_t K, int64_t N, void* dst) const {
+  const QGemmFunctions& f = cpuFunctions().qgemm;
+  if (!asRows)
+    qgemmPackB(f, w, kStride, nStride, K, N, bytes, dst);
+  else  // rows have their k contiguous (kStride 1)
+    qgemmPackA(f, w, nStride, N, K, bytes, dst, nullptr);
+}
+
+Status QuantizedWeights::pack(Backend* backend, const std::string& opName, bool asRows, const uint8_t* w,
+                              DataType dtype, const void* source, const char* layout, int64_t kStride, int64_t nStride,
+                              int64_t K, int64_t N, const RuntimeTensor* zeroPoints) {
+  const QGemmFunctions& f = cpuFunctions().qgemm;
+  if (asRows && kStride != 1) return Status::internal("weights packed as rows must have their k contiguous");
+  const QGemmOperandBytes bytes = prepare(w, dtype, kStride, nStride, K, N, zeroPoints);
   const std::string kind = std::string(f.format == QGemmFormat::Quads ? "qgemm-quads-" : "qgemm-pairs16-") +
                            (asRows ? "rows-" : "panels-") + layout;
   bool fresh = false;
   OSPREY_RETURN_IF_ERROR(acquirePackedWeights(
-      backend, static_cast<int64_t>((packedBytes + 3) / 4), opName,
+      backend, static_cast<int64_t>((packedBytes(asRows, K, N) + 3) / 4), opName,
       packKey(source, zeroPoints ? zeroPoints->host() : nullptr, kind.c_str(), {kStride, nStride, K, N, f.nr}),
       &tensor_, &mem_, &fresh));
-  if (!fresh) return Status::ok();
-  if (!asRows) {
-    qgemmPackB(f, w, kStride, nStride, K, N, bytes, tensor_.host());
-    return Status::ok();
-  }
-  if (kStride != 1) return Status::internal("weights packed as rows must have their k contiguous");
-  qgemmPackA(f, w, nStride, N, K, bytes, tensor_.host(), nullptr);
+  data_ = tensor_.host();
+  if (fresh) fill(asRows, w, bytes, kStride, nStride, K, N, tensor_.host());
   return Status::ok();
+}
+
+void QuantizedWeights::packInto(bool asRows, const uint8_t* w, DataType dtype, int64_t kStride, int64_t nStride,
+                                int64_t K, int64_t N, const RuntimeTensor* zeroPoints, void* dst) {
+  const QGemmOperandBytes bytes = prepare(w, dtype, kStride, nStride, K, N, zeroPoints);
+  fill(asRows, w, bytes, kStride, nStride, K, N, dst);
+  data_ = dst;
 }
 
 Status acquireByteScratch(Backend* backend, int64_t bytes, const char* what, const std::string& opName,

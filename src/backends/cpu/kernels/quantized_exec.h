@@ -23,6 +23,10 @@ int32_t byteAt(const RuntimeTensor* t, int64_t i);
 inline bool isFloatScalar(const RuntimeTensor* t) {
   return t && t->dtype == DataType::Float32 && t->elements() == 1;
 }
+// A float32 or byte input with one value or `count` (1-D or [1, count]).
+inline bool hasOneOr(const RuntimeTensor* t, int64_t count) {
+  return t && (t->elements() == 1 || t->elements() == count) && t->shape.size() <= 2;
+}
 // A constant (host data known at resize) float32 or byte input with one value or `count`.
 bool isPerTensorOr(const RuntimeTensor* t, int64_t count);
 
@@ -38,15 +42,26 @@ class QuantizedWeights {
   Status pack(Backend* backend, const std::string& opName, bool asRows, const uint8_t* w, DataType dtype,
               const void* source, const char* layout, int64_t kStride, int64_t nStride, int64_t K, int64_t N,
               const RuntimeTensor* zeroPoints);
-  const void* data() const { return tensor_.host(); }
+  // The same for weights that are not constants: packed into `dst` (packedBytes) at each run.
+  void packInto(bool asRows, const uint8_t* w, DataType dtype, int64_t kStride, int64_t nStride, int64_t K, int64_t N,
+                const RuntimeTensor* zeroPoints, void* dst);
+  static size_t packedBytes(bool asRows, int64_t K, int64_t N);
+  const void* data() const { return data_; }
   const int32_t* sums() const { return sums_.data(); }
   const int32_t* zeroPoints() const { return zeroPoints_.data(); }
   // Quads with a non-zero weight zero point: the output stage needs the activations' sums.
   bool needsActivationSums() const { return needsActivationSums_; }
 
  private:
+  // Zero points and sums; the operand bytes as qgemmPack* take them.
+  QGemmOperandBytes prepare(const uint8_t* w, DataType dtype, int64_t kStride, int64_t nStride, int64_t K, int64_t N,
+                            const RuntimeTensor* zeroPoints);
+  void fill(bool asRows, const uint8_t* w, const QGemmOperandBytes& bytes, int64_t kStride, int64_t nStride, int64_t K,
+            int64_t N, void* dst) const;
+
   RuntimeTensor tensor_;
   std::unique_ptr<MemObj> mem_;
+  const void* data_ = nullptr;
   std::vector<int32_t> sums_, zeroPoints_;
   bool needsActivationSums_ = false;
 };

@@ -1,6 +1,7 @@
-// Integer matrix products with constant 2-D weights on the integer GEMM (qgemm.h): QLinearMatMul,
-// QGemm, MatMulIntegerToFloat and DynamicQuantizeMatMul. A's rows (every leading dimension) are
-// packed per run; B is packed once. Scales and zero points of A and Y are read at each run (a
+// Integer matrix products on the integer GEMM (qgemm.h): QLinearMatMul, QGemm, MatMulInteger,
+// MatMulIntegerToFloat and DynamicQuantizeMatMul. A's rows (every leading dimension) are packed
+// per run; a constant 2-D B is packed once, any other B (an ONNX test's input, or one matrix per
+// batch of A) at each run. Scales and zero points of A and Y are read at each run (a
 // DynamicQuantizeLinear may compute them); B's must be constants. The requantisation is ONNX
 // Runtime's, so outputs equal its kernels'; other cases run the reference kernels.
 #include <algorithm>
@@ -20,6 +21,7 @@ struct Operands {
   int a = 0, aScale = -1, aZero = -1, b = -1, bScale = -1, bZero = -1, bias32 = -1, yScale = -1, yZero = -1,
       floatBias = -1;
   bool floatA = false;  // DynamicQuantizeMatMul quantises a float A itself
+  bool int32Out = false;  // MatMulInteger: the int32 sums themselves
 };
 
 Operands operandsOf(OpType type) {
@@ -36,6 +38,9 @@ Operands operandsOf(OpType type) {
       break;
     case OpType::DynamicQuantizeMatMul:
       o.b = 1, o.bScale = 2, o.bZero = 3, o.floatBias = 4, o.floatA = true;
+      break;
+    case OpType::MatMulInteger:
+      o.b = 1, o.aZero = 2, o.bZero = 3, o.int32Out = true;
       break;
     default: break;
   }
@@ -78,23 +83,30 @@ class QuantizedMatMulExecution : public Execution {
     const QGemmFunctions& f = cpuFunctions().qgemm;
     const RuntimeTensor& b = *inputs[ops_.b];
     const bool transB = node_.getInt("transB", 0) != 0;
-    K_ = b.shape[transB ? 1 : 0];
-    N_ = b.shape[transB ? 0 : 1];
-    M_ = K_ > 0 ? inputs[ops_.a]->elements() / K_ : 0;
-    OSPREY_RETURN_IF_ERROR(weights_.pack(backend(), node_.name, false, b.host(), b.dtype, b.host(), "matmul",
-                                         transB ? 1 : N_, transB ? K_ : 1, K_, N_, inputAt(inputs, ops_.bZero)));
+    const size_t rank = b.shape.size();
+    K_ = b.shape[transB ? rank - 1 : rank - 2];
+    N_ = b.shape[transB ? rank - 2 : rank - 1];
+    // A batched B (as many matrices as A has, no broadcasting) multiplies each of A's in turn.
+    batches_ = K_ * N_ > 0 ? b.elements() / (K_ * N_) : 1;
+    rows_ = K_ > 0 ? inputs[ops_.a]->elements() / K_ : 0;
+    M_ = batches_ > 0 ? rows_ / batches_ : 0;
+    bStrides_[0] = transB ? 1 : N_, bStrides_[1] = transB ? K_ : 1;
+    // Constant weights are packed once; others (an ONNX test's inputs) at each run.
+    perRunB_ = !b.constData || batches_ > 1;
+    if (!perRunB_)
+      OSPREY_RETURN_IF_ERROR(weights_.pack(backend(), node_.name, false, b.host(), b.dtype, b.host(), "matmul",
+                                           bStrides_[0], bStrides_[1], K_, N_, inputAt(inputs, ops_.bZero)));
     const int64_t np = qgemmPaddedN(f, N_);
-    const RuntimeTensor* bScale = inputs[ops_.bScale];
-    const float* bs = reinterpret_cast<const float*>(bScale->host());
     bScale_.assign(static_cast<size_t>(np), 0.f);
-    for (int64_t n = 0; n < N_; ++n) bScale_[n] = bs[bScale->elements() == 1 ? 0 : n];
     scale_.assign(static_cast<size_t>(np), 0.f);
     columnOffset_.assign(static_cast<size_t>(np), 0);
     bias_.assign(static_cast<size_t>(np), 0);
     floatBias_.assign(static_cast<size_t>(np), 0.f);
     rowBytes_ = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
-    int64_t bytes = M_ * rowBytes_ + (weights_.needsActivationSums() ? M_ * 4 : 0);
-    if (ops_.floatA) bytes += M_ * K_;
+    rowSumsOffset_ = (rows_ * rowBytes_ + 3) / 4 * 4;
+    quantizedAOffset_ = rowSumsOffset_ + rows_ * 4;
+    packedBOffset_ = (quantizedAOffset_ + (ops_.floatA ? rows_ * K_ : 0) + 63) / 64 * 64;
+    const int64_t bytes = packedBOffset_ + (perRunB_ ? static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, N_)) : 0);
     std::unique_ptr<MemObj> memory;
     return acquireByteScratch(backend(), bytes, "packed rows of A", node_.name, &scratch_, &memory);
   }
@@ -103,35 +115,47 @@ class QuantizedMatMulExecution : public Execution {
     const QGemmFunctions& f = cpuFunctions().qgemm;
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     uint8_t* packedA = scratch_.host();
-    int32_t* rowSums = weights_.needsActivationSums() ? reinterpret_cast<int32_t*>(packedA + M_ * rowBytes_) : nullptr;
+    const RuntimeTensor& b = *inputs[ops_.b];
+    if (perRunB_)  // the zero points, and whether A's row sums are needed, before A is packed
+      weights_.packInto(false, b.host(), b.dtype, bStrides_[0], bStrides_[1], K_, N_, inputAt(inputs, ops_.bZero),
+                        packedA + packedBOffset_);
+    int32_t* rowSums =
+        weights_.needsActivationSums() ? reinterpret_cast<int32_t*>(packedA + rowSumsOffset_) : nullptr;
     const RuntimeTensor& a = *inputs[ops_.a];
     const uint8_t* aBytes = a.host();
     float aScale = 1.f;
     int32_t za = 0;
     bool aSigned = a.dtype == DataType::Int8;
     if (ops_.floatA) {
-      uint8_t* quantized = packedA + M_ * rowBytes_ + (rowSums ? M_ * 4 : 0);
+      uint8_t* quantized = packedA + quantizedAOffset_;
       const float* x = reinterpret_cast<const float*>(a.host());
-      dynamicParameters(x, M_ * K_, &aScale, &za);
-      parallelFor(pool, M_, [&](int64_t r0, int64_t r1) {
+      dynamicParameters(x, rows_ * K_, &aScale, &za);
+      parallelFor(pool, rows_, [&](int64_t r0, int64_t r1) {
         quantizeRow(x + r0 * K_, (r1 - r0) * K_, aScale, za, quantized + r0 * K_);
       });
       aBytes = quantized;
       aSigned = false;
     } else {
-      aScale = reinterpret_cast<const float*>(inputs[ops_.aScale]->host())[0];
+      if (ops_.aScale >= 0) aScale = reinterpret_cast<const float*>(inputs[ops_.aScale]->host())[0];
       za = activationZeroPoint(a.dtype, byteAt(inputAt(inputs, ops_.aZero), 0));
     }
-    QGemmOutputStage stage;
-    prepareStage(inputs, *outputs[0], aScale, za, &stage);
-    stage.rowSums = rowSums;
     QGemmOperandBytes bytes;
     bytes.flip = aSigned;
     bytes.zeroPoints = &za;
-    parallelFor(pool, M_, [&](int64_t r0, int64_t r1) {
+    parallelFor(pool, rows_, [&](int64_t r0, int64_t r1) {
       qgemmPackA(f, aBytes + r0 * K_, K_, r1 - r0, K_, bytes, packedA + r0 * rowBytes_, rowSums ? rowSums + r0 : nullptr);
     });
-    qgemm(pool, f, M_, N_, K_, packedA, weights_.data(), stage, outputs[0]->host(), N_);
+    const int64_t elementBytes = static_cast<int64_t>(dataTypeSize(outputs[0]->dtype));
+    for (int64_t i = 0; i < batches_; ++i) {
+      if (i > 0)
+        weights_.packInto(false, b.host() + i * K_ * N_, b.dtype, bStrides_[0], bStrides_[1], K_, N_,
+                          inputAt(inputs, ops_.bZero), packedA + packedBOffset_);
+      QGemmOutputStage stage;
+      prepareStage(inputs, *outputs[0], aScale, za, &stage);
+      stage.rowSums = rowSums ? rowSums + i * M_ : nullptr;
+      qgemm(pool, f, M_, N_, K_, packedA + i * M_ * rowBytes_, weights_.data(), stage,
+            outputs[0]->host() + i * M_ * N_ * elementBytes, N_);
+    }
     return Status::ok();
   }
 
@@ -143,6 +167,10 @@ class QuantizedMatMulExecution : public Execution {
     const RuntimeTensor* yScale = inputAt(inputs, ops_.yScale);
     const bool quantizedOut = yScale != nullptr;
     const float ys = quantizedOut ? reinterpret_cast<const float*>(yScale->host())[0] : 1.f;
+    if (const RuntimeTensor* bScale = inputAt(inputs, ops_.bScale)) {
+      const float* bs = reinterpret_cast<const float*>(bScale->host());
+      for (int64_t n = 0; n < N_; ++n) bScale_[n] = bs[bScale->elements() == 1 ? 0 : n];
+    }
     for (int64_t n = 0; n < N_; ++n) {
       // The order ONNX Runtime multiplies in: QGemm alpha * a * b, then / y.
       float s = ops_.bias32 >= 0 ? alpha * aScale * bScale_[n] : aScale * bScale_[n];
@@ -160,7 +188,8 @@ class QuantizedMatMulExecution : public Execution {
       std::memcpy(floatBias_.data(), floatBias->host(), static_cast<size_t>(N_) * sizeof(float));
       stage->floatBias = floatBias_.data();
     }
-    stage->floatOutput = !quantizedOut;
+    stage->int32Output = ops_.int32Out;
+    stage->floatOutput = !quantizedOut && !ops_.int32Out;
     if (quantizedOut) {
       stage->signedOutput = y.dtype == DataType::Int8;
       stage->lo = stage->signedOutput ? -128 : 0;
@@ -171,7 +200,10 @@ class QuantizedMatMulExecution : public Execution {
 
   const Node& node_;
   Operands ops_;
-  int64_t M_ = 0, N_ = 0, K_ = 0, rowBytes_ = 0;
+  int64_t M_ = 0, N_ = 0, K_ = 0, rowBytes_ = 0, batches_ = 1, rows_ = 0;
+  int64_t bStrides_[2] = {0, 0};
+  bool perRunB_ = false;
+  int64_t rowSumsOffset_ = 0, quantizedAOffset_ = 0, packedBOffset_ = 0;
   QuantizedWeights weights_;
   std::vector<float> bScale_, scale_, floatBias_;
   std::vector<int32_t> columnOffset_, bias_;
@@ -187,25 +219,31 @@ std::unique_ptr<Execution> createQuantizedMatMulExecution(CPUBackend* backend, c
   const Operands o = operandsOf(op.node->type);
   if (o.b < 0) return nullptr;
   const RuntimeTensor *a = inputAt(inputs, o.a), *b = inputAt(inputs, o.b);
-  if (!a || !b || !b->constData || !isByteType(b) || b->shape.size() != 2) return nullptr;
+  if (!a || !b || !isByteType(b) || b->shape.size() < 2) return nullptr;
+  // B of rank > 2: as many matrices as A's, batch dimensions equal (no broadcasting).
+  if (b->shape.size() > 2 && (a->shape.size() != b->shape.size() || o.floatA ||
+                              !std::equal(b->shape.begin(), b->shape.end() - 2, a->shape.begin())))
+    return nullptr;
   if (o.floatA ? a->dtype != DataType::Float32 : !isByteType(a)) return nullptr;
   if (a->shape.size() < 2 || (op.node->type == OpType::QGemm && a->shape.size() != 2)) return nullptr;
   if (op.node->getInt("transA", 0) != 0) return nullptr;
   const bool transB = op.node->getInt("transB", 0) != 0;
-  const int64_t K = b->shape[transB ? 1 : 0], N = b->shape[transB ? 0 : 1];
+  const size_t rank = b->shape.size();
+  const int64_t K = b->shape[transB ? rank - 1 : rank - 2], N = b->shape[transB ? rank - 2 : rank - 1];
   if (a->shape.back() != K || K <= 0 || N <= 0) return nullptr;
-  if (!isFloatScalar(inputAt(inputs, o.aScale)) && !o.floatA) return nullptr;
+  if (o.aScale >= 0 && !isFloatScalar(inputAt(inputs, o.aScale))) return nullptr;
   const RuntimeTensor* bScale = inputAt(inputs, o.bScale);
-  if (!bScale || bScale->dtype != DataType::Float32 || !isPerTensorOr(bScale, N)) return nullptr;
+  if (o.bScale >= 0 && (!bScale || bScale->dtype != DataType::Float32 || !hasOneOr(bScale, N))) return nullptr;
   const RuntimeTensor* bZero = inputAt(inputs, o.bZero);
-  if (bZero && (bZero->dtype != b->dtype || !isPerTensorOr(bZero, N))) return nullptr;
+  if (bZero && (bZero->dtype != b->dtype || !hasOneOr(bZero, N))) return nullptr;
   const RuntimeTensor* aZero = inputAt(inputs, o.aZero);
   if (aZero && (aZero->dtype != a->dtype || aZero->elements() != 1)) return nullptr;
   const RuntimeTensor* yScale = inputAt(inputs, o.yScale);
   if (yScale && !isFloatScalar(yScale)) return nullptr;
   const RuntimeTensor* yZero = inputAt(inputs, o.yZero);
   if (yZero && (!isByteType(yZero) || yZero->elements() != 1 || yZero->dtype != outputs[0]->dtype)) return nullptr;
-  if (yScale ? !isByteType(outputs[0]) : outputs[0]->dtype != DataType::Float32) return nullptr;
+  const DataType out = outputs[0]->dtype;
+  if (o.int32Out ? out != DataType::Int32 : yScale ? !isByteType(outputs[0]) : out != DataType::Float32) return nullptr;
   const RuntimeTensor* bias32 = inputAt(inputs, o.bias32);
   if (bias32 && (bias32->dtype != DataType::Int32 || bias32->elements() != N || bias32->shape.back() != N))
     return nullptr;
