@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Mapping, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -35,6 +35,8 @@ __all__ = [
     "NodeArg",
     "ConvertReport",
     "convert",
+    "QuantizeReport",
+    "quantize",
     "available_backends",
     "OspreyError",
     "InvalidArgumentError",
@@ -471,6 +473,63 @@ def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[st
     """
     report = _osprey.convert(os.fspath(src), os.fspath(dst), fold_constants, fuse)
     return ConvertReport(**report)
+
+
+class QuantizeReport:
+    """What :func:`quantize` did.
+
+    Attributes:
+        quantized_ops: ops of the float model that run as integer ops (or on bytes).
+        float_ops: ops left in float.
+        quantized_by_type: op type of the float model -> how many were quantized.
+        tensors: (tensor, op, cosine, max error) of each quantized tensor against the float
+            model's, on the first calibration sample.
+        outputs: the same for the model's outputs.
+    """
+
+    def __init__(self, quantized_ops: int, float_ops: int, quantized_by_type: Dict[str, int],
+                 tensors: List[Tuple[str, str, float, float]], outputs: List[Tuple[str, str, float, float]]):
+        self.quantized_ops = quantized_ops
+        self.float_ops = float_ops
+        self.quantized_by_type = dict(quantized_by_type)
+        self.tensors = [tuple(t) for t in tensors]
+        self.outputs = [tuple(t) for t in outputs]
+
+    def __repr__(self) -> str:
+        cosine = ", ".join("%.5f" % t[2] for t in self.outputs)
+        return "QuantizeReport(quantized_ops=%d, float_ops=%d, output cosine=[%s])" % (
+            self.quantized_ops, self.float_ops, cosine)
+
+
+def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathLike[str]"],
+             calibration: Union[None, str, "os.PathLike[str]", Iterable[Mapping[str, Any]]] = None, *,
+             method: str = "minmax", percentile: float = 99.999, per_channel: bool = False,
+             dynamic: bool = False, exclude: Sequence[str] = (), threads: int = 0) -> QuantizeReport:
+    """Post-training int8 quantization (what ``osprey quantize MODEL OUT.osp`` does).
+
+    Args:
+        model: a float .onnx or .osp model.
+        output: the quantized .osp file to write.
+        calibration: a folder of .npy files (``DIR/*.npy`` for a one-input model, or
+            ``DIR/<sample>/<input name>.npy``), or an iterable of {input name: array} samples.
+            Static quantization needs at least one; dynamic takes none.
+        method: how activation ranges are chosen: "minmax", "entropy" or "percentile".
+        percentile: the share of values "percentile" keeps inside the range.
+        per_channel: one weight scale per output channel (else one per tensor).
+        dynamic: quantize MatMul activations at run time instead (DynamicQuantizeMatMul).
+        exclude: op types ("Conv", "MatMul", ...) or node names to leave in float.
+        threads: threads of the calibration runs (0: all cores).
+
+    Raises:
+        OspreyError: the model or a calibration file cannot be read, a sample does not fit the
+            model's inputs, or the output cannot be written; the message names it.
+    """
+    if isinstance(calibration, os.PathLike):
+        calibration = os.fspath(calibration)
+    samples = calibration if calibration is None or isinstance(calibration, str) else [dict(s) for s in calibration]
+    report = _osprey.quantize(os.fspath(model), os.fspath(output), samples, method, percentile, per_channel,
+                              dynamic, list(exclude), threads)
+    return QuantizeReport(**report)
 
 
 def available_backends() -> Dict[str, List[str]]:

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "converter/converter.h"
+#include "quantizer/quantizer_io.h"
 #include "dlpack_import.h"
 #include "core/graph.h"
 #include "runtime/model_io.h"
@@ -636,6 +637,76 @@ class PySession {
   mutable std::mutex mutex_;
 };
 
+// A calibration sample from Python: {input name: numpy array}, copied.
+FeedDict calibrationFeed(const py::dict& sample) {
+  FeedDict feed;
+  for (auto item : sample) {
+    const std::string name = py::str(item.first);
+    py::array a = py::array::ensure(item.second, py::array::c_style);
+    if (!a) {
+      PyErr_Clear();
+      throw StatusError{invalidArgument("calibration input '" + name + "' is not convertible to a numpy array")};
+    }
+    const DataType dtype = engineDtype(a.dtype());
+    if (dtype == DataType::Undefined || dtype == DataType::String)
+      throw StatusError{invalidArgument("calibration input '" + name + "' has numpy dtype " +
+                                        py::str(a.dtype()).cast<std::string>() + ", which quantization cannot feed")};
+    if (!a.dtype().attr("isnative").cast<bool>()) a = a.attr("astype")(a.dtype().attr("newbyteorder")("="));
+    Tensor t(dtype, shapeOf(a));
+    std::memcpy(t.data(), a.data(), t.bytes());
+    feed[name] = std::move(t);
+  }
+  return feed;
+}
+
+py::dict quantize(const std::string& src, const std::string& dst, const py::object& calibration,
+                  const std::string& method, double percentile, bool perChannel, bool dynamic,
+                  const std::vector<std::string>& exclude, int threads) {
+  QuantizeOptions options;
+  if (method == "minmax") options.method = CalibrationMethod::MinMax;
+  else if (method == "entropy") options.method = CalibrationMethod::Entropy;
+  else if (method == "percentile") options.method = CalibrationMethod::Percentile;
+  else throw StatusError{invalidArgument("method must be 'minmax', 'entropy' or 'percentile', not '" + method + "'")};
+  if (!(percentile > 50 && percentile <= 100)) throw StatusError{invalidArgument("percentile must be in (50, 100]")};
+  options.percentile = percentile;
+  options.perChannel = perChannel;
+  options.dynamic = dynamic;
+  options.exclude = exclude;
+  options.threads = threads;
+  Model model;
+  {
+    py::gil_scoped_release release;
+    check(loadFloatModel(src, &model));
+  }
+  std::vector<FeedDict> samples;
+  if (py::isinstance<py::str>(calibration)) {
+    std::vector<std::string> names;
+    for (int t : model.graph.inputs) names.push_back(model.graph.tensors[t].name);
+    check(readCalibrationFolder(calibration.cast<std::string>(), names, &samples));
+  } else if (!calibration.is_none()) {
+    for (auto sample : calibration) samples.push_back(calibrationFeed(py::reinterpret_borrow<py::dict>(sample)));
+  }
+  QuantizeReport report;
+  {
+    py::gil_scoped_release release;
+    Model quantized;
+    check(quantizeModel(model, samples, options, &quantized, &report));
+    check(saveModelFile(quantized, dst));
+  }
+  auto rows = [](const std::vector<QuantizedTensorReport>& tensors) {
+    py::list list;
+    for (const QuantizedTensorReport& t : tensors) list.append(py::make_tuple(t.name, t.op, t.cosine, t.maxError));
+    return list;
+  };
+  py::dict d;
+  d["quantized_ops"] = report.quantizedOps;
+  d["float_ops"] = report.floatOps;
+  d["quantized_by_type"] = report.quantizedByType;
+  d["tensors"] = rows(report.tensors);
+  d["outputs"] = rows(report.outputs);
+  return d;
+}
+
 py::dict convert(const std::string& src, const std::string& dst, bool foldConstants, bool fuse) {
   ConvertOptions options;
   options.foldConstants = foldConstants;
@@ -721,6 +792,8 @@ PYBIND11_MODULE(_osprey, m) {
            py::arg("after"))
       .def("stats", &PySession::stats);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true);
+  m.def("quantize", &quantize, py::arg("src"), py::arg("dst"), py::arg("calibration"), py::arg("method"),
+        py::arg("percentile"), py::arg("per_channel"), py::arg("dynamic"), py::arg("exclude"), py::arg("threads"));
   m.def("backends", &backends);
   m.def("set_cpu_isa_limit", &setCpuIsaLimitByName, py::arg("name"));
   m.def("cpu_isa", &cpuIsaInUse);

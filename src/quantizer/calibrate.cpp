@@ -16,7 +16,9 @@ namespace osprey {
 namespace {
 
 constexpr int kBins = 2048;
-constexpr int kLevels = 128;  // quantized bins the entropy method compares against (int8's half)
+// Quantized levels the entropy method compares against: the 256 of uint8 for a tensor that is
+// never negative, else the 128 of each sign.
+constexpr int kLevelsSigned = 128, kLevelsUnsigned = 256;
 
 struct Observation {
   float lo = std::numeric_limits<float>::infinity(), hi = -std::numeric_limits<float>::infinity();
@@ -61,8 +63,8 @@ Status runAll(const Model& model, const std::vector<FeedDict>& calibration, cons
   return Status::ok();
 }
 
-// The smallest symmetric threshold whose 128-level histogram loses the least information.
-float entropyThreshold(const std::vector<double>& bins, float binWidth) {
+// The threshold whose `levels`-level histogram loses the least information against the full one.
+float entropyThreshold(const std::vector<double>& bins, float binWidth, int kLevels) {
   double bestDivergence = std::numeric_limits<double>::infinity();
   int best = kBins;
   for (int i = kLevels; i <= kBins; ++i) {
@@ -150,7 +152,7 @@ Status calibrateRanges(const Model& model, const std::vector<FeedDict>& calibrat
       r.hi = histogramQuantile(o.bins, o.lo, o.hi, 1.0 - tail);
     } else if (options.method == CalibrationMethod::Entropy && o.hi > o.lo) {
       const float top = std::max(std::fabs(o.lo), std::fabs(o.hi));
-      const float threshold = entropyThreshold(o.bins, top / kBins);
+      const float threshold = entropyThreshold(o.bins, top / kBins, o.lo >= 0 ? kLevelsUnsigned : kLevelsSigned);
       r.lo = std::max(o.lo, -threshold);
       r.hi = std::min(o.hi, threshold);
     }

@@ -157,7 +157,8 @@ TEST(Quantizer, PercentileAndEntropyClipOutliersThatMinMaxKeeps) {
   const std::string out = model.graph.tensors[model.graph.outputs[0]].name;
   EXPECT_FLOAT_EQ(minmax[out].hi, 100.f);
   EXPECT_LT(percentile[out].hi, 2.f);
-  EXPECT_LT(entropy[out].hi, 10.f);
+  // The search starts at 256 of the 2048 bins (uint8's levels for a tensor never negative): 12.5.
+  EXPECT_LE(entropy[out].hi, 12.6f);
   EXPECT_GT(entropy[out].hi, 0.5f);
   EXPECT_LT(minmax["x"].lo, -0.99f);  // the input itself is watched too
   EXPECT_GT(percentile["x"].lo, minmax["x"].lo);
