@@ -73,6 +73,8 @@ int cmdInfo(int argc, char** argv) {
     std::printf("FLOPs: %.3f G (symbolic dimensions as 1)\n", session->stats().flops / 1e9);
     std::printf("activation arena: %.2f MB planned (activations add up to %.2f MB)\n",
                 session->stats().arenaPeakBytes / 1048576.0, session->stats().activationBytesSum / 1048576.0);
+    std::printf("ops as planned, by dtype (first input -> first output):\n");
+    for (auto& [key, count] : session->stats().opsByDtype) std::printf("  %-44s %d\n", key.c_str(), count);
   } else {
     std::printf("FLOPs: unknown (%s)\n", st.message().c_str());
   }

@@ -56,6 +56,8 @@ struct SessionStats {
   int64_t flops = 0;                // of the ops that run (2 per multiply-add)
   std::map<std::string, int> opsByBackend;  // "cpu:Conv" -> count
   std::map<std::string, int> referenceOps;  // "QLinearConv" -> commands running the reference kernel
+  // "QLinearConv uint8 -> uint8" (op type, first input's and first output's dtypes) -> count
+  std::map<std::string, int> opsByDtype;
 };
 
 // One command of the last profiled run (Session::setProfiling): an op, a Raster or a copy.

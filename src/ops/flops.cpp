@@ -10,10 +10,18 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
     case OpType::Conv:  // W: [Cout, Cin/g, k...]
       if (in.size() > 1 && in[1].shape.size() > 1) return 2 * elems(out[0]) * (elems(in[1]) / in[1].shape[0]);
       return 0;
+    case OpType::ConvInteger:  // W at input 1
+    case OpType::QLinearConv: {  // W at input 3
+      const size_t w = node.type == OpType::QLinearConv ? 3 : 1;
+      if (in.size() > w && in[w].shape.size() > 1) return 2 * elems(out[0]) * (elems(in[w]) / in[w].shape[0]);
+      return 0;
+    }
     case OpType::ConvTranspose:  // W: [Cin, Cout/g, k...]
       if (in.size() > 1 && in[1].shape.size() > 1) return 2 * elems(in[0]) * (elems(in[1]) / in[1].shape[0]);
       return 0;
     case OpType::MatMul:
+    case OpType::MatMulInteger:
+    case OpType::QLinearMatMul:
     case OpType::MatMulIntegerToFloat:
     case OpType::DynamicQuantizeMatMul:
       if (!in[0].shape.empty()) return 2 * elems(out[0]) * in[0].shape.back();

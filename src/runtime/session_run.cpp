@@ -79,6 +79,12 @@ Status SessionImpl::createExecutions() {
                       (cmd.op.type == OpType::Raster ? std::string("Raster") : opTypeName(cmd.op.type));
     ++stats_.opsByBackend[key];
     if (cmd.execution && cmd.execution->isReference()) ++stats_.referenceOps[opTypeName(cmd.op.type)];
+    if (cmd.op.type != OpType::Raster && !cmd.isCopy) {
+      const RuntimeTensor* in = cmd.inputs.empty() ? nullptr : cmd.inputs[0];
+      const RuntimeTensor* out = cmd.outputs.empty() ? nullptr : cmd.outputs[0];
+      ++stats_.opsByDtype[std::string(opTypeName(cmd.op.type)) + " " + (in ? dataTypeName(in->dtype) : "-") + " -> " +
+                          (out ? dataTypeName(out->dtype) : "-")];
+    }
     withCopies.push_back(std::move(cmd));
   }
   // Graph outputs produced off the CPU are read back through their backend's onCopyBuffer in run().

@@ -35,6 +35,7 @@ void addStats(SessionStats* into, const SessionStats& more) {
   into->plansKept += more.plansKept;
   for (auto& [key, count] : more.opsByBackend) into->opsByBackend[key] += count;
   for (auto& [key, count] : more.referenceOps) into->referenceOps[key] += count;
+  for (auto& [key, count] : more.opsByDtype) into->opsByDtype[key] += count;
 }
 
 TensorView viewOf(const Tensor& t) {
