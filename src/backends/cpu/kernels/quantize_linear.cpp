@@ -94,22 +94,8 @@ class DynamicQuantizeLinearExecution : public Execution {
     const int64_t n = inputs[0]->elements();
     constexpr int64_t kChunk = 16384;
     const int64_t chunks = (n + kChunk - 1) / kChunk;
-    constexpr int kMaxRanges = 64;
-    float lo[kMaxRanges] = {}, hi[kMaxRanges] = {};
-    const int ranges = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(chunks, kMaxRanges)));
-    // NaN is skipped as the reference's std::min / std::max skip it: the running value is kept.
-    parallelFor(pool, ranges, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        float mn = 0.f, mx = 0.f;
-        for (int64_t i = r * n / ranges; i < (r + 1) * n / ranges; ++i) {
-          mn = x[i] < mn ? x[i] : mn;
-          mx = x[i] > mx ? x[i] : mx;
-        }
-        lo[r] = mn, hi[r] = mx;
-      }
-    });
     float mn = 0.f, mx = 0.f;
-    for (int r = 0; r < ranges; ++r) mn = std::min(mn, lo[r]), mx = std::max(mx, hi[r]);
+    rangeWithZero(pool, x, n, &mn, &mx);
     const float scale = (mx - mn) / 255.f;
     float zero = 0.f;
     if (scale != 0.f) zero = std::nearbyint(std::min(255.f, std::max(0.f, 0.f - mn / scale)));

@@ -1,7 +1,10 @@
 // The quantized executions' shared pieces (quantized_exec.h).
 #include "backends/cpu/kernels/quantized_exec.h"
 
+#include <algorithm>
+
 #include "backends/cpu/kernels/cpu_functions.h"
+#include "core/thread_pool.h"
 
 namespace osprey {
 
@@ -72,6 +75,25 @@ void QuantizedWeights::packInto(bool asRows, const uint8_t* w, DataType dtype, i
   const QGemmOperandBytes bytes = prepare(w, dtype, kStride, nStride, K, N, zeroPoints);
   fill(asRows, w, bytes, kStride, nStride, K, N, dst);
   data_ = dst;
+}
+
+void rangeWithZero(ThreadPool* pool, const float* x, int64_t n, float* lo, float* hi) {
+  constexpr int kRanges = 64;
+  constexpr int64_t kMinPerRange = 16384;
+  float los[kRanges] = {}, his[kRanges] = {};
+  const int ranges = static_cast<int>(std::max<int64_t>(1, std::min<int64_t>(kRanges, n / kMinPerRange)));
+  parallelFor(pool, ranges, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      float mn = 0.f, mx = 0.f;  // a NaN compares false and leaves them as they are
+      for (int64_t i = r * n / ranges; i < (r + 1) * n / ranges; ++i) {
+        mn = x[i] < mn ? x[i] : mn;
+        mx = x[i] > mx ? x[i] : mx;
+      }
+      los[r] = mn, his[r] = mx;
+    }
+  });
+  *lo = 0.f, *hi = 0.f;
+  for (int r = 0; r < ranges; ++r) *lo = std::min(*lo, los[r]), *hi = std::max(*hi, his[r]);
 }
 
 Status acquireByteScratch(Backend* backend, int64_t bytes, const char* what, const std::string& opName,

@@ -66,6 +66,10 @@ class QuantizedWeights {
   bool needsActivationSums_ = false;
 };
 
+// min(0, x) and max(0, x) over n floats, NaN skipped, over the thread pool (DynamicQuantizeLinear's
+// and DynamicQuantizeMatMul's range).
+void rangeWithZero(ThreadPool* pool, const float* x, int64_t n, float* lo, float* hi);
+
 // `bytes` of DYNAMIC scratch for one execution, bound to `scratch`; the error names the op.
 Status acquireByteScratch(Backend* backend, int64_t bytes, const char* what, const std::string& opName,
                           RuntimeTensor* scratch, std::unique_ptr<MemObj>* memory);

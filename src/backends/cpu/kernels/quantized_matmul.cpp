@@ -51,27 +51,11 @@ const RuntimeTensor* inputAt(const std::vector<RuntimeTensor*>& inputs, int i) {
   return i >= 0 && static_cast<size_t>(i) < inputs.size() ? inputs[i] : nullptr;
 }
 
-// DynamicQuantizeLinear's uint8 parameters for x, as ONNX Runtime computes them: the range
-// [min(x, 0), max(x, 0)], scale = range / 255 (1 when empty), zero point = round(-min / scale).
-void dynamicParameters(const float* x, int64_t count, float* scale, int32_t* zeroPoint) {
-  float lo = 0.f, hi = 0.f;
-  for (int64_t i = 0; i < count; ++i) {
-    lo = std::min(lo, x[i]);
-    hi = std::max(hi, x[i]);
-  }
+// ONNX Runtime's dynamic uint8 parameters for a range holding 0: scale = range / 255 (1 when
+// empty), zero point = round(clamp(-min / scale, 0, 255)).
+void dynamicParameters(float lo, float hi, float* scale, int32_t* zeroPoint) {
   *scale = hi == lo ? 1.0f : (hi - lo) / 255.0f;
   *zeroPoint = static_cast<int32_t>(std::nearbyint(std::max(0.0f, std::min(255.0f, 0.0f - lo / *scale))));
-}
-
-// MlasQuantizeLinear to uint8: clamp(v / scale, -zp, 255 - zp), round half to even, plus zp.
-void quantizeRow(const float* x, int64_t n, float scale, int32_t zp, uint8_t* q) {
-  const float lo = static_cast<float>(-zp), hi = static_cast<float>(255 - zp);
-  for (int64_t i = 0; i < n; ++i) {
-    float v = x[i] / scale;
-    v = v > lo ? v : lo;
-    v = v < hi ? v : hi;
-    q[i] = static_cast<uint8_t>(static_cast<int32_t>(std::nearbyint(v)) + zp);
-  }
 }
 
 class QuantizedMatMulExecution : public Execution {
@@ -129,9 +113,13 @@ class QuantizedMatMulExecution : public Execution {
     if (ops_.floatA) {
       uint8_t* quantized = packedA + quantizedAOffset_;
       const float* x = reinterpret_cast<const float*>(a.host());
-      dynamicParameters(x, rows_ * K_, &aScale, &za);
+      float lo = 0.f, hi = 0.f;
+      rangeWithZero(pool, x, rows_ * K_, &lo, &hi);
+      dynamicParameters(lo, hi, &aScale, &za);
+      // MlasQuantizeLinear (clamp, round, + zp) equals the row kernel's (round, + zp, clamp; NaN to 0).
+      const QuantizeRowKernel quantize = cpuFunctions().quantizeRow;
       parallelFor(pool, rows_, [&](int64_t r0, int64_t r1) {
-        quantizeRow(x + r0 * K_, (r1 - r0) * K_, aScale, za, quantized + r0 * K_);
+        quantize(x + r0 * K_, (r1 - r0) * K_, aScale, za, false, quantized + r0 * K_);
       });
       aBytes = quantized;
       aSigned = false;
