@@ -22,6 +22,7 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
     case OpType::MatMul:
     case OpType::MatMulInteger:
     case OpType::QLinearMatMul:
+    case OpType::MatMulNBits:
     case OpType::MatMulIntegerToFloat:
     case OpType::DynamicQuantizeMatMul:
       if (!in[0].shape.empty()) return 2 * elems(out[0]) * in[0].shape.back();

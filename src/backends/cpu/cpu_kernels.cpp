@@ -1,6 +1,7 @@
 // The CPU kernel registry: ops with an optimised CPU execution. Every other op runs its
 // reference kernel (src/ops/), so this list only grows with speed work.
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/matmul_nbits.h"
 #include "backends/cpu/kernels/quantized_elementwise.h"
 #include "backends/cpu/kernels/quantized_exec.h"
 
@@ -37,6 +38,7 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::DynamicQuantizeMatMul: return createQuantizedMatMulExecution;
     case OpType::QLinearAdd:
     case OpType::QLinearMul: return createQuantizedBinaryExecution;
+    case OpType::MatMulNBits: return createMatMulNBitsExecution;
     default: return nullptr;
   }
 }

@@ -34,7 +34,7 @@ OpType microsoftOp(const std::string& opType) {
   static const char* const kOps[] = {"QLinearAdd",           "QLinearMul",           "QLinearGlobalAveragePool",
                                      "QLinearAveragePool",   "QLinearSigmoid",       "QLinearLeakyRelu",
                                      "QLinearConcat",        "QLinearSoftmax",       "QGemm",
-                                     "MatMulIntegerToFloat", "DynamicQuantizeMatMul"};
+                                     "MatMulIntegerToFloat", "DynamicQuantizeMatMul", "MatMulNBits"};
   for (const char* op : kOps)
     if (opType == op) return opTypeFromName(op);
   return OpType::Invalid;
