@@ -19,18 +19,7 @@ namespace {
 
 const DataType kTypes[] = {DataType::UInt8, DataType::Int8};
 
-int lowOf(DataType t) { return t == DataType::Int8 ? -128 : 0; }
-int highOf(DataType t) { return t == DataType::Int8 ? 127 : 255; }
 
-Tensor randomBytes(DataType t, const Shape& shape, uint32_t seed) {
-  return randomTensor(t, shape, seed, lowOf(t), highOf(t) + 1);
-}
-Tensor scalar(float v) { return makeTensor<float>({}, {v}); }
-Tensor zeroPoint(DataType t, int v) {
-  Tensor z(t, {});
-  storeFromDouble(t, z.data(), 0, v);
-  return z;
-}
 
 // Runs node through a session (the CPU backend's execution) and its reference kernel, threads
 // 1 and 2, and expects the same bytes.
@@ -119,7 +108,7 @@ TEST(CpuQuantizedElementwise, BinaryEveryPairOfBytes) {
                            {0.0490262806f, 0.485119879f, 0.0475672409f, "product ratio above one half"},
                            {0.0173f, 0.0291f, 0.0457f, "ordinary"}};
   for (DataType t : kTypes) {
-    const double low = lowOf(t);
+    const double low = byteLow(t);
     Tensor rows(t, {256, 1}), columns(t, {1, 256}), rowOfPair(t, {256, 256}), columnOfPair(t, {256, 256});
     for (int64_t i = 0; i < 256; ++i) {
       storeFromDouble(t, rows.data(), i, low + i);
@@ -228,7 +217,7 @@ TEST(CpuQuantizedElementwise, MaxPoolMatchesReference) {
       // Mostly the type's extremes: ties and a maximum at the minimum.
       Tensor extremes = randomBytes(t, c.x, seed++);
       for (int64_t i = 0; i < extremes.elements(); ++i)
-        storeFromDouble(t, extremes.data(), i, at(extremes, i) < 0.75 * highOf(t) ? lowOf(t) : highOf(t));
+        storeFromDouble(t, extremes.data(), i, at(extremes, i) < 0.75 * byteHigh(t) ? byteLow(t) : byteHigh(t));
       expectMatchesReference(node, {in(extremes)});
     }
 }

@@ -195,15 +195,6 @@ TEST(CpuQuantized, GemmOperandsThatOverflowAnInt16PairSum) {
 
 // ---- the executions, through a session, against the reference kernels ----
 
-Tensor scalarOf(float v) { return makeTensor<float>({}, {v}); }
-Tensor byteScalar(DataType t, int32_t v) {
-  Tensor z(t, {});
-  storeFromDouble(t, z.data(), 0, v);
-  return z;
-}
-Tensor bytes(DataType t, const Shape& shape, uint32_t seed) {
-  return t == DataType::Int8 ? randomTensor(t, shape, seed, -128, 128) : randomTensor(t, shape, seed, 0, 256);
-}
 
 // Outputs equal, except that a byte may differ by one where the reference multiplies in double
 // and the kernels (as ONNX Runtime's) in float: a value within float rounding of a .5 boundary.
@@ -246,10 +237,10 @@ void checkQConv(const QConvCase& k, uint32_t seed) {
   for (int64_t i = 0; i < scales; ++i) storeFromDouble(k.wType, wZero.data(), i, i % 2 ? k.wZeroValue : 0);
   const DataType yType = k.xType;
   auto param = [&](Tensor t) { return k.constantWeights ? constant(std::move(t)) : in(std::move(t)); };
-  std::vector<OpInput> inputs = {in(bytes(k.xType, xShape, seed)), param(scalarOf(0.05f)),
-                                 param(byteScalar(k.xType, k.xZero)), param(bytes(k.wType, wShape, seed + 2)),
-                                 param(wScale), param(wZero), param(scalarOf(0.4f)),
-                                 param(byteScalar(yType, yType == DataType::Int8 ? 3 : 120))};
+  std::vector<OpInput> inputs = {in(randomBytes(k.xType, xShape, seed)), param(scalar(0.05f)),
+                                 param(zeroPoint(k.xType, k.xZero)), param(randomBytes(k.wType, wShape, seed + 2)),
+                                 param(wScale), param(wZero), param(scalar(0.4f)),
+                                 param(zeroPoint(yType, yType == DataType::Int8 ? 3 : 120))};
   if (k.bias) inputs.push_back(param(randomTensor(DataType::Int32, {k.m}, seed + 3, -3000, 3000)));
   std::vector<Tensor> got, want;
   Status st = runOp(node, inputs, 1, &got, 2);
@@ -317,42 +308,42 @@ TEST(CpuQuantized, QuantizedMatMulsMatchReference) {
         for (int64_t n = 0; n < N; ++n) storeFromDouble(bt, bZero.data(), n, bt == DataType::UInt8 ? 128 + n % 3 : n % 3 - 1);
         const int32_t za = at == DataType::UInt8 ? 100 : -20;
         checkMatMulOp(OpType::QLinearMatMul,
-                      {in(bytes(at, {2, M, K}, seed++)), constant(scalarOf(0.03f)), constant(byteScalar(at, za)),
-                       constant(bytes(bt, {K, N}, seed++)), constant(bScale), constant(bZero),
-                       constant(scalarOf(0.2f)), constant(byteScalar(at, at == DataType::UInt8 ? 128 : 0))},
+                      {in(randomBytes(at, {2, M, K}, seed++)), constant(scalar(0.03f)), constant(zeroPoint(at, za)),
+                       constant(randomBytes(bt, {K, N}, seed++)), constant(bScale), constant(bZero),
+                       constant(scalar(0.2f)), constant(zeroPoint(at, at == DataType::UInt8 ? 128 : 0))},
                       false, "QLinearMatMul " + what);
         checkMatMulOp(OpType::QLinearMatMul,  // one B per batch, packed at each run
-                      {in(bytes(at, {3, M, K}, seed++)), in(scalarOf(0.03f)), in(byteScalar(at, za)),
-                       in(bytes(bt, {3, K, N}, seed++)), in(bScale), in(bZero), in(scalarOf(0.2f)),
-                       in(byteScalar(at, at == DataType::UInt8 ? 128 : 0))},
+                      {in(randomBytes(at, {3, M, K}, seed++)), in(scalar(0.03f)), in(zeroPoint(at, za)),
+                       in(randomBytes(bt, {3, K, N}, seed++)), in(bScale), in(bZero), in(scalar(0.2f)),
+                       in(zeroPoint(at, at == DataType::UInt8 ? 128 : 0))},
                       false, "QLinearMatMul batched " + what);
         for (bool constantB : {true, false}) {
-          Tensor b = bytes(bt, {K, N}, seed++);
-          const std::vector<OpInput> mi = {in(bytes(at, {M, K}, seed++)), constantB ? constant(b) : in(b),
-                                           in(byteScalar(at, za)), constantB ? constant(bZero) : in(bZero)};
+          Tensor b = randomBytes(bt, {K, N}, seed++);
+          const std::vector<OpInput> mi = {in(randomBytes(at, {M, K}, seed++)), constantB ? constant(b) : in(b),
+                                           in(zeroPoint(at, za)), constantB ? constant(bZero) : in(bZero)};
           checkMatMulOp(OpType::MatMulInteger, mi, true, "MatMulInteger " + what);
         }
         if (at == DataType::Int8 && bt == DataType::UInt8) continue;  // ONNX Runtime's contrib ops have no such pair
         checkMatMulOp(OpType::MatMulIntegerToFloat,
-                      {in(bytes(at, {3, M, K}, seed++)), constant(bytes(bt, {K, N}, seed++)), in(scalarOf(0.03f)),
-                       constant(bScale), in(byteScalar(at, za)), constant(bZero),
+                      {in(randomBytes(at, {3, M, K}, seed++)), constant(randomBytes(bt, {K, N}, seed++)), in(scalar(0.03f)),
+                       constant(bScale), in(zeroPoint(at, za)), constant(bZero),
                        constant(randomTensor(DataType::Float32, {N}, seed++))},
                       true, "MatMulIntegerToFloat " + what);
         if (at == DataType::UInt8)
           checkMatMulOp(OpType::DynamicQuantizeMatMul,
-                        {in(randomTensor(DataType::Float32, {M, K}, seed++, -2.0, 3.0)), constant(bytes(bt, {K, N}, seed++)),
+                        {in(randomTensor(DataType::Float32, {M, K}, seed++, -2.0, 3.0)), constant(randomBytes(bt, {K, N}, seed++)),
                          constant(bScale), constant(bZero), constant(randomTensor(DataType::Float32, {N}, seed++))},
                         true, "DynamicQuantizeMatMul " + what);
         if (at == DataType::Int8 && bt != DataType::Int8) continue;
-        Tensor bT = bytes(bt, {N, K}, seed++);
+        Tensor bT = randomBytes(bt, {N, K}, seed++);
         Node gemm = makeNode(OpType::QGemm);
         for (bool quantizedOut : {false, true}) {
-          std::vector<OpInput> q = {in(bytes(at, {M, K}, seed++)), constant(scalarOf(0.03f)), constant(byteScalar(at, za)),
+          std::vector<OpInput> q = {in(randomBytes(at, {M, K}, seed++)), constant(scalar(0.03f)), constant(zeroPoint(at, za)),
                                     constant(bT), constant(bScale), constant(bZero),
                                     constant(randomTensor(DataType::Int32, {N}, seed++, -500, 500))};
           if (quantizedOut) {
-            q.push_back(constant(scalarOf(0.1f)));
-            q.push_back(constant(byteScalar(at, 5)));
+            q.push_back(constant(scalar(0.1f)));
+            q.push_back(constant(zeroPoint(at, 5)));
           }
           Node node = makeNode(OpType::QGemm);
           node.setInt("transB", 1);
@@ -380,7 +371,7 @@ TEST(CpuQuantized, QuantizeAndDequantizeMatchReference) {
       for (const Shape& shape : {Shape{1, 3, 5, 7}, Shape{2, 5, 33}, Shape{1, 4, 1000}}) {
         SCOPED_TRACE(std::string(dataTypeName(t)) + (perAxis ? " per axis " : " per tensor ") + shapeToString(shape));
         const int64_t channels = shape[1];
-        Tensor scale = perAxis ? randomTensor(DataType::Float32, {channels}, seed++, 0.01, 0.1) : scalarOf(0.05f);
+        Tensor scale = perAxis ? randomTensor(DataType::Float32, {channels}, seed++, 0.01, 0.1) : scalar(0.05f);
         Tensor zero(t, perAxis ? Shape{channels} : Shape{});
         for (int64_t c = 0; c < zero.elements(); ++c) storeFromDouble(t, zero.data(), c, t == DataType::Int8 ? c % 5 - 2 : 120 + c % 7);
         Tensor x = randomTensor(DataType::Float32, shape, seed++, -9.0, 9.0);
@@ -396,7 +387,7 @@ TEST(CpuQuantized, QuantizeAndDequantizeMatchReference) {
         ASSERT_TRUE(runOp(q, qIn, 1, &got, 2));
         ASSERT_TRUE(referenceOp(q, qIn, 1, &want));
         expectEqualValues(got[0], want[0]);
-        std::vector<OpInput> dqIn = {in(bytes(t, shape, seed++)), constant(scale), constant(zero)};
+        std::vector<OpInput> dqIn = {in(randomBytes(t, shape, seed++)), constant(scale), constant(zero)};
         ASSERT_TRUE(runOp(dq, dqIn, 1, &got, 2));
         ASSERT_TRUE(referenceOp(dq, dqIn, 1, &want));
         expectEqualValues(got[0], want[0]);

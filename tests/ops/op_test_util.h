@@ -67,6 +67,19 @@ Tensor makeTensor(const Shape& shape, const std::vector<T>& values) {
   return t;
 }
 // Max |a-b| over two tensors of equal shape and dtype (as doubles); fails the test otherwise.
+// Quantized-op inputs: bytes of type t (uint8 or int8) over the type's whole range, a float32
+// scalar (a scale), a scalar of type t (a zero point).
+inline int byteLow(DataType t) { return t == DataType::Int8 ? -128 : 0; }
+inline int byteHigh(DataType t) { return t == DataType::Int8 ? 127 : 255; }
+inline Tensor randomBytes(DataType t, const Shape& shape, uint32_t seed) {
+  return randomTensor(t, shape, seed, byteLow(t), byteHigh(t) + 1);
+}
+inline Tensor scalar(float v) { return makeTensor<float>({}, {v}); }
+inline Tensor zeroPoint(DataType t, int v) {
+  Tensor z(t, {});
+  storeFromDouble(t, z.data(), 0, v);
+  return z;
+}
 double maxAbsDiff(const Tensor& a, const Tensor& b);
 void expectNear(const Tensor& actual, const Tensor& expected, double atol, double rtol);
 inline double at(const Tensor& t, int64_t i) { return loadAsDouble(t.dtype(), t.data(), i); }

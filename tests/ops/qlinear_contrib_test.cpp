@@ -12,34 +12,23 @@ namespace {
 
 const DataType kTypes[] = {DataType::UInt8, DataType::Int8};
 
-int lowOf(DataType t) { return t == DataType::Int8 ? -128 : 0; }
-int highOf(DataType t) { return t == DataType::Int8 ? 127 : 255; }
 
 // The zero points each test runs: both ends of the type and one inside.
 std::vector<int> zeroPoints(DataType t) {
   return t == DataType::Int8 ? std::vector<int>{-128, 127, 3} : std::vector<int>{0, 255, 131};
 }
 
-Tensor randomBytes(DataType t, const Shape& shape, uint32_t seed) {
-  return randomTensor(t, shape, seed, lowOf(t), highOf(t) + 1);
-}
-Tensor scalar(float v) { return makeTensor<float>({}, {v}); }
-Tensor zeroPoint(DataType t, int v) {
-  Tensor z(t, {});
-  storeFromDouble(t, z.data(), 0, v);
-  return z;
-}
 
 // x86's cvtps: half to even, NaN and out-of-range values give INT32_MIN.
 int roundMlas(float v) {
   if (!(v >= -2147483648.0f && v < 2147483648.0f)) return std::numeric_limits<int>::min();
   return static_cast<int>(std::nearbyint(v));
 }
-int clampTo(DataType t, int v) { return std::min(highOf(t), std::max(lowOf(t), v)); }
+int clampTo(DataType t, int v) { return std::min(byteHigh(t), std::max(byteLow(t), v)); }
 int quantizeMlas(float v, float scale, int zp, DataType t) {
   float q = v / scale;
-  q = std::max(q, static_cast<float>(lowOf(t) - zp));
-  q = std::min(q, static_cast<float>(highOf(t) - zp));
+  q = std::max(q, static_cast<float>(byteLow(t) - zp));
+  q = std::min(q, static_cast<float>(byteHigh(t) - zp));
   return clampTo(t, roundMlas(q) + zp);
 }
 
@@ -169,7 +158,7 @@ TEST(QLinearContrib, GlobalAveragePoolMatchesNaive) {
             for (int64_t i = 0; i < h * w; ++i)
               acc += static_cast<int>(at(x, last ? (b * h * w + i) * c + ch : (b * c + ch) * h * w + i));
             float v = static_cast<float>(acc) * scale;
-            v = std::min(std::max(v, static_cast<float>(lowOf(t) - zy)), static_cast<float>(highOf(t) - zy));
+            v = std::min(std::max(v, static_cast<float>(byteLow(t) - zy)), static_cast<float>(byteHigh(t) - zy));
             storeFromDouble(t, e.data(), b * c + ch, clampTo(t, roundMlas(v) + zy));
           }
         expectEqualValues(y, e);
@@ -241,7 +230,7 @@ TEST(QLinearContrib, SigmoidAndLeakyReluMatchNaive) {
         SCOPED_TRACE(std::string(sigmoid ? "QLinearSigmoid " : "QLinearLeakyRelu ") + dataTypeName(t) + " zp " +
                      std::to_string(zx));
         Tensor x = randomBytes(t, {3, 127}, seed++);
-        const int zy = sigmoid ? lowOf(t) : zeroPoints(t)[seed % 3];
+        const int zy = sigmoid ? byteLow(t) : zeroPoints(t)[seed % 3];
         const float sx = 0.061f, sy = sigmoid ? 1.0f / 256 : 0.043f, alpha = 0.13f;
         Node node = makeNode(sigmoid ? OpType::QLinearSigmoid : OpType::QLinearLeakyRelu);
         if (!sigmoid) node.setFloat("alpha", alpha);
@@ -352,7 +341,7 @@ TEST(QLinearContrib, QGemmMatchesNaive) {
                 e.data<float>()[i * n + j] = v;
               } else {
                 const float clamped =
-                    std::min(std::max(v, static_cast<float>(lowOf(t) - zy)), static_cast<float>(highOf(t) - zy));
+                    std::min(std::max(v, static_cast<float>(byteLow(t) - zy)), static_cast<float>(byteHigh(t) - zy));
                 storeFromDouble(t, e.data(), i * n + j, clampTo(t, roundMlas(clamped) + zy));
               }
             }
@@ -466,7 +455,7 @@ TEST(QLinearContrib, SoftmaxMatchesNaive) {
       const int64_t axis = 1;
       Tensor x = randomBytes(t, shape, seed++);
       const float xs = 0.09f, ys = 1.0f / 256;
-      const int zy = lowOf(t);
+      const int zy = byteLow(t);
       Node node = makeNode(OpType::QLinearSoftmax);
       node.setInt("opset", opset);
       node.setInt("axis", axis);
@@ -480,7 +469,7 @@ TEST(QLinearContrib, SoftmaxMatchesNaive) {
       Tensor e(t, shape);
       for (int64_t o = 0; o < outer; ++o)
         for (int64_t j = 0; j < inner; ++j) {
-          int xmax = lowOf(t);
+          int xmax = byteLow(t);
           for (int64_t q = 0; q < d; ++q) xmax = std::max(xmax, static_cast<int>(at(x, o * d * inner + q * inner + j)));
           auto expOf = [&](int v) {  // e^((v - max) * xs) scaled by e^(shift * xs), rounded to float
             return static_cast<float>(std::exp((static_cast<double>(v - xmax) + shift) * static_cast<double>(xs)));
@@ -490,7 +479,7 @@ TEST(QLinearContrib, SoftmaxMatchesNaive) {
           for (int64_t q = 0; q < d; ++q) {
             const int64_t i = o * d * inner + q * inner + j;
             const int v = static_cast<int>(std::nearbyint(expOf(static_cast<int>(at(x, i))) * yScale / sum)) + zy;
-            storeFromDouble(t, e.data(), i, std::min(v, highOf(t)));
+            storeFromDouble(t, e.data(), i, std::min(v, byteHigh(t)));
           }
         }
       expectEqualValues(y, e);

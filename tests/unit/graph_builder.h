@@ -6,7 +6,13 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+
 #include "core/graph.h"
+#include "osprey/interpreter.h"
 #include "osprey/tensor.h"
 
 namespace osprey::test {
@@ -100,5 +106,32 @@ class GraphBuilder {
   void output(int t) { g.outputs.push_back(t); }
   Graph g;
 };
+
+// How many of g's nodes have `type`.
+inline int countOps(const Graph& g, OpType type) {
+  int n = 0;
+  for (auto& node : g.nodes) n += node.type == type;
+  return n;
+}
+
+// All outputs of g run on the CPU with `feeds` (failures are test failures).
+inline std::vector<Tensor> runGraphOutputs(const Graph& g, const std::map<std::string, Tensor>& feeds) {
+  auto model = std::make_shared<Model>();
+  model->graph = g;
+  std::shared_ptr<Interpreter> interp;
+  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  std::unique_ptr<Session> session;
+  EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  std::vector<Tensor> out;
+  Status st = session->run(feeds, &out);
+  EXPECT_TRUE(st.isOk()) << st.message();
+  return out;
+}
+
+// g's first output.
+inline Tensor runGraph(const Graph& g, const std::map<std::string, Tensor>& feeds) {
+  std::vector<Tensor> out = runGraphOutputs(g, feeds);
+  return out.empty() ? Tensor() : out[0];
+}
 
 }  // namespace osprey::test

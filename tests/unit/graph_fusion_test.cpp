@@ -15,25 +15,6 @@
 namespace osprey::test {
 namespace {
 
-int count(const Graph& g, OpType type) {
-  int n = 0;
-  for (auto& node : g.nodes) n += node.type == type;
-  return n;
-}
-
-Tensor run(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto model = std::make_shared<Model>();
-  model->graph = g;
-  std::shared_ptr<Interpreter> interp;
-  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
-  std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
-  std::vector<Tensor> out;
-  Status st = session->run(feeds, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return out.empty() ? Tensor() : out[0];
-}
-
 // x -> LayerNorm decomposition over the last axis of (2, 7, 13); `square` picks Pow or Mul.
 GraphBuilder layerNormGraph(bool powSquare, bool affine) {
   GraphBuilder b;
@@ -56,7 +37,7 @@ GraphBuilder layerNormGraph(bool powSquare, bool affine) {
 
 void expectSameOutputs(const Graph& unfused, const Graph& fused, const Shape& shape, double tol) {
   std::map<std::string, Tensor> feeds{{"x", randomTensor(DataType::Float32, shape, 7, -3.0, 3.0)}};
-  Tensor want = run(unfused, feeds), got = run(fused, feeds);
+  Tensor want = runGraph(unfused, feeds), got = runGraph(fused, feeds);
   EXPECT_LE(maxAbsDiff(got, want), tol);
 }
 
@@ -64,7 +45,7 @@ TEST(TransformerFusion, LayerNormWithPowAndAffine) {
   GraphBuilder b = layerNormGraph(true, true);
   Graph fused = b.g;
   EXPECT_EQ(passes::fuseLayerNorm(fused), 1);
-  EXPECT_EQ(count(fused, OpType::LayerNormalization), 1);
+  EXPECT_EQ(countOps(fused, OpType::LayerNormalization), 1);
   EXPECT_EQ(fused.nodes.size(), 1u);
   expectSameOutputs(b.g, fused, {2, 7, 13}, 2e-5);
 }
@@ -73,7 +54,7 @@ TEST(TransformerFusion, LayerNormWithMulSquareNoAffineNeedsKnownLength) {
   GraphBuilder b = layerNormGraph(false, false);
   Graph fused = b.g;
   EXPECT_EQ(passes::fuseLayerNorm(fused), 1);  // x's shape (…, 13) is recorded
-  EXPECT_EQ(count(fused, OpType::LayerNormalization), 1);
+  EXPECT_EQ(countOps(fused, OpType::LayerNormalization), 1);
   expectSameOutputs(b.g, fused, {2, 7, 13}, 2e-5);
   Graph unknown = b.g;
   unknown.tensors[unknown.inputs[0]].hasShape = false;
@@ -118,7 +99,7 @@ TEST(TransformerFusion, GeluInEveryExportedOrder) {
       Graph fused = b.g;
       EXPECT_EQ(passes::fuseGelu(fused), 1) << "order " << order;
       EXPECT_EQ(fused.nodes.size(), 1u);
-      EXPECT_EQ(count(fused, OpType::Gelu), 1);
+      EXPECT_EQ(countOps(fused, OpType::Gelu), 1);
       expectSameOutputs(b.g, fused, {3, 37}, 1e-5);
     }
 }
@@ -161,13 +142,13 @@ GraphBuilder attentionGraph(int64_t sq, int64_t skv, int64_t batch, int64_t head
 void expectSameAttention(const GraphBuilder& b, int64_t sq, int64_t skv, int64_t batch, int64_t e) {
   Graph fused = b.g;
   ASSERT_EQ(passes::fuseAttention(fused), 1);
-  EXPECT_EQ(count(fused, OpType::Attention), 1);
-  EXPECT_EQ(count(fused, OpType::Softmax), 0);
-  EXPECT_EQ(count(fused, OpType::Transpose), 0);
+  EXPECT_EQ(countOps(fused, OpType::Attention), 1);
+  EXPECT_EQ(countOps(fused, OpType::Softmax), 0);
+  EXPECT_EQ(countOps(fused, OpType::Transpose), 0);
   std::map<std::string, Tensor> feeds{{"q", randomTensor(DataType::Float32, {sq, batch, e}, 1, -2.0, 2.0)},
                                       {"k", randomTensor(DataType::Float32, {skv, batch, e}, 2, -2.0, 2.0)},
                                       {"v", randomTensor(DataType::Float32, {skv, batch, e}, 3, -2.0, 2.0)}};
-  Tensor want = run(b.g, feeds), got = run(fused, feeds);
+  Tensor want = runGraph(b.g, feeds), got = runGraph(fused, feeds);
   EXPECT_LE(maxAbsDiff(got, want), 1e-5);
 }
 
@@ -207,7 +188,7 @@ TEST(FoldShapes, ShapeOfStaticInputBecomesConstant) {
   GraphBuilder b = flattenGraph({2, 3, 4});
   Graph folded = b.g;
   EXPECT_EQ(passes::foldShapes(folded), 3);  // Shape, then the Slice and Concat after it
-  EXPECT_EQ(count(folded, OpType::Shape), 0);
+  EXPECT_EQ(countOps(folded, OpType::Shape), 0);
   ASSERT_EQ(folded.nodes.size(), 2u);
   EXPECT_TRUE(folded.tensors[folded.nodes[0].inputs[1]].isConstant);  // the Reshape's target
   for (const Node& n : folded.nodes) {  // every shape recorded
@@ -222,7 +203,7 @@ TEST(FoldShapes, ShapeOfStaticInputBecomesConstant) {
 TEST(FoldShapes, SymbolicInputLeavesGraphAsItIs) {
   GraphBuilder b = flattenGraph({-1, 3, 4});
   EXPECT_EQ(passes::foldShapes(b.g), 0);
-  EXPECT_EQ(count(b.g, OpType::Shape), 1);
+  EXPECT_EQ(countOps(b.g, OpType::Shape), 1);
   for (const Node& n : b.g.nodes) EXPECT_FALSE(b.g.tensors[n.outputs[0]].hasShape);
 }
 
@@ -237,7 +218,7 @@ TEST(FoldShapes, RuntimeValuesStopTheInference) {
   const int byValue = b.op(OpType::Reshape, {x, b.op(OpType::Slice, {cast, b.ints({0}), b.ints({1})})});
   for (int t : {nzShape, reshaped, byValue}) b.output(t);
   EXPECT_EQ(passes::foldShapes(b.g), 1);  // the Abs
-  EXPECT_EQ(count(b.g, OpType::Shape), 1);
+  EXPECT_EQ(countOps(b.g, OpType::Shape), 1);
   EXPECT_FALSE(b.g.tensors[nz].hasShape);
   EXPECT_FALSE(b.g.tensors[nzShape].hasShape);
   EXPECT_EQ(b.g.tensors[cast].shape, (Shape{2, 3}));
@@ -364,7 +345,7 @@ TEST(ResidualFusion, ConvAddBecomesFourthInputThenActivationFuses) {
   GraphBuilder b = residualGraph(true, true);
   const int z = b.g.nodes[0].outputs[0];
   ASSERT_EQ(passes::fuseConvResidual(b.g), 1);
-  EXPECT_EQ(count(b.g, OpType::Add), 0);
+  EXPECT_EQ(countOps(b.g, OpType::Add), 0);
   EXPECT_EQ(passes::fuseActivations(b.g), 1);
   ASSERT_EQ(b.g.nodes.size(), 2u);
   const Node& conv = b.g.nodes[1];

@@ -24,30 +24,11 @@ constexpr DataType kU8 = DataType::UInt8, kI8 = DataType::Int8, kI32 = DataType:
 int64_t lowOf(DataType t) { return t == kI8 ? -128 : 0; }
 int64_t highOf(DataType t) { return t == kI8 ? 127 : 255; }
 
-int count(const Graph& g, OpType type) {
-  int n = 0;
-  for (auto& node : g.nodes) n += node.type == type;
-  return n;
-}
-
 Graph convert(const Graph& g, bool fuseQuantized, ConvertReport* report = nullptr) {
   Graph out = g;
   ConvertOptions options;
   options.fuseQuantized = fuseQuantized;
   Status st = optimizeGraph(out, options, report);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return out;
-}
-
-std::vector<Tensor> run(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto model = std::make_shared<Model>();
-  model->graph = g;
-  std::shared_ptr<Interpreter> interp;
-  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
-  std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
-  std::vector<Tensor> out;
-  Status st = session->run(feeds, &out);
   EXPECT_TRUE(st.isOk()) << st.message();
   return out;
 }
@@ -105,7 +86,7 @@ int dqPerAxis(GraphBuilder& b, int x, const std::vector<float>& scales, const st
 
 // The fused and the float conversion on the same feeds: byte outputs at most one step apart.
 void expectWithinOneStep(const Graph& fused, const Graph& unfused, const std::map<std::string, Tensor>& feeds) {
-  const std::vector<Tensor> got = run(fused, feeds), want = run(unfused, feeds);
+  const std::vector<Tensor> got = runGraphOutputs(fused, feeds), want = runGraphOutputs(unfused, feeds);
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(maxAbsDiff(got[i], want[i]), 1.0) << "output " << i;
 }
@@ -196,14 +177,14 @@ TEST(QdqFusion, ConvWithPerChannelWeightsAndInt32Bias) {
     const QConv c(act, 11);
     const Graph source = convGraph(c, Bias::Int32, false).g;
     const Graph fused = convert(source, true), unfused = convert(source, false);
-    EXPECT_EQ(count(fused, OpType::QLinearConv), 1);
-    EXPECT_EQ(count(fused, OpType::Conv), 0);
-    EXPECT_EQ(count(fused, OpType::DequantizeLinear) + count(fused, OpType::QuantizeLinear), 0);
-    EXPECT_EQ(count(unfused, OpType::QLinearConv), 0);
+    EXPECT_EQ(countOps(fused, OpType::QLinearConv), 1);
+    EXPECT_EQ(countOps(fused, OpType::Conv), 0);
+    EXPECT_EQ(countOps(fused, OpType::DequantizeLinear) + countOps(fused, OpType::QuantizeLinear), 0);
+    EXPECT_EQ(countOps(unfused, OpType::QLinearConv), 0);
     EXPECT_EQ(constantInput(fused, OpType::QLinearConv, 8), c.bias);  // taken as it is
     const std::map<std::string, Tensor> feeds{{"x", byteTensor(act, c.xShape, c.x)}};
     expectWithinOneStep(fused, unfused, feeds);
-    EXPECT_EQ(values(run(fused, feeds)[0]), naiveConv(c, true));
+    EXPECT_EQ(values(runGraphOutputs(fused, feeds)[0]), naiveConv(c, true));
   }
 }
 
@@ -212,12 +193,12 @@ TEST(QdqFusion, ConvFloatBiasIsQuantizedAndReluFusesAtTheLowestZeroPoint) {
   c.yZero = -128;  // the lowest int8: the saturation of QLinearConv is Relu
   const Graph source = convGraph(c, Bias::Float, true).g;
   const Graph fused = convert(source, true), unfused = convert(source, false);
-  EXPECT_EQ(count(fused, OpType::QLinearConv), 1);
-  EXPECT_EQ(count(fused, OpType::Relu) + count(fused, OpType::Conv), 0);
+  EXPECT_EQ(countOps(fused, OpType::QLinearConv), 1);
+  EXPECT_EQ(countOps(fused, OpType::Relu) + countOps(fused, OpType::Conv), 0);
   EXPECT_EQ(constantInput(fused, OpType::QLinearConv, 8), c.bias);  // rounded to the bias scale
   const std::map<std::string, Tensor> feeds{{"x", byteTensor(c.act, c.xShape, c.x)}};
   expectWithinOneStep(fused, unfused, feeds);
-  EXPECT_EQ(values(run(fused, feeds)[0]), naiveConv(c, true));
+  EXPECT_EQ(values(runGraphOutputs(fused, feeds)[0]), naiveConv(c, true));
 }
 
 TEST(QdqFusion, ConvWithoutBiasFromFakeQuantizedWeights) {
@@ -233,13 +214,13 @@ TEST(QdqFusion, ConvWithoutBiasFromFakeQuantizedWeights) {
   b.g.nodes.back().setInts("strides", c.strides);
   b.output(q(b, conv, c.yScale, c.yZero, c.act));
   const Graph fused = convert(b.g, true), unfused = convert(b.g, false);
-  EXPECT_EQ(count(fused, OpType::QLinearConv), 1);
-  EXPECT_EQ(count(fused, OpType::QuantizeLinear) + count(fused, OpType::DequantizeLinear), 0);
+  EXPECT_EQ(countOps(fused, OpType::QLinearConv), 1);
+  EXPECT_EQ(countOps(fused, OpType::QuantizeLinear) + countOps(fused, OpType::DequantizeLinear), 0);
   QConv perTensor = c;
   perTensor.wScales.assign(c.wScales.size(), c.wScales[0]);
   const std::map<std::string, Tensor> feeds{{"x", byteTensor(c.act, c.xShape, c.x)}};
   expectWithinOneStep(fused, unfused, feeds);
-  EXPECT_EQ(values(run(fused, feeds)[0]), naiveConv(perTensor, false));
+  EXPECT_EQ(values(runGraphOutputs(fused, feeds)[0]), naiveConv(perTensor, false));
 }
 
 TEST(QdqFusion, ConvLeftFloatWhereItMustNotFuse) {
@@ -247,9 +228,9 @@ TEST(QdqFusion, ConvLeftFloatWhereItMustNotFuse) {
   const std::map<std::string, Tensor> feeds{{"x", byteTensor(c.act, c.xShape, c.x)}};
   auto expectFloat = [&](const Graph& source, const char* what) {
     const Graph fused = convert(source, true);
-    EXPECT_EQ(count(fused, OpType::QLinearConv), 0) << what;
-    EXPECT_EQ(count(fused, OpType::Conv), 1) << what;
-    EXPECT_EQ(count(fused, OpType::QuantizeLinear), 1) << what;
+    EXPECT_EQ(countOps(fused, OpType::QLinearConv), 0) << what;
+    EXPECT_EQ(countOps(fused, OpType::Conv), 1) << what;
+    EXPECT_EQ(countOps(fused, OpType::QuantizeLinear), 1) << what;
     expectWithinOneStep(fused, convert(source, false), feeds);
   };
   // Relu with y_zero_point above the type's lowest value: saturation is not Relu there.
@@ -272,8 +253,8 @@ TEST(QdqFusion, ConvLeftFloatWhereItMustNotFuse) {
   const int w = dq(input, input.input("w", c.wShape, kI8), 0.01f, 0, kI8);
   input.output(q(input, input.op(OpType::Conv, {x, w}), c.yScale, c.yZero, c.act));
   const Graph fused = convert(input.g, true);
-  EXPECT_EQ(count(fused, OpType::QLinearConv), 0);
-  EXPECT_EQ(count(fused, OpType::Conv), 1);
+  EXPECT_EQ(countOps(fused, OpType::QLinearConv), 0);
+  EXPECT_EQ(countOps(fused, OpType::Conv), 1);
 }
 
 TEST(QdqFusion, SharedDequantizeStaysForItsOtherReader) {
@@ -282,10 +263,10 @@ TEST(QdqFusion, SharedDequantizeStaysForItsOtherReader) {
   GraphBuilder b = convGraph(c, Bias::Int32, false);
   b.output(b.g.nodes[0].outputs[0]);
   const Graph fused = convert(b.g, true), unfused = convert(b.g, false);
-  EXPECT_EQ(count(fused, OpType::QLinearConv), 1);
-  EXPECT_EQ(count(fused, OpType::DequantizeLinear), 1);
+  EXPECT_EQ(countOps(fused, OpType::QLinearConv), 1);
+  EXPECT_EQ(countOps(fused, OpType::DequantizeLinear), 1);
   const std::map<std::string, Tensor> feeds{{"x", byteTensor(c.act, c.xShape, c.x)}};
-  const std::vector<Tensor> got = run(fused, feeds), want = run(unfused, feeds);
+  const std::vector<Tensor> got = runGraphOutputs(fused, feeds), want = runGraphOutputs(unfused, feeds);
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(values(got[0]), naiveConv(c, true));
   EXPECT_EQ(maxAbsDiff(got[1], want[1]), 0.0);
@@ -324,7 +305,7 @@ TEST(QdqFusion, MatMulWithQuantizedOutputBecomesQLinearMatMul) {
     const int b = dqPerAxis(g, g.integers(c.weight, c.b, {c.k, c.n}), c.bScales, c.bZeros, c.weight, 1);
     g.output(q(g, g.op(OpType::MatMul, {a, b}), c.yScale, c.yZero, act));
     const Graph fused = convert(g.g, true), unfused = convert(g.g, false);
-    EXPECT_EQ(count(fused, OpType::QLinearMatMul), 1);
+    EXPECT_EQ(countOps(fused, OpType::QLinearMatMul), 1);
     EXPECT_EQ(fused.nodes.size(), 1u);
     const std::map<std::string, Tensor> feeds{{"a", byteTensor(act, {c.m, c.k}, c.a)}};
     expectWithinOneStep(fused, unfused, feeds);
@@ -332,7 +313,7 @@ TEST(QdqFusion, MatMulWithQuantizedOutputBecomesQLinearMatMul) {
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j)
         want.push_back(requantize(c.acc(i, j), c.aScale, c.bScales[j], c.yScale, c.yZero, act));
-    EXPECT_EQ(values(run(fused, feeds)[0]), want);
+    EXPECT_EQ(values(runGraphOutputs(fused, feeds)[0]), want);
   }
 }
 
@@ -345,12 +326,12 @@ TEST(QdqFusion, MatMulWithFloatOutputAndBiasBecomesMatMulIntegerToFloat) {
   const int b = dqPerAxis(g, g.integers(c.weight, c.b, {c.k, c.n}), c.bScales, c.bZeros, c.weight, -1);
   g.output(g.op(OpType::Add, {g.floats(bias, {c.n}), g.op(OpType::MatMul, {a, b})}));
   const Graph fused = convert(g.g, true), unfused = convert(g.g, false);
-  EXPECT_EQ(count(fused, OpType::MatMulIntegerToFloat), 1);
+  EXPECT_EQ(countOps(fused, OpType::MatMulIntegerToFloat), 1);
   EXPECT_EQ(fused.nodes.size(), 1u);  // the Add is its bias
   const std::map<std::string, Tensor> feeds{{"a", byteTensor(c.act, {c.m, c.k}, c.a)}};
-  const Tensor got = run(fused, feeds)[0];
+  const Tensor got = runGraphOutputs(fused, feeds)[0];
   EXPECT_EQ(got.dtype(), DataType::Float32);
-  EXPECT_LE(maxAbsDiff(got, run(unfused, feeds)[0]), 1e-4);
+  EXPECT_LE(maxAbsDiff(got, runGraphOutputs(unfused, feeds)[0]), 1e-4);
   for (int64_t i = 0; i < c.m; ++i)
     for (int64_t j = 0; j < c.n; ++j) {
       const float want = static_cast<float>(c.acc(i, j)) * (c.aScale * c.bScales[j]) + bias[j];
@@ -386,10 +367,10 @@ TEST(QdqFusion, GemmBecomesQGemmWithQuantizedOrFloatOutput) {
   for (bool quantized : {true, false}) {
     const Graph source = gemmGraph(c, bT, cFloat, quantized).g;
     const Graph fused = convert(source, true), unfused = convert(source, false);
-    EXPECT_EQ(count(fused, OpType::QGemm), 1);
+    EXPECT_EQ(countOps(fused, OpType::QGemm), 1);
     EXPECT_EQ(fused.nodes.size(), 1u);
     EXPECT_EQ(constantInput(fused, OpType::QGemm, 6), cInt);
-    const Tensor got = run(fused, feeds)[0], want = run(unfused, feeds)[0];
+    const Tensor got = runGraphOutputs(fused, feeds)[0], want = runGraphOutputs(unfused, feeds)[0];
     EXPECT_LE(maxAbsDiff(got, want), quantized ? 1.0 : 1e-4);
     for (int64_t i = 0; i < c.m; ++i)
       for (int64_t j = 0; j < c.n; ++j) {
@@ -458,7 +439,7 @@ TEST(QdqFusion, ElementwisePoolingAndConcatBecomeQLinearOps) {
       // Probabilities as quantize_static writes them: scale 1/256 from the type's lowest value.
       b.output(q(b, c.build(b, x, y, t), probability ? 1.f / 256 : 0.07f, probability ? lowOf(t) : mid + 2, t));
       const Graph fused = convert(b.g, true), unfused = convert(b.g, false);
-      EXPECT_EQ(count(fused, c.fusedType), 1) << c.name;
+      EXPECT_EQ(countOps(fused, c.fusedType), 1) << c.name;
       EXPECT_EQ(fused.nodes.size(), 1u) << c.name;
       const std::map<std::string, Tensor> feeds{{"a", byteTensor(t, shape, randomBytes(t, shapeElements(shape), 31))},
                                                 {"b", byteTensor(t, shape, randomBytes(t, shapeElements(shape), 32))}};
@@ -473,8 +454,8 @@ TEST(QdqFusion, BinaryOpsWithMixedTypesStayFloat) {
   const int y = dq(b, b.input("b", {3, 4}, kI8), 0.05f, 0, kI8);
   b.output(q(b, b.op(OpType::Add, {x, y}), 0.1f, 128, kU8));
   const Graph fused = convert(b.g, true);
-  EXPECT_EQ(count(fused, OpType::QLinearAdd), 0);
-  EXPECT_EQ(count(fused, OpType::Add), 1);
+  EXPECT_EQ(countOps(fused, OpType::QLinearAdd), 0);
+  EXPECT_EQ(countOps(fused, OpType::Add), 1);
 }
 
 // ---- Data movement on the bytes ----
@@ -537,10 +518,10 @@ TEST(QdqFusion, DataMovementRunsOnTheBytesWhenScalesAgree) {
         const int x = dq(b, b.input("a", shape, t), 0.05f, lowOf(t) + 100, t);
         b.output(q(b, c.build(b, x), sameScale ? 0.05f : 0.06f, lowOf(t) + 100, t));
         const Graph fused = convert(b.g, true), unfused = convert(b.g, false);
-        EXPECT_EQ(count(fused, c.type), 1) << c.name;
-        const int qdqLeft = count(fused, OpType::DequantizeLinear) + count(fused, OpType::QuantizeLinear);
+        EXPECT_EQ(countOps(fused, c.type), 1) << c.name;
+        const int qdqLeft = countOps(fused, OpType::DequantizeLinear) + countOps(fused, OpType::QuantizeLinear);
         EXPECT_EQ(qdqLeft, sameScale ? 0 : 2) << c.name << (sameScale ? "" : ", scales differ");
-        const std::vector<Tensor> got = run(fused, feeds), want = run(unfused, feeds);
+        const std::vector<Tensor> got = runGraphOutputs(fused, feeds), want = runGraphOutputs(unfused, feeds);
         EXPECT_EQ(got[0].dtype(), t) << c.name;
         EXPECT_EQ(maxAbsDiff(got[0], want[0]), 0.0) << c.name;
       }
@@ -554,11 +535,11 @@ TEST(QdqFusion, QuantizeOfDequantizeInOneScaleIsTheBytes) {
   GraphBuilder other = b;  // the same with another zero point in the Q: kept
   other.g.nodes[1].inputs[2] = other.integers(kU8, {8}, {});
   const Graph fused = convert(b.g, true), kept = convert(other.g, true);
-  EXPECT_EQ(count(fused, OpType::QuantizeLinear), 0);
-  EXPECT_EQ(count(fused, OpType::DequantizeLinear), 1);
-  EXPECT_EQ(count(kept, OpType::QuantizeLinear), 1);
+  EXPECT_EQ(countOps(fused, OpType::QuantizeLinear), 0);
+  EXPECT_EQ(countOps(fused, OpType::DequantizeLinear), 1);
+  EXPECT_EQ(countOps(kept, OpType::QuantizeLinear), 1);
   const std::map<std::string, Tensor> feeds{{"a", byteTensor(kU8, {3, 5}, randomBytes(kU8, 15, 51))}};
-  EXPECT_EQ(maxAbsDiff(run(fused, feeds)[0], run(convert(b.g, false), feeds)[0]), 0.0);
+  EXPECT_EQ(maxAbsDiff(runGraphOutputs(fused, feeds)[0], runGraphOutputs(convert(b.g, false), feeds)[0]), 0.0);
 }
 
 TEST(QdqFusion, ReportCountsTheRewrites) {

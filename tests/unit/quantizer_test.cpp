@@ -14,25 +14,6 @@
 namespace osprey::test {
 namespace {
 
-int count(const Graph& g, OpType type) {
-  int n = 0;
-  for (auto& node : g.nodes) n += node.type == type;
-  return n;
-}
-
-Tensor run(const Graph& g, const FeedDict& feeds) {
-  auto model = std::make_shared<Model>();
-  model->graph = g;
-  std::shared_ptr<Interpreter> interp;
-  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
-  std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
-  std::vector<Tensor> out;
-  Status st = session->run(feeds, &out);
-  EXPECT_TRUE(st.isOk()) << st.message();
-  return out.empty() ? Tensor() : out[0];
-}
-
 double cosine(const Tensor& a, const Tensor& b) {
   double dot = 0, aa = 0, bb = 0;
   for (int64_t i = 0; i < a.elements(); ++i) {
@@ -82,20 +63,20 @@ TEST(Quantizer, StaticQuantizationRunsTheConvNetOnIntegerOps) {
   options.perChannel = true;
   const std::vector<FeedDict> calibration = samples("x", {1, 8, 10, 10}, 8);
   ASSERT_TRUE(quantizeModel(model, calibration, options, &q, &report));
-  EXPECT_EQ(count(q.graph, OpType::QLinearConv), 2);
-  EXPECT_EQ(count(q.graph, OpType::QLinearAdd), 1);
-  EXPECT_EQ(count(q.graph, OpType::QLinearGlobalAveragePool), 1);
-  EXPECT_EQ(count(q.graph, OpType::QGemm), 1);  // float output: nothing after it runs on bytes
-  EXPECT_EQ(count(q.graph, OpType::Relu), 0);    // absorbed into QLinearAdd's requantisation
-  EXPECT_EQ(count(q.graph, OpType::QuantizeLinear), 1);  // the model input, once
-  EXPECT_EQ(count(q.graph, OpType::Conv), 0);
+  EXPECT_EQ(countOps(q.graph, OpType::QLinearConv), 2);
+  EXPECT_EQ(countOps(q.graph, OpType::QLinearAdd), 1);
+  EXPECT_EQ(countOps(q.graph, OpType::QLinearGlobalAveragePool), 1);
+  EXPECT_EQ(countOps(q.graph, OpType::QGemm), 1);  // float output: nothing after it runs on bytes
+  EXPECT_EQ(countOps(q.graph, OpType::Relu), 0);    // absorbed into QLinearAdd's requantisation
+  EXPECT_EQ(countOps(q.graph, OpType::QuantizeLinear), 1);  // the model input, once
+  EXPECT_EQ(countOps(q.graph, OpType::Conv), 0);
   EXPECT_EQ(report.floatOps, 0);
   ASSERT_EQ(report.outputs.size(), 1u);
   EXPECT_GT(report.outputs[0].cosine, 0.999);
   EXPECT_FALSE(report.tensors.empty());
   // On an input it was not calibrated on, and through the .osp-free path.
   const FeedDict fresh = samples("x", {1, 8, 10, 10}, 1)[0];
-  const Tensor want = run(model.graph, fresh), got = run(q.graph, fresh);
+  const Tensor want = runGraph(model.graph, fresh), got = runGraph(q.graph, fresh);
   EXPECT_GT(cosine(want, got), 0.999);
 }
 
@@ -105,12 +86,12 @@ TEST(Quantizer, ExcludedOpsStayFloatBehindQuantizeAndDequantize) {
   QuantizeOptions options;
   options.exclude = {"Add"};
   ASSERT_TRUE(quantizeModel(model, samples("x", {1, 8, 10, 10}, 4), options, &q, nullptr));
-  EXPECT_EQ(count(q.graph, OpType::QLinearAdd), 0);
+  EXPECT_EQ(countOps(q.graph, OpType::QLinearAdd), 0);
   // Add reads both Convs in float; GlobalAveragePool then starts a byte region again.
-  EXPECT_EQ(count(q.graph, OpType::DequantizeLinear), 2);
-  EXPECT_EQ(count(q.graph, OpType::QLinearGlobalAveragePool), 0);  // its input is float now
+  EXPECT_EQ(countOps(q.graph, OpType::DequantizeLinear), 2);
+  EXPECT_EQ(countOps(q.graph, OpType::QLinearGlobalAveragePool), 0);  // its input is float now
   const FeedDict fresh = samples("x", {1, 8, 10, 10}, 1)[0];
-  EXPECT_GT(cosine(run(model.graph, fresh), run(q.graph, fresh)), 0.999);
+  EXPECT_GT(cosine(runGraph(model.graph, fresh), runGraph(q.graph, fresh)), 0.999);
 }
 
 TEST(Quantizer, DynamicQuantizationTurnsMatMulsIntoDynamicQuantizeMatMul) {
@@ -124,10 +105,10 @@ TEST(Quantizer, DynamicQuantizationTurnsMatMulsIntoDynamicQuantizeMatMul) {
   QuantizeOptions options;
   options.dynamic = true;
   ASSERT_TRUE(quantizeModel(model, {}, options, &q, nullptr));
-  EXPECT_EQ(count(q.graph, OpType::DynamicQuantizeMatMul), 2);
-  EXPECT_EQ(count(q.graph, OpType::MatMul), 0);
+  EXPECT_EQ(countOps(q.graph, OpType::DynamicQuantizeMatMul), 2);
+  EXPECT_EQ(countOps(q.graph, OpType::MatMul), 0);
   const FeedDict fresh = samples("x", {2, 7, 24}, 1)[0];
-  EXPECT_GT(cosine(run(model.graph, fresh), run(q.graph, fresh)), 0.999);
+  EXPECT_GT(cosine(runGraph(model.graph, fresh), runGraph(q.graph, fresh)), 0.999);
 }
 
 TEST(Quantizer, StaticQuantizationNeedsCalibration) {
