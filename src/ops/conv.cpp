@@ -4,10 +4,12 @@
 // image and group; a convolution with one input channel per group (depthwise) runs a direct
 // loop, where im2col would only copy.
 // ConvTranspose runs as GEMM + col2im (a scatter-add of every kernel tap).
+#include <atomic>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/run_limits.h"
 #include "ops/activation.h"
 #include "ops/gemm_kernel.h"
 #include "ops/op_util.h"
@@ -268,8 +270,11 @@ void convForward(const ConvSetup& s, const T* x, const T* w, const T* bias, cons
   }
 }
 
+// False when the run's deadline passed first (the output is then incomplete).
 template <class T>
-void convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y, ThreadPool* pool) {
+bool convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* bias, T* y, ThreadPool* pool,
+                          const RunDeadline::Watch& deadline) {
+  std::atomic<bool> stopped{false};
   const Window& g = s.window;
   const int64_t groupIn = s.inChannels / s.group, groupOut = s.outChannels / s.group;
   const int64_t kSize = g.kernelSize(), inSize = g.inSize(), outSize = g.outSize();
@@ -291,6 +296,12 @@ void convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* b
           T* yc = y + (n * s.outChannels + channel) * outSize;
           std::fill(yc, yc + outSize, bias ? bias[channel] : T(0));
           for (int64_t tap = 0; tap < kSize; ++tap) {
+            // A window of billions of taps on few values runs for minutes: a run's time limit stops it.
+            if (stopped.load(std::memory_order_relaxed)) return;
+            if (deadline.passed()) {
+              stopped = true;
+              return;
+            }
             int64_t kd, kh, kw;
             tapCoords(g, tap, &kd, &kh, &kw);
             const T* src = col.data() + (m * kSize + tap) * inSize;
@@ -314,8 +325,10 @@ void convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* b
             for (int64_t i = 0; i < outSize; ++i) yc[i] = applyActivation(s.act, yc[i]);
         }
       });
+      if (stopped) return false;
     }
   }
+  return true;
 }
 
 // Runs fn(x, w, bias, z, y) in float or double (bias and the residual z null when absent);
@@ -361,9 +374,13 @@ Status convReference(const Node& node, const TensorViews& inputs, TensorViews& o
 Status convTransposeReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool* pool) {
   ConvSetup s;
   OSPREY_RETURN_IF_ERROR(setupConvTranspose(node, inputs, &s));
-  return runInFloat(inputs, outputs[0], [&](const auto* x, const auto* w, const auto* b, const auto*, auto* y) {
-    convTransposeForward(s, x, w, b, y, pool);
-  });
+  const RunDeadline::Watch deadline = RunDeadline::watch();
+  bool finished = true;
+  OSPREY_RETURN_IF_ERROR(
+      runInFloat(inputs, outputs[0], [&](const auto* x, const auto* w, const auto* b, const auto*, auto* y) {
+        finished = convTransposeForward(s, x, w, b, y, pool, deadline);
+      }));
+  return finished ? Status::ok() : RunDeadline::error(node.describe());
 }
 
 }  // namespace
