@@ -55,10 +55,6 @@ ConvOperands convOperandsOf(OpType type) {
   return o;
 }
 
-const RuntimeTensor* operand(const std::vector<RuntimeTensor*>& inputs, int i) {
-  return i >= 0 && static_cast<size_t>(i) < inputs.size() ? inputs[i] : nullptr;
-}
-
 class QuantizedConvExecution : public Execution {
  public:
   QuantizedConvExecution(CPUBackend* backend, const OpRef& op)
@@ -82,9 +78,9 @@ class QuantizedConvExecution : public Execution {
     weights_.resize(static_cast<size_t>(group_));
     if (depthwise_) {
       tapsFloat_.resize(static_cast<size_t>(outChannels_ * window_.kernelSize()));
-      if (constantWeights_) depthwiseTaps(w, operand(inputs, ops_.wZero));
+      if (constantWeights_) depthwiseTaps(w, inputAt(inputs, ops_.wZero));
     } else if (constantWeights_) {
-      OSPREY_RETURN_IF_ERROR(packWeights(w, operand(inputs, ops_.wZero)));
+      OSPREY_RETURN_IF_ERROR(packWeights(w, inputAt(inputs, ops_.wZero)));
     }
     return acquireScratch();
   }
@@ -96,7 +92,7 @@ class QuantizedConvExecution : public Execution {
     stage.signedOutput = y.dtype == DataType::Int8;
     stage.lo = stage.signedOutput ? -128 : 0;
     stage.hi = stage.signedOutput ? 127 : 255;
-    stage.zeroPoint = byteAt(operand(inputs, ops_.yZero), 0);
+    stage.zeroPoint = byteAt(inputAt(inputs, ops_.yZero), 0);
     if (!ops_.int32Out) {
       const float xs = reinterpret_cast<const float*>(inputs[ops_.xScale]->host())[0];
       const float ys = reinterpret_cast<const float*>(inputs[ops_.yScale]->host())[0];
@@ -105,15 +101,15 @@ class QuantizedConvExecution : public Execution {
       for (int64_t o = 0; o < outChannels_; ++o)
         scale_[o] = xs * ws[wScale->elements() == 1 ? 0 : o] / ys;  // ONNX Runtime's order
     }
-    if (const RuntimeTensor* bias = operand(inputs, ops_.bias))
+    if (const RuntimeTensor* bias = inputAt(inputs, ops_.bias))
       std::memcpy(bias_.data(), bias->host(), static_cast<size_t>(outChannels_) * sizeof(int32_t));
     const RuntimeTensor& x = *inputs[ops_.x];
-    const int32_t xZero = byteAt(operand(inputs, ops_.xZero), 0);
+    const int32_t xZero = byteAt(inputAt(inputs, ops_.xZero), 0);
     if (depthwise_) {
-      if (!constantWeights_) depthwiseTaps(*inputs[ops_.w], operand(inputs, ops_.wZero));
+      if (!constantWeights_) depthwiseTaps(*inputs[ops_.w], inputAt(inputs, ops_.wZero));
       runDepthwise(x, xZero, stage, y);
     } else {
-      if (!constantWeights_) packWeightsNow(*inputs[ops_.w], operand(inputs, ops_.wZero));
+      if (!constantWeights_) packWeightsNow(*inputs[ops_.w], inputAt(inputs, ops_.wZero));
       runGemm(x, xZero, stage, y);
     }
     return Status::ok();
@@ -315,7 +311,7 @@ std::unique_ptr<Execution> createQuantizedConvExecution(CPUBackend* backend, con
   if (!op.node || outputs.size() != 1) return nullptr;
   const ConvOperands o = convOperandsOf(op.node->type);
   if (o.w < 0) return nullptr;
-  const RuntimeTensor *x = operand(inputs, o.x), *w = operand(inputs, o.w);
+  const RuntimeTensor *x = inputAt(inputs, o.x), *w = inputAt(inputs, o.w);
   if (!isByteType(x) || !isByteType(w)) return nullptr;
   if (o.int32Out ? outputs[0]->dtype != DataType::Int32 : !isByteType(outputs[0])) return nullptr;
   if (x->shape.size() < 3 || x->shape.size() > 4 || w->shape.size() != x->shape.size()) return nullptr;
@@ -323,18 +319,18 @@ std::unique_ptr<Execution> createQuantizedConvExecution(CPUBackend* backend, con
   const int64_t group = op.node->getInt("group", 1);
   if (group <= 0 || x->shape[1] % group != 0 || outChannels % group != 0 || w->shape[1] != x->shape[1] / group)
     return nullptr;
-  const RuntimeTensor* xZero = operand(inputs, o.xZero);
+  const RuntimeTensor* xZero = inputAt(inputs, o.xZero);
   if (xZero && (xZero->dtype != x->dtype || xZero->elements() != 1)) return nullptr;
-  const RuntimeTensor* wZero = operand(inputs, o.wZero);
+  const RuntimeTensor* wZero = inputAt(inputs, o.wZero);
   if (wZero && (wZero->dtype != w->dtype || !hasOneOr(wZero, outChannels))) return nullptr;
   if (!o.int32Out) {
-    if (!isFloatScalar(operand(inputs, o.xScale)) || !isFloatScalar(operand(inputs, o.yScale))) return nullptr;
-    const RuntimeTensor* yZero = operand(inputs, o.yZero);
+    if (!isFloatScalar(inputAt(inputs, o.xScale)) || !isFloatScalar(inputAt(inputs, o.yScale))) return nullptr;
+    const RuntimeTensor* yZero = inputAt(inputs, o.yZero);
     if (!yZero || yZero->dtype != outputs[0]->dtype || yZero->elements() != 1) return nullptr;
-    const RuntimeTensor* wScale = operand(inputs, o.wScale);
+    const RuntimeTensor* wScale = inputAt(inputs, o.wScale);
     if (!wScale || wScale->dtype != DataType::Float32 || !hasOneOr(wScale, outChannels)) return nullptr;
   }
-  const RuntimeTensor* bias = operand(inputs, o.bias);
+  const RuntimeTensor* bias = inputAt(inputs, o.bias);
   if (bias && (bias->dtype != DataType::Int32 || bias->elements() != outChannels)) return nullptr;
   Window window;
   if (!readConvWindow(*op.node, x->shape, w->shape, &window).isOk() || !isPlanarWindow(window)) return nullptr;

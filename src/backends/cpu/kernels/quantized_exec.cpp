@@ -14,10 +14,6 @@ int32_t byteAt(const RuntimeTensor* t, int64_t i) {
                                     : static_cast<int32_t>(t->host()[i]);
 }
 
-bool isPerTensorOr(const RuntimeTensor* t, int64_t count) {
-  return t && t->constData && (t->elements() == 1 || t->elements() == count) && t->shape.size() <= 2;
-}
-
 QGemmOperandBytes QuantizedWeights::prepare(const uint8_t* w, DataType dtype, int64_t kStride, int64_t nStride,
                                              int64_t K, int64_t N, const RuntimeTensor* zeroPoints) {
   const QGemmFunctions& f = cpuFunctions().qgemm;

@@ -20,6 +20,10 @@ inline int32_t weightZeroPoint(DataType dtype, int32_t zp) { return dtype == Dat
 inline int32_t activationZeroPoint(DataType dtype, int32_t zp) { return dtype == DataType::Int8 ? zp + 128 : zp; }
 // Element i of a byte tensor (uint8 or int8) as int32, 0 for a missing tensor.
 int32_t byteAt(const RuntimeTensor* t, int64_t i);
+// Input i of an op, or null where the op has no such input (i < 0) or it was omitted.
+inline const RuntimeTensor* inputAt(const std::vector<RuntimeTensor*>& inputs, int i) {
+  return i >= 0 && static_cast<size_t>(i) < inputs.size() ? inputs[i] : nullptr;
+}
 inline bool isFloatScalar(const RuntimeTensor* t) {
   return t && t->dtype == DataType::Float32 && t->elements() == 1;
 }
@@ -27,8 +31,6 @@ inline bool isFloatScalar(const RuntimeTensor* t) {
 inline bool hasOneOr(const RuntimeTensor* t, int64_t count) {
   return t && (t->elements() == 1 || t->elements() == count) && t->shape.size() <= 2;
 }
-// A constant (host data known at resize) float32 or byte input with one value or `count`.
-bool isPerTensorOr(const RuntimeTensor* t, int64_t count);
 
 // Constant weights packed once into STATIC memory (shared by the runtime's sessions like the
 // float weights) for the integer GEMM, as its B (a MatMul's [K x N]: one output column per n) or

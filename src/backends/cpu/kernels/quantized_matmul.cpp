@@ -47,10 +47,6 @@ Operands operandsOf(OpType type) {
   return o;
 }
 
-const RuntimeTensor* inputAt(const std::vector<RuntimeTensor*>& inputs, int i) {
-  return i >= 0 && static_cast<size_t>(i) < inputs.size() ? inputs[i] : nullptr;
-}
-
 // ONNX Runtime's dynamic uint8 parameters for a range holding 0: scale = range / 255 (1 when
 // empty), zero point = round(clamp(-min / scale, 0, 255)).
 void dynamicParameters(float lo, float hi, float* scale, int32_t* zeroPoint) {
