@@ -30,6 +30,7 @@ import argparse
 import inspect
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -51,7 +52,10 @@ LABELS = {
     "ort_fp32": "ORT fp32",
     "ort_int8": "ORT int8 (same QDQ .onnx)",
     "osprey_q": "Osprey int8 (osprey quantize .osp)",
+    "osprey_w4": "Osprey weight-only int4 (.osp)",
 }
+# Weight-only int4 goals (of the fp32 .osp that `osprey convert` writes): file, peak RSS, latency.
+WEIGHTS_ONLY_GOALS = {"file": 0.3, "rss": 0.4, "latency": 1.0}
 
 
 # ---- machine ----
@@ -315,6 +319,26 @@ def osprey_quantized(cli: str, name: str, models_dir: str, isa_limit: str, threa
     return dst, summary
 
 
+def osprey_weights_only(cli: str, name: str, models_dir: str) -> dict:
+    """`osprey convert NAME.onnx NAME.osp` and `osprey quantize NAME.onnx NAME.osprey-w4.osp
+    --weights-only int4` (each made again when older than the CLI), and each file's peak RSS
+    under `osprey bench FILE --loops 3` in a process of its own."""
+    src = os.path.join(models_dir, name + ".onnx")
+    files = {"fp32": os.path.join(models_dir, name + ".osp"), "int4": os.path.join(models_dir, name + ".osprey-w4.osp")}
+    commands = {"fp32": [cli, "convert", src, files["fp32"]],
+                "int4": [cli, "quantize", src, files["int4"], "--weights-only", "int4"]}
+    out = {}
+    for key, path in files.items():
+        if not (os.path.exists(path) and os.path.getmtime(path) >= os.path.getmtime(cli)):
+            p = subprocess.run(commands[key], capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError("%s failed: %s" % (" ".join(commands[key][:2]), (p.stderr or p.stdout).strip()[-300:]))
+        p = subprocess.run([cli, "bench", path, "--loops", "3"], capture_output=True, text=True)
+        rss = re.search(r"peak RSS ([0-9.]+) MB", p.stdout + p.stderr)
+        out[key] = {"path": path, "mb": os.path.getsize(path) / 2**20, "rss_mb": float(rss.group(1)) if rss else None}
+    return out
+
+
 # ---- sessions ----
 
 def ort_session(path: str, threads: int):
@@ -384,17 +408,29 @@ def bench_model(name: str, args, cli: str, quantize_ok: bool, isa_limit: str) ->
         except RuntimeError as e:
             osp_q_error = str(e).splitlines()[0][:300]
 
+    weights_only, w4_error = None, ""
+    if name.startswith("bert") and quantize_ok:
+        try:
+            weights_only = osprey_weights_only(cli, name, d)
+            row["weights_only"] = weights_only
+        except RuntimeError as e:
+            w4_error = str(e).splitlines()[0][:300]
+
     t = args.threads
     variants = [Variant("osprey_fp32", lambda: osprey.InferenceSession(fp32, threads=t)),
                 Variant("osprey_int8", lambda: osprey.InferenceSession(qdq, threads=t)),
                 Variant("ort_fp32", lambda: ort_session(fp32, t)),
                 Variant("ort_int8", lambda: ort_session(qdq, t)),
                 Variant("osprey_q", lambda: osprey.InferenceSession(osp_q, threads=t))]
+    if weights_only or w4_error:
+        variants.append(Variant("osprey_w4", lambda: osprey.InferenceSession(weights_only["int4"]["path"], threads=t)))
     by_key = {v.key: v for v in variants}
     if qdq is None:
         by_key["osprey_int8"].error = by_key["ort_int8"].error = "no QDQ model: " + row["quantization_error"]
     if osp_q is None:
         by_key["osprey_q"].error = osp_q_error
+    if w4_error:
+        by_key["osprey_w4"].error = w4_error
     for v in variants:
         if not v.error:
             v.open(feed)
@@ -443,14 +479,17 @@ def bench_model(name: str, args, cli: str, quantize_ok: bool, isa_limit: str) ->
                      "ort_int8/osprey_int8": ratio("ort_int8", "osprey_int8"),
                      "ort_fp32/ort_int8": ratio("ort_fp32", "ort_int8"),
                      "osprey_fp32/osprey_q": ratio("osprey_fp32", "osprey_q")}
+    if "osprey_w4" in ms:
+        row["ratios"]["osprey_w4/osprey_fp32"] = ratio("osprey_w4", "osprey_fp32")
     pairs = [("osprey_int8", "osprey_fp32", "Osprey int8 vs Osprey fp32"),
              ("ort_int8", "ort_fp32", "ORT int8 vs ORT fp32"),
              ("osprey_int8", "ort_int8", "Osprey int8 vs ORT int8 (same file)"),
              ("osprey_q", "osprey_fp32", "osprey quantize vs Osprey fp32"),
+             ("osprey_w4", "osprey_fp32", "weight-only int4 vs Osprey fp32"),
              ("osprey_fp32", "ort_fp32", "Osprey fp32 vs ORT fp32 (sanity)")]
     row["accuracy"] = []
     for a, b, label in pairs:
-        if by_key[a].outputs is not None and by_key[b].outputs is not None:
+        if a in by_key and by_key[a].outputs is not None and by_key[b].outputs is not None:
             cos, err = compare(by_key[a].outputs, by_key[b].outputs)
             row["accuracy"].append({"pair": label, "cosine": cos, "max_abs_err": err})
     return row
@@ -508,6 +547,19 @@ def print_model(row: dict, goal) -> None:
     if r["osprey_fp32/osprey_q"] is not None:
         lines.append(("Osprey fp32 / osprey quantize", fmt_x(r["osprey_fp32/osprey_q"]), "int8 speed-up of Osprey's own quantizer"))
     print_table(lines, left=(0, 2))
+    w = row.get("weights_only")
+    if w:
+        def goal_text(value, key):
+            if value is None:
+                return "-", ""
+            return "%.2fx" % value, "goal <= %.1fx: %s" % (WEIGHTS_ONLY_GOALS[key], "met" if value <= WEIGHTS_ONLY_GOALS[key] else "not met")
+        rss = (w["int4"]["rss_mb"] / w["fp32"]["rss_mb"]) if w["int4"]["rss_mb"] and w["fp32"]["rss_mb"] else None
+        lines = [("weight-only int4 against fp32 (.osp files)", "int4", "fp32", "ratio", "")]
+        lines.append(("file MB", "%.1f" % w["int4"]["mb"], "%.1f" % w["fp32"]["mb"], *goal_text(w["int4"]["mb"] / w["fp32"]["mb"], "file")))
+        lines.append(("peak RSS MB (osprey bench, own process)", fmt_ms(w["int4"]["rss_mb"]), fmt_ms(w["fp32"]["rss_mb"]), *goal_text(rss, "rss")))
+        lines.append(("median ms (alternating rounds above)", fmt_ms(row["variants"]["osprey_w4"]["median_ms"]),
+                      fmt_ms(row["variants"]["osprey_fp32"]["median_ms"]), *goal_text(r.get("osprey_w4/osprey_fp32"), "latency")))
+        print_table(lines, left=(0, 4))
     if row["accuracy"]:
         lines = [("accuracy on the benchmark input", "cosine", "max abs err")]
         for a in row["accuracy"]:

@@ -27,7 +27,17 @@ double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// VmHWM is this process's own peak; getrusage's ru_maxrss keeps the peak of the process that
+// exec'd it (a 700 MB Python launching `osprey bench` would report 700 MB for any model).
 size_t peakRssBytes() {
+  if (FILE* status = std::fopen("/proc/self/status", "r")) {
+    char line[256];
+    size_t kb = 0;
+    while (std::fgets(line, sizeof line, status))
+      if (std::sscanf(line, "VmHWM: %zu kB", &kb) == 1) break;
+    std::fclose(status);
+    if (kb) return kb * 1024;
+  }
   struct rusage usage {};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<size_t>(usage.ru_maxrss) * 1024;  // Linux reports kilobytes

@@ -1,5 +1,6 @@
 // osprey quantize MODEL OUT.osp --calibration DIR [--method minmax|entropy|percentile]
-//   [--percentile P] [--per-channel] [--dynamic] [--exclude OPS] [--threads N]
+//   [--percentile P] [--per-channel] [--dynamic] [--weights-only int8|int4 [--block-size N]]
+//   [--exclude OPS] [--threads N]
 #include <unistd.h>
 
 #include <cstdio>
@@ -53,7 +54,7 @@ void printReport(const QuantizeReport& r) {
 
 int cmdQuantize(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"calibration", "method", "percentile", "exclude", "threads", "weights-only"},
+  Status st = parseArgs(argc, argv, 2, {"calibration", "method", "percentile", "exclude", "threads", "weights-only", "block-size"},
                         {"per-channel", "dynamic"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 2) return fail(Status::invalidArgument("quantize needs MODEL and OUT.osp"));
@@ -75,11 +76,20 @@ int cmdQuantize(int argc, char** argv) {
     if (!(options.percentile > 50 && options.percentile <= 100))
       return fail(Status::invalidArgument("--percentile must be a number in (50, 100]"));
   }
-  if (args.has("weights-only"))
-    return fail(Status::unsupported("--weights-only is not implemented yet; use static (--calibration) or --dynamic"));
+  if (args.has("weights-only")) {
+    const std::string bits = args.get("weights-only");
+    if (bits == "int8") options.weightBits = 8;
+    else if (bits == "int4") options.weightBits = 4;
+    else return fail(Status::invalidArgument("--weights-only must be int8 or int4, not '" + bits + "'"));
+    if (options.dynamic) return fail(Status::invalidArgument("--weights-only and --dynamic are two different schemes: pick one"));
+  }
+  if (args.has("block-size")) {
+    if (!args.has("weights-only")) return fail(Status::invalidArgument("--block-size applies to --weights-only"));
+    if (!(st = parseInt(args.get("block-size"), "--block-size", &options.blockSize))) return fail(st);
+  }
   if (args.has("threads") && !(st = parseInt(args.get("threads"), "--threads", &options.threads))) return fail(st);
-  if (!options.dynamic && !args.has("calibration"))
-    return fail(Status::invalidArgument("static quantization needs --calibration DIR (or use --dynamic)"));
+  if (!options.dynamic && !options.weightBits && !args.has("calibration"))
+    return fail(Status::invalidArgument("static quantization needs --calibration DIR (or use --dynamic or --weights-only)"));
   options.progress = printProgress;
 
   Model model;

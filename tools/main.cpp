@@ -28,6 +28,7 @@ void usage() {
                "                                    post-training int8 quantization from a folder of input .npy\n"
                "                                    files (DIR/*.npy, or DIR/<sample>/<input>.npy), with a per-\n"
                "                                    tensor report; --dynamic: MatMuls quantize activations at run time\n"
+               "        --weights-only int8|int4 [--block-size 32]   MatMul/Gemm weights only (MatMulNBits)\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
                "  backends                          backends compiled in and their devices\n");
   std::fputs(osprey::cli::configOptionsUsage(), stderr);

@@ -504,7 +504,8 @@ class QuantizeReport:
 def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathLike[str]"],
              calibration: Union[None, str, "os.PathLike[str]", Iterable[Mapping[str, Any]]] = None, *,
              method: str = "minmax", percentile: float = 99.999, per_channel: bool = False,
-             dynamic: bool = False, exclude: Sequence[str] = (), threads: int = 0) -> QuantizeReport:
+             dynamic: bool = False, weights_only: Optional[str] = None, block_size: int = 32,
+             exclude: Sequence[str] = (), threads: int = 0) -> QuantizeReport:
     """Post-training int8 quantization (what ``osprey quantize MODEL OUT.osp`` does).
 
     Args:
@@ -517,6 +518,10 @@ def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathL
         percentile: the share of values "percentile" keeps inside the range.
         per_channel: one weight scale per output channel (else one per tensor).
         dynamic: quantize MatMul activations at run time instead (DynamicQuantizeMatMul).
+        weights_only: "int8" or "int4": only MatMul / Gemm weights, as MatMulNBits blocks of
+            ``block_size`` along K (activations stay float; calibration, when given, is used
+            for the report only).
+        block_size: the block of weight-only quantization (a power of 2, at least 16).
         exclude: op types ("Conv", "MatMul", ...) or node names to leave in float.
         threads: threads of the calibration runs (0: all cores).
 
@@ -527,8 +532,11 @@ def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathL
     if isinstance(calibration, os.PathLike):
         calibration = os.fspath(calibration)
     samples = calibration if calibration is None or isinstance(calibration, str) else [dict(s) for s in calibration]
+    bits = {None: 0, "int8": 8, "int4": 4}
+    if weights_only not in bits:
+        raise ValueError("weights_only must be 'int8', 'int4' or None, not %r" % (weights_only,))
     report = _osprey.quantize(os.fspath(model), os.fspath(output), samples, method, percentile, per_channel,
-                              dynamic, list(exclude), threads)
+                              dynamic, list(exclude), threads, bits[weights_only], block_size)
     return QuantizeReport(**report)
 
 

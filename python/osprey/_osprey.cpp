@@ -661,8 +661,10 @@ FeedDict calibrationFeed(const py::dict& sample) {
 
 py::dict quantize(const std::string& src, const std::string& dst, const py::object& calibration,
                   const std::string& method, double percentile, bool perChannel, bool dynamic,
-                  const std::vector<std::string>& exclude, int threads) {
+                  const std::vector<std::string>& exclude, int threads, int weightBits, int blockSize) {
   QuantizeOptions options;
+  options.weightBits = weightBits;
+  options.blockSize = blockSize;
   if (method == "minmax") options.method = CalibrationMethod::MinMax;
   else if (method == "entropy") options.method = CalibrationMethod::Entropy;
   else if (method == "percentile") options.method = CalibrationMethod::Percentile;
@@ -793,7 +795,8 @@ PYBIND11_MODULE(_osprey, m) {
       .def("stats", &PySession::stats);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true);
   m.def("quantize", &quantize, py::arg("src"), py::arg("dst"), py::arg("calibration"), py::arg("method"),
-        py::arg("percentile"), py::arg("per_channel"), py::arg("dynamic"), py::arg("exclude"), py::arg("threads"));
+        py::arg("percentile"), py::arg("per_channel"), py::arg("dynamic"), py::arg("exclude"), py::arg("threads"),
+        py::arg("weight_bits"), py::arg("block_size"));
   m.def("backends", &backends);
   m.def("set_cpu_isa_limit", &setCpuIsaLimitByName, py::arg("name"));
   m.def("cpu_isa", &cpuIsaInUse);

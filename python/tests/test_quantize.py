@@ -119,3 +119,29 @@ def test_cli_quantize_prints_the_report(setup, tmp_path):
     assert out.exists()
     info = subprocess.run([cli, "info", str(out)], capture_output=True, text=True)
     assert "QLinearConv" in info.stdout
+
+
+@pytest.mark.parametrize("bits", ["int8", "int4"])
+def test_quantize_weights_only(setup, tmp_path, bits):
+    src, calib, samples = setup
+    out = tmp_path / ("w%s.osp" % bits)
+    report = osprey.quantize(src, out, calib, weights_only=bits, block_size=16)
+    assert report.quantized_by_type == {"Gemm": 1, "MatMul": 1}
+    assert [t[1] for t in report.tensors] == ["MatMulNBits", "MatMulNBits"]
+    assert all(t[2] > (0.999 if bits == "int8" else 0.98) for t in report.tensors), report.tensors
+    x = samples[1]
+    want = osprey.InferenceSession(str(src)).run(None, {"x": x})
+    got = osprey.InferenceSession(str(out)).run(None, {"x": x})
+    for a, b in zip(want, got):
+        assert cosine(a, b) > (0.9995 if bits == "int8" else 0.99)
+    with pytest.raises(ValueError, match="weights_only"):
+        osprey.quantize(src, tmp_path / "bad.osp", weights_only="int3")
+    with pytest.raises(osprey.OspreyError, match="power of 2"):
+        osprey.quantize(src, tmp_path / "bad.osp", weights_only=bits, block_size=20)
+    cli = os.path.join(os.path.dirname(osprey.__file__), "_bin", "osprey")
+    if os.path.exists(cli):
+        done = subprocess.run([cli, "quantize", str(src), str(tmp_path / "cli.osp"), "--weights-only", bits],
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        info = subprocess.run([cli, "info", str(tmp_path / "cli.osp")], capture_output=True, text=True)
+        assert "MatMulNBits" in info.stdout

@@ -92,14 +92,16 @@ Status quantizeModel(const Model& model, const std::vector<FeedDict>& calibratio
   QuantizeOptions opts = options;
   if (opts.threads <= 0) opts.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   std::map<std::string, TensorRange> ranges;
-  if (!opts.dynamic) OSPREY_RETURN_IF_ERROR(calibrateRanges(model, calibration, opts, &ranges));
+  const bool calibrate = !opts.dynamic && opts.weightBits == 0;
+  if (calibrate) OSPREY_RETURN_IF_ERROR(calibrateRanges(model, calibration, opts, &ranges));
   QuantizeReport local;
   QuantizeReport* r = report ? report : &local;
   *r = QuantizeReport();
   *out = Model();
   out->formatVersion = model.formatVersion;
   out->producer = model.producer;
-  OSPREY_RETURN_IF_ERROR(quantizeGraph(model.graph, ranges, opts, &out->graph, r));
+  if (opts.weightBits) OSPREY_RETURN_IF_ERROR(quantizeWeightsOnly(model.graph, opts, &out->graph, r));
+  else OSPREY_RETURN_IF_ERROR(quantizeGraph(model.graph, ranges, opts, &out->graph, r));
   if (report && !calibration.empty()) OSPREY_RETURN_IF_ERROR(compareModels(model, *out, calibration[0], opts.threads, r));
   return Status::ok();
 }

@@ -8,7 +8,8 @@
 // point, int8 weights symmetric per output channel (or per tensor), int32 biases; ops that have
 // no integer kernel stay float behind QuantizeLinear / DequantizeLinear. Dynamic quantization
 // needs no calibration: MatMuls with constant weights become DynamicQuantizeMatMul, which
-// quantizes each activation at run time (for transformers).
+// quantizes each activation at run time (for transformers). Weight-only quantization stores
+// MatMul weights as 4- or 8-bit blocks (MatMulNBits) and leaves the activations float.
 #pragma once
 #include <functional>
 #include <map>
@@ -27,6 +28,10 @@ struct QuantizeOptions {
   double percentile = 99.999;  // Percentile: the share of values kept inside the range
   bool perChannel = true;      // weights: one scale per output channel (else per tensor)
   bool dynamic = false;
+  // Weight-only (4 or 8; 0: off): MatMul / Gemm weights to MatMulNBits blocks of `blockSize`
+  // along K, activations left in float; no calibration.
+  int weightBits = 0;
+  int blockSize = 32;
   // Op types ("Conv", "MatMul", "Gemm", "Add" ...) or node names left in float.
   std::vector<std::string> exclude;
   int threads = 0;  // calibration runs (0: the machine's cores)
@@ -76,6 +81,9 @@ Status calibrateRanges(const Model& model, const std::vector<FeedDict>& calibrat
 // The graph rewrite given the ranges; counts what it quantized into report (may be null).
 Status quantizeGraph(const Graph& in, const std::map<std::string, TensorRange>& ranges, const QuantizeOptions& options,
                      Graph* out, QuantizeReport* report);
+
+// The weight-only rewrite (options.weightBits); reports each weight's cosine and largest error.
+Status quantizeWeightsOnly(const Graph& in, const QuantizeOptions& options, Graph* out, QuantizeReport* report);
 
 // uint8 scale and zero point of [lo, hi] widened to hold 0 (ONNX Runtime's asymmetric scheme).
 void activationParameters(TensorRange range, float* scale, uint8_t* zeroPoint);

@@ -111,6 +111,119 @@ TEST(Quantizer, DynamicQuantizationTurnsMatMulsIntoDynamicQuantizeMatMul) {
   EXPECT_GT(cosine(runGraph(model.graph, fresh), runGraph(q.graph, fresh)), 0.999);
 }
 
+// x [2, 7, 50] -> MatMul [50, 40] -> Add bias [40] -> Gemm(transB, alpha 0.5, beta 2) [9, 40] + [9]
+Model matMulNet(std::vector<float> firstWeights = {}) {
+  GraphBuilder b;
+  const int x = b.input("x", {2, 7, 50});
+  Tensor w1 = randomTensor(DataType::Float32, {50, 40}, 8, -0.5, 0.5);
+  for (size_t i = 0; i < firstWeights.size(); ++i) w1.data<float>()[i] = firstWeights[i];
+  const int h = b.op(OpType::MatMul, {x, b.weights(w1)});
+  const int biased = b.op(OpType::Add, {h, b.weights(randomTensor(DataType::Float32, {40}, 9))});
+  const int flat = b.op(OpType::Reshape, {biased, b.integers(DataType::Int64, {14, 40}, {2})});
+  const int y = b.op(OpType::Gemm, {flat, b.weights(randomTensor(DataType::Float32, {9, 40}, 10)),
+                                    b.weights(randomTensor(DataType::Float32, {9}, 11))});
+  b.g.nodes.back().setInt("transB", 1);
+  b.g.nodes.back().setFloat("alpha", 0.5f);
+  b.g.nodes.back().setFloat("beta", 2.f);
+  b.output(y);
+  Model m;
+  m.graph = b.g;
+  return m;
+}
+
+TEST(Quantizer, WeightOnlyQuantizationStoresMatMulWeightsAsNBitBlocks) {
+  // Column 0 constant (a block whose range is one value), column 1 zero, the K tail (50 = 32 + 18)
+  // padded: all must still come out right.
+  std::vector<float> special(50 * 40);
+  for (int k = 0; k < 50; ++k) special[k * 40] = 0.25f, special[k * 40 + 1] = 0.f;
+  for (int k = 0; k < 50; ++k)
+    for (int n = 2; n < 40; ++n) special[k * 40 + n] = std::sin(0.37f * k + 1.3f * n) * 0.5f;
+  const Model model = matMulNet(special);
+  const FeedDict fresh = samples("x", {2, 7, 50}, 1)[0];
+  const Tensor want = runGraph(model.graph, fresh);
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    QuantizeOptions options;
+    options.weightBits = bits;
+    Model q;
+    QuantizeReport report;
+    ASSERT_TRUE(quantizeModel(model, samples("x", {2, 7, 50}, 1), options, &q, &report));
+    EXPECT_EQ(countOps(q.graph, OpType::MatMulNBits), 2);
+    EXPECT_EQ(countOps(q.graph, OpType::MatMul) + countOps(q.graph, OpType::Gemm), 0);
+    EXPECT_EQ(countOps(q.graph, OpType::Add), 0);  // the bias moved into MatMulNBits
+    for (const Node& n : q.graph.nodes) {
+      if (n.type != OpType::MatMulNBits) continue;
+      const int64_t K = n.getInt("K", 0), N = n.getInt("N", 0), blocks = (K + 31) / 32;
+      EXPECT_EQ(q.graph.tensors[n.inputs[1]].shape, (Shape{N, blocks, 32 * bits / 8}));
+      EXPECT_EQ(q.graph.tensors[n.inputs[1]].dtype, DataType::UInt8);
+      EXPECT_EQ(n.inputs.size(), 6u);  // the bias
+    }
+    ASSERT_EQ(report.tensors.size(), 2u);
+    for (const QuantizedTensorReport& t : report.tensors) EXPECT_GT(t.cosine, bits == 8 ? 0.9999 : 0.99) << t.name;
+    const Tensor got = runGraph(q.graph, fresh);
+    EXPECT_GT(cosine(want, got), bits == 8 ? 0.9999 : 0.99);
+  }
+}
+
+// Each weight moves by at most half its block's step, so y = x W + b moves by at most
+// sum_k |x_k| * step(k, n) / 2: a weight decoded at the wrong place or with a wrong zero point
+// breaks that bound.
+TEST(Quantizer, WeightOnlyErrorStaysWithinHalfAStepPerWeight) {
+  GraphBuilder b;
+  const int x = b.input("x", {3, 70});
+  // Blocks of 16 along K alternate between mostly negative and all positive weights, so that
+  // neighbouring blocks have far apart zero points.
+  Tensor w = randomTensor(DataType::Float32, {70, 11}, 12, -1.0, 0.3);
+  for (int64_t k = 0; k < 70; ++k)
+    for (int64_t n = 0; n < 11; ++n)
+      if ((k / 16) % 2 == 1) w.data<float>()[k * 11 + n] = std::fabs(w.data<float>()[k * 11 + n]) + 0.1f;
+  const int y = b.op(OpType::MatMul, {x, b.weights(w)});
+  b.output(y);
+  Model model;
+  model.graph = b.g;
+  const FeedDict fresh = samples("x", {3, 70}, 1)[0];
+  const Tensor want = runGraph(model.graph, fresh);
+  for (int bits : {8, 4}) {
+    SCOPED_TRACE("bits " + std::to_string(bits));
+    QuantizeOptions options;
+    options.weightBits = bits;
+    options.blockSize = 16;
+    Model q;
+    ASSERT_TRUE(quantizeModel(model, {}, options, &q, nullptr));
+    ASSERT_EQ(countOps(q.graph, OpType::MatMulNBits), 1);
+    const Tensor got = runGraph(q.graph, fresh);
+    const Tensor& in = fresh.at("x");
+    for (int64_t m = 0; m < 3; ++m)
+      for (int64_t n = 0; n < 11; ++n) {
+        double bound = 1e-4;
+        for (int64_t blk = 0; blk < 5; ++blk) {
+          double lo = 0, hi = 0, sumAbs = 0;
+          for (int64_t k = blk * 16; k < std::min<int64_t>(70, blk * 16 + 16); ++k) {
+            lo = std::min<double>(lo, at(w, k * 11 + n)), hi = std::max<double>(hi, at(w, k * 11 + n));
+            sumAbs += std::fabs(at(in, m * 70 + k));
+          }
+          bound += sumAbs * (hi - lo) / ((1 << bits) - 1) / 2 * 1.001;
+        }
+        EXPECT_LE(std::fabs(at(got, m * 11 + n) - at(want, m * 11 + n)), bound) << m << "," << n;
+        EXPECT_GT(std::fabs(at(got, m * 11 + n) - at(want, m * 11 + n)), 0.0);  // it was quantized
+      }
+  }
+}
+
+TEST(Quantizer, WeightOnlyQuantizationRefusesOtherBitsAndBlockSizes) {
+  Model q;
+  QuantizeOptions options;
+  options.weightBits = 3;
+  Status st = quantizeModel(matMulNet(), {}, options, &q, nullptr);
+  EXPECT_FALSE(st);
+  EXPECT_NE(st.message().find("4 or 8 bits"), std::string::npos) << st.message();
+  options.weightBits = 4;
+  options.blockSize = 24;
+  st = quantizeModel(matMulNet(), {}, options, &q, nullptr);
+  EXPECT_FALSE(st);
+  EXPECT_NE(st.message().find("power of 2"), std::string::npos) << st.message();
+}
+
 TEST(Quantizer, StaticQuantizationNeedsCalibration) {
   Model q;
   Status st = quantizeModel(convNet(), {}, QuantizeOptions(), &q, nullptr);
