@@ -464,31 +464,58 @@ Status softmaxShape(const Node& node, const TensorViews& in, TensorViews& out) {
   return Status::ok();
 }
 
-// One row of d values, `stride` apart: x to y through the table (see above). The sum runs in
-// order, as ORT's loop does, so that the float rounding is the same.
+// nearbyint for v >= 0 (in the default rounding mode, adding and taking away 2^23 rounds half to
+// even); larger values, inf and NaN are their own. Inline, where std::nearbyint is a libm call.
+inline float roundNonNegative(float v) {
+  constexpr float kTwo23 = 8388608.f;
+  return v < kTwo23 ? (v + kTwo23) - kTwo23 : v;
+}
+
 template <class T>
-void softmaxRow(const T* x, T* y, int64_t d, int64_t stride, const float* table, float yScale, int32_t zy) {
-  constexpr bool sgn = std::is_same_v<T, int8_t>;
-  int32_t xmax = std::numeric_limits<int32_t>::min();
-  for (int64_t k = 0; k < d; ++k) xmax = std::max(xmax, static_cast<int32_t>(x[k * stride]));
-  // The table entry of each value: uint8 reads table[255 - max + x], int8 table[uint8(127 - max + x)].
-  const int32_t offset = sgn ? 127 - xmax : 255 - xmax;
-  float sum = 0.f;
-  for (int64_t k = 0; k < d; ++k) sum += table[static_cast<uint8_t>(offset + x[k * stride])];
-  for (int64_t k = 0; k < d; ++k) {
-    T& out = y[k * stride];
-    if (sum == 0.f) {
-      out = static_cast<T>(zy);
-      continue;
-    }
-    const float q = std::nearbyint(table[static_cast<uint8_t>(offset + x[k * stride])] * yScale / sum);
-    if (sgn) {
-      out = static_cast<T>(std::min(127, static_cast<int32_t>(q) + zy));
-    } else {
-      const uint32_t v = static_cast<uint32_t>(q) + static_cast<uint32_t>(zy);
-      out = static_cast<T>(v > 255 ? 255 : v);
-    }
+T softmaxValue(float e, float yScale, float sum, int32_t zy) {
+  if (sum == 0.f) return static_cast<T>(zy);
+  const float q = roundNonNegative(e * yScale / sum);
+  if constexpr (std::is_same_v<T, int8_t>) {
+    return static_cast<T>(std::min(127, static_cast<int32_t>(q) + zy));
+  } else {
+    const uint32_t v = static_cast<uint32_t>(q) + static_cast<uint32_t>(zy);
+    return static_cast<T>(v > 255 ? 255 : v);
   }
+}
+
+// `Rows` rows of d values, `stride` apart, rows `pitch` apart: x to y through the table (see
+// above). Each row's sum runs in order, as ORT's loop does, so that the float rounding is the same;
+// several rows at once keep as many sums in flight (one row's is a chain of dependent adds).
+template <class T, int Rows>
+void softmaxRows(const T* x, T* y, int64_t d, int64_t stride, int64_t pitch, const float* table, float yScale,
+                 int32_t zy) {
+  constexpr bool sgn = std::is_same_v<T, int8_t>;
+  int32_t offset[Rows];
+  float sum[Rows];
+  for (int r = 0; r < Rows; ++r) {
+    int32_t xmax = std::numeric_limits<int32_t>::min();
+    for (int64_t k = 0; k < d; ++k) xmax = std::max(xmax, static_cast<int32_t>(x[r * pitch + k * stride]));
+    // The table entry of each value: uint8 reads table[255 - max + x], int8 table[uint8(127 - max + x)].
+    offset[r] = sgn ? 127 - xmax : 255 - xmax;
+    sum[r] = 0.f;
+  }
+  for (int64_t k = 0; k < d; ++k)
+    for (int r = 0; r < Rows; ++r) sum[r] += table[static_cast<uint8_t>(offset[r] + x[r * pitch + k * stride])];
+  for (int r = 0; r < Rows; ++r)
+    for (int64_t k = 0; k < d; ++k) {
+      const int64_t at = r * pitch + k * stride;
+      y[at] = softmaxValue<T>(table[static_cast<uint8_t>(offset[r] + x[at])], yScale, sum[r], zy);
+    }
+}
+
+template <class T>
+void softmaxRowRange(const SoftmaxSetup& s, const T* x, T* y, int64_t r0, int64_t r1, const float* table,
+                     float yScale, int32_t zy) {
+  auto base = [&](int64_t r) { return (r / s.inner) * s.d * s.inner + r % s.inner; };
+  int64_t r = r0;
+  if (s.inner == 1)  // rows are contiguous, d apart
+    for (; r + 4 <= r1; r += 4) softmaxRows<T, 4>(x + base(r), y + base(r), s.d, 1, s.d, table, yScale, zy);
+  for (; r < r1; ++r) softmaxRows<T, 1>(x + base(r), y + base(r), s.d, s.inner, 0, table, yScale, zy);
 }
 
 Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
@@ -506,13 +533,10 @@ Status softmaxKernel(const Node& node, const TensorViews& in, TensorViews& out, 
     table[static_cast<uint8_t>(sgn ? i - 128 : i)] = static_cast<float>(e);
   }
   parallelFor(pool, s.outer * s.inner, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      const int64_t base = (r / s.inner) * s.d * s.inner + r % s.inner;
-      if (sgn)
-        softmaxRow(in[0].as<const int8_t>() + base, out[0].as<int8_t>() + base, s.d, s.inner, table, yScale, zy);
-      else
-        softmaxRow(in[0].as<const uint8_t>() + base, out[0].as<uint8_t>() + base, s.d, s.inner, table, yScale, zy);
-    }
+    if (sgn)
+      softmaxRowRange(s, in[0].as<const int8_t>(), out[0].as<int8_t>(), r0, r1, table, yScale, zy);
+    else
+      softmaxRowRange(s, in[0].as<const uint8_t>(), out[0].as<uint8_t>(), r0, r1, table, yScale, zy);
   });
   return Status::ok();
 }

@@ -73,14 +73,17 @@ void qgemmPackA(const QGemmFunctions& f, const uint8_t* a, int64_t lda, int64_t 
   for (int64_t m = 0; m < M; ++m) {
     const uint8_t* src = a + m * lda;
     if (f.format == QGemmFormat::Quads) {
+      // Plain loops the compiler vectorizes (this runs on every activation row of every run).
       uint8_t* row = static_cast<uint8_t*>(dst) + m * kp;
-      int32_t sum = 0;
-      for (int64_t k = 0; k < K; ++k) {
-        row[k] = src[k] ^ flip;
-        sum += bytesValue(row[k], bytes);
-      }
+      for (int64_t k = 0; k < K; ++k) row[k] = src[k] ^ flip;
       std::memset(row + K, 0, static_cast<size_t>(kp - K));
-      if (rowSums) rowSums[m] = sum;
+      if (!rowSums) continue;
+      int32_t sum = 0;
+      if (bytes.isSigned)
+        for (int64_t k = 0; k < K; ++k) sum += static_cast<int8_t>(row[k]);
+      else
+        for (int64_t k = 0; k < K; ++k) sum += row[k];
+      rowSums[m] = sum;
     } else {
       int16_t* row = static_cast<int16_t*>(dst) + m * kp;
       const int32_t zp = bytes.zeroPoint(m);

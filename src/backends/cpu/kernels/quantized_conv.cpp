@@ -175,6 +175,24 @@ class QuantizedConvExecution : public Execution {
                               &memory);
   }
 
+  // Stride 1 with rows as wide as the input's ("same" padding): the tap's row is the plane shifted
+  // by one offset, so one copy of the rows it reads, then the padded edges written over what the
+  // copy brought in from the neighbouring input rows (small planes make a copy per row costly).
+  void shiftedPlane(const uint8_t* plane, int64_t rowShift, int64_t colOffset, int64_t lo, int64_t hi, uint8_t pad,
+                    uint8_t* row) const {
+    const int64_t H = window_.in[1], W = window_.in[2], outH = window_.out[1];
+    const int64_t first = std::clamp<int64_t>(-rowShift, 0, outH), last = std::clamp<int64_t>(H - rowShift, first, outH);
+    fillBytes(row, first * W, pad);
+    fillBytes(row + last * W, (outH - last) * W, pad);
+    if (first == last) return;
+    const int64_t begin = first * W + lo, end = (last - 1) * W + hi;
+    std::memcpy(row + begin, plane + begin + rowShift * W + colOffset, static_cast<size_t>(end - begin));
+    for (int64_t oh = first; oh < last; ++oh) {
+      fillBytes(row + oh * W, lo, pad);
+      fillBytes(row + oh * W + hi, W - hi, pad);
+    }
+  }
+
   // cols[c * taps + tap][p] = the input byte that tap reads for output position p, `pad` where
   // it reads padding.
   void im2colBytes(const uint8_t* x, uint8_t pad, uint8_t* cols, ThreadPool* pool) const {
@@ -189,6 +207,10 @@ class QuantizedConvExecution : public Execution {
         const int64_t offset = kw * g.dilation[2] - g.padBegin[2];
         int64_t lo = 0, hi = 0;
         validRange(offset, sw, W, outW, &lo, &hi);
+        if (g.stride[1] == 1 && sw == 1 && outW == W && lo < hi) {
+          shiftedPlane(plane, kh * g.dilation[1] - g.padBegin[1], offset, lo, hi, pad, row);
+          continue;
+        }
         for (int64_t oh = 0; oh < outH; ++oh, row += outW) {
           const int64_t ih = oh * g.stride[1] - g.padBegin[1] + kh * g.dilation[1];
           if (ih < 0 || ih >= H || lo >= hi) {
