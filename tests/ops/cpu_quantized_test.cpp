@@ -271,6 +271,13 @@ TEST(CpuQuantized, QLinearConvMatchesReference) {
       {1, 8, 7, 7, 12, 3, 2, 1, 2, 2, u8, u8, true, true, 255, 255},  // grouped, dilated, W zero points
       {1, 6, 1, 19, 5, 3, 1, 1, 1, 1, u8, s8, false, true, 9, 0},     // 1-D
       {1, 5, 6, 6, 7, 2, 1, 1, 0, 1, u8, s8, true, false, 0, -128},   // even kernel, W zero -128
+      // Depthwise: rows wider than a vector, stride 2 with dilation, 7x7 with uint8 weights and
+      // zero points, 1-D stride 2, extreme X zero points.
+      {1, 5, 13, 37, 5, 3, 5, 1, 1, 1, u8, s8, true, true, 255, 0},
+      {1, 6, 11, 29, 6, 3, 6, 2, 1, 2, s8, s8, true, true, -128, 0},
+      {1, 4, 10, 10, 4, 7, 4, 1, 3, 1, u8, u8, true, false, 0, 200},
+      {1, 3, 1, 40, 3, 5, 3, 2, 2, 1, u8, s8, true, true, 17, 0},
+      {2, 3, 9, 33, 3, 3, 3, 2, 0, 1, s8, s8, false, true, 127, 0},
   };
   for (QConvCase k : cases) {
     checkQConv(k, seed++);

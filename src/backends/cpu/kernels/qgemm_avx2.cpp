@@ -179,14 +179,21 @@ void qgemm_requantize_floats__avx2(const float* sums, int64_t n, int32_t bias, f
     f = _mm256_min_ps(_mm256_max_ps(f, lo), hi);
     return _mm256_add_epi32(_mm256_cvtps_epi32(f), zero);
   };
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    __m256i words = _mm256_packs_epi32(quantized(sums + i), quantized(sums + i + 8));
+  auto sixteen = [&](const float* s) {
+    __m256i words = _mm256_packs_epi32(quantized(s), quantized(s + 8));
     words = _mm256_permute4x64_epi64(words, 0xD8);
     const __m128i l = _mm256_castsi256_si128(words), h = _mm256_extracti128_si256(words, 1);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), stage.signedOutput ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h));
+    return stage.signedOutput ? _mm_packs_epi16(l, h) : _mm_packus_epi16(l, h);
+  };
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), sixteen(sums + i));
+  if (i < n) {  // short rows (a 7 x 7 plane's) are common: the tail through a vector too
+    alignas(32) float tail[16] = {};
+    alignas(16) uint8_t bytes[16];
+    std::memcpy(tail, sums + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm_store_si128(reinterpret_cast<__m128i*>(bytes), sixteen(tail));
+    std::memcpy(y + i, bytes, static_cast<size_t>(n - i));
   }
-  qgemm_requantize_floats__scalar(sums + i, n - i, bias, scale, stage, y + i);
 }
 
 // Panels of 16 columns, [K / 2][16][2] int16 each: rows k and k + 1 interleaved.
