@@ -136,7 +136,9 @@ Status calibrateRanges(const Model& model, const std::vector<FeedDict>& calibrat
       const float top = entropy ? std::max(std::fabs(o.lo), std::fabs(o.hi)) : o.hi;
       const float perBin = kBins / (top - base);
       for (int64_t i = 0; i < n; ++i) {
-        if (!std::isfinite(v[i])) continue;
+        // Entropy skips exact zeros (what a Relu writes for half its inputs): zero is exact at
+        // any threshold, and their spike in the first bin would outweigh the tail the threshold cuts.
+        if (!std::isfinite(v[i]) || (entropy && v[i] == 0.f)) continue;
         const float x = entropy ? std::fabs(v[i]) : v[i];
         o.bins[std::min(kBins - 1, std::max(0, static_cast<int>((x - base) * perBin)))] += 1;
       }

@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <map>
+#include <random>
 
 #include "../ops/op_test_util.h"
 #include "graph_builder.h"
@@ -256,6 +257,33 @@ TEST(Quantizer, PercentileAndEntropyClipOutliersThatMinMaxKeeps) {
   EXPECT_GT(entropy[out].hi, 0.5f);
   EXPECT_LT(minmax["x"].lo, -0.99f);  // the input itself is watched too
   EXPECT_GT(percentile["x"].lo, minmax["x"].lo);
+}
+
+// A Relu writes zero for half of a normal input: the entropy threshold must follow the positive
+// half's tail, not the spike of zeros (with them, it settled at half the maximum).
+TEST(Quantizer, EntropyThresholdIgnoresTheZerosOfARelu) {
+  GraphBuilder b;
+  const int x = b.input("x", {1, 20000});
+  b.output(b.op(OpType::Relu, {x}));
+  Model model;
+  model.graph = b.g;
+  Tensor t(DataType::Float32, {1, 20000});
+  std::mt19937 bits(21);  // a standard normal sample by Box-Muller (mt19937's output is fixed)
+  for (int i = 0; i < 20000; i += 2) {
+    const double u1 = (bits() + 1.0) / 4294967297.0, u2 = bits() / 4294967296.0;
+    const double r = std::sqrt(-2 * std::log(u1));
+    t.data<float>()[i] = static_cast<float>(r * std::cos(6.283185307179586 * u2));
+    t.data<float>()[i + 1] = static_cast<float>(r * std::sin(6.283185307179586 * u2));
+  }
+  QuantizeOptions options;
+  options.method = CalibrationMethod::Entropy;
+  std::map<std::string, TensorRange> entropy;
+  ASSERT_TRUE(calibrateRanges(model, {{{"x", t}}}, options, &entropy));
+  const std::string out = model.graph.tensors[model.graph.outputs[0]].name;
+  float hi = 0;
+  for (int i = 0; i < 20000; ++i) hi = std::max(hi, t.data<float>()[i]);
+  EXPECT_GT(entropy[out].hi, 0.6f * hi) << "max " << hi;
+  EXPECT_LE(entropy[out].hi, hi);
 }
 
 TEST(Quantizer, ActivationParametersHoldZero) {
