@@ -51,6 +51,8 @@ NodeImporter findImporter(const std::string& opType);
 // Control flow (control_flow_import.cpp).
 Status importIf(ImportContext& ctx, const NodeProto& node, int64_t opset);
 Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset, OpType type);
+// com.microsoft.DynamicQuantizeLSTM as the LSTM of its dequantized weights.
+Status importDynamicQuantizeLSTM(ImportContext& ctx, const NodeProto& node);
 // Ops imported as-is: attributes copied, inputs and outputs in ONNX order.
 Status importDirect(ImportContext& ctx, const NodeProto& node, OpType type);
 

@@ -65,7 +65,8 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
     // Preview ops (ai.onnx.preview) are imported where Osprey has an importer for them, and
     // ONNX Runtime's com.microsoft ops where Osprey implements them.
     const OpType microsoft = node.domain == "com.microsoft" ? microsoftOp(node.opType) : OpType::Invalid;
-    if (!defaultDomain && microsoft == OpType::Invalid &&
+    const bool quantizedLstm = node.domain == "com.microsoft" && node.opType == "DynamicQuantizeLSTM";
+    if (!defaultDomain && microsoft == OpType::Invalid && !quantizedLstm &&
         !(node.domain == "ai.onnx.preview" && findImporter(node.opType))) {
       state.unsupported.insert(key);
       continue;
@@ -73,6 +74,8 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
     Status st;
     if (microsoft != OpType::Invalid) {
       st = importDirect(ctx, node, microsoft);
+    } else if (quantizedLstm) {
+      st = importDynamicQuantizeLSTM(ctx, node);
     } else if (NodeImporter importer = findImporter(node.opType)) {
       st = importer(ctx, node, state.opset);
     } else {
