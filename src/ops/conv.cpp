@@ -306,15 +306,17 @@ bool convTransposeForward(const ConvSetup& s, const T* x, const T* w, const T* b
             tapCoords(g, tap, &kd, &kh, &kw);
             const T* src = col.data() + (m * kSize + tap) * inSize;
             // Input position i lands on output i*stride - pad + k*dilation, when inside.
+            // Only the input rows and planes whose output lands inside (visiting the others, a
+            // huge input of a tiny output spent seconds on each tap).
             const int64_t offW = kw * g.dilation[2] - g.padBegin[2];
-            int64_t lo, hi;
+            int64_t lo, hi, loH, hiH, loD, hiD;
             validRange(offW, g.stride[2], g.out[2], g.in[2], &lo, &hi);
-            for (int64_t id = 0; id < g.in[0]; ++id) {
+            validRange(kh * g.dilation[1] - g.padBegin[1], g.stride[1], g.out[1], g.in[1], &loH, &hiH);
+            validRange(kd * g.dilation[0] - g.padBegin[0], g.stride[0], g.out[0], g.in[0], &loD, &hiD);
+            for (int64_t id = loD; id < hiD; ++id) {
               const int64_t od = inPos(g, 0, id, kd);
-              if (od < 0 || od >= g.out[0]) continue;
-              for (int64_t ih = 0; ih < g.in[1]; ++ih) {
+              for (int64_t ih = loH; ih < hiH; ++ih) {
                 const int64_t oh = inPos(g, 1, ih, kh);
-                if (oh < 0 || oh >= g.out[1]) continue;
                 const T* srcRow = src + (id * g.in[1] + ih) * g.in[2];
                 const int64_t base = (od * g.out[1] + oh) * g.out[2] + offW;
                 for (int64_t iw = lo; iw < hi; ++iw) yc[base + iw * g.stride[2]] += srcRow[iw];
