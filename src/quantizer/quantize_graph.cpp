@@ -15,6 +15,7 @@
 #include "converter/passes/passes.h"
 #include "ops/activation.h"
 #include "ops/op_def.h"
+#include "quantizer/graph_edit.h"
 #include "quantizer/quantizer.h"
 
 namespace osprey {
@@ -94,16 +95,9 @@ class Rewriter {
  private:
   // ---- deciding ----
 
-  bool excluded(const Node& n) const {
-    for (const std::string& e : options_.exclude)
-      if (e == opTypeName(n.type) || e == n.name) return true;
-    return false;
-  }
+  bool excluded(const Node& n) const { return quantizer::excluded(options_.exclude, n); }
   bool calibrated(int t) const { return t >= 0 && ranges_.count(in_.tensors[t].name) > 0; }
-  const TensorInfo* floatConstant(int t) const {
-    if (t < 0 || !in_.tensors[t].isConstant || in_.tensors[t].dtype != DataType::Float32) return nullptr;
-    return &in_.tensors[t];
-  }
+  const TensorInfo* floatConstant(int t) const { return quantizer::floatConstant(in_, t); }
   bool noActivation(const Node& n) const { return !n.hasAttr("activation"); }
   // Relu and Clip from 0 become the requantisation's clamp: the output's range starts at 0, so
   // its zero point is 0, the bottom of uint8.
@@ -223,13 +217,7 @@ class Rewriter {
   // ---- emitting ----
 
   int addConstant(const std::string& name, DataType dtype, const Shape& shape, const void* data, size_t bytes) {
-    TensorInfo t;
-    t.name = name + "__" + std::to_string(g_.tensors.size());
-    t.dtype = dtype;
-    t.shape = shape;
-    t.isConstant = true;
-    t.data = ConstantData::copyOf(data, bytes);
-    return g_.addTensor(t);
+    return quantizer::addConstant(g_, name, dtype, shape, data, bytes);
   }
   int floatScalar(const std::string& name, float v) { return addConstant(name, DataType::Float32, {}, &v, 4); }
   int byteScalar(const std::string& name, uint8_t v) { return addConstant(name, DataType::UInt8, {}, &v, 1); }

@@ -8,6 +8,7 @@
 
 #include "converter/passes/passes.h"
 #include "ops/op_def.h"
+#include "quantizer/graph_edit.h"
 #include "quantizer/quantizer.h"
 
 namespace osprey {
@@ -113,15 +114,8 @@ class WeightRewriter {
     int biasAdd = -1;  // the absorbed Add node
   };
 
-  bool excluded(const Node& n) const {
-    for (const std::string& e : options_.exclude)
-      if (e == opTypeName(n.type) || e == n.name) return true;
-    return false;
-  }
-  const TensorInfo* floatConstant(int t) const {
-    if (t < 0 || !in_.tensors[t].isConstant || in_.tensors[t].dtype != DataType::Float32) return nullptr;
-    return &in_.tensors[t];
-  }
+  bool excluded(const Node& n) const { return quantizer::excluded(options_.exclude, n); }
+  const TensorInfo* floatConstant(int t) const { return quantizer::floatConstant(in_, t); }
   const TensorInfo* biasOf(int t, int64_t N) const {
     const TensorInfo* b = floatConstant(t);
     if (!b || b->shape.empty() || b->shape.back() != N || shapeElements(b->shape) != N) return nullptr;
@@ -167,13 +161,7 @@ class WeightRewriter {
   }
 
   int addConstant(const std::string& name, DataType dtype, const Shape& shape, const void* data, size_t bytes) {
-    TensorInfo t;
-    t.name = name + "__" + std::to_string(g_.tensors.size());
-    t.dtype = dtype;
-    t.shape = shape;
-    t.isConstant = true;
-    t.data = ConstantData::copyOf(data, bytes);
-    return g_.addTensor(t);
+    return quantizer::addConstant(g_, name, dtype, shape, data, bytes);
   }
 
   void emit(const Node& n, const Weight& w) {

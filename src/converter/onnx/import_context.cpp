@@ -122,8 +122,13 @@ Status convertAttribute(const AttributeProto& a, Attribute* out) {
 }
 
 Status importDirect(ImportContext& ctx, const NodeProto& node, OpType type) {
-  std::vector<int> ins, outs;
+  std::vector<int> ins;
   for (auto& name : node.inputs) ins.push_back(ctx.tensor(name));
+  return importWithInputs(ctx, node, type, std::move(ins));
+}
+
+Status importWithInputs(ImportContext& ctx, const NodeProto& node, OpType type, std::vector<int> ins) {
+  std::vector<int> outs;
   while (!ins.empty() && ins.back() == -1) ins.pop_back();
   for (auto& name : node.outputs) outs.push_back(ctx.tensor(name));
   while (!outs.empty() && outs.back() == -1) outs.pop_back();

@@ -55,5 +55,7 @@ Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset
 Status importDynamicQuantizeLSTM(ImportContext& ctx, const NodeProto& node);
 // Ops imported as-is: attributes copied, inputs and outputs in ONNX order.
 Status importDirect(ImportContext& ctx, const NodeProto& node, OpType type);
+// The same with inputs of the importer's making (trailing -1 dropped).
+Status importWithInputs(ImportContext& ctx, const NodeProto& node, OpType type, std::vector<int> ins);
 
 }  // namespace osprey::onnx

@@ -43,7 +43,6 @@ Status dequantizeTransposed(ImportContext& ctx, const NodeProto& node, int w, in
   int64_t sStride = 0, sDir = 0, zStride = 0, zDir = 0;
   OSPREY_RETURN_IF_ERROR(parameterIndex(*s, directions, columns, "the scale", &sStride, &sDir));
   if (z) OSPREY_RETURN_IF_ERROR(parameterIndex(*z, directions, columns, "the zero point", &zStride, &zDir));
-  const uint8_t* bytes = q->data.bytes.get();
   const float* scales = reinterpret_cast<const float*>(s->data.bytes.get());
   auto value = [&](const TensorInfo& t, int64_t i) {
     return t.dtype == DataType::Int8 ? static_cast<int32_t>(static_cast<int8_t>(t.data.bytes.get()[i]))
@@ -53,8 +52,7 @@ Status dequantizeTransposed(ImportContext& ctx, const NodeProto& node, int w, in
   for (int64_t d = 0; d < directions; ++d)
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t c = 0; c < columns; ++c) {
-        const int32_t code = q->dtype == DataType::Int8 ? static_cast<int8_t>(bytes[(d * rows + r) * columns + c])
-                                                        : bytes[(d * rows + r) * columns + c];
+        const int32_t code = value(*q, (d * rows + r) * columns + c);
         const int32_t zp = z ? value(*z, d * zDir + c * zStride) : 0;
         f[(d * columns + c) * rows + r] = static_cast<float>(code - zp) * scales[d * sDir + c * sStride];
       }
@@ -73,17 +71,7 @@ Status importDynamicQuantizeLSTM(ImportContext& ctx, const NodeProto& node) {
   OSPREY_RETURN_IF_ERROR(dequantizeTransposed(ctx, node, input(2), input(10), input(11), "R", &r));
   std::vector<int> ins = {input(0), w, r};
   for (size_t i = 3; i < 8; ++i) ins.push_back(input(i));  // B, sequence_lens, initial_h, initial_c, P
-  while (!ins.empty() && ins.back() == -1) ins.pop_back();
-  std::vector<int> outs;
-  for (auto& name : node.outputs) outs.push_back(ctx.tensor(name));
-  while (!outs.empty() && outs.back() == -1) outs.pop_back();
-  Node& n = ctx.addNode(OpType::LSTM, node.name, ins, outs);
-  for (auto& a : node.attributes) {
-    Attribute attr;
-    OSPREY_RETURN_IF_ERROR(convertAttribute(a, &attr));
-    n.attrs.push_back(std::move(attr));
-  }
-  return Status::ok();
+  return importWithInputs(ctx, node, OpType::LSTM, std::move(ins));
 }
 
 }  // namespace osprey::onnx
