@@ -12,7 +12,7 @@
 #include <limits>
 #include <new>
 
-#include "converter/onnx/proto_wire.h"
+#include "converter/proto_wire.h"
 
 namespace osprey::onnx {
 namespace {

@@ -1,7 +1,7 @@
-// Protobuf wire format, read by hand and bounds-checked: the layer under onnx_proto.cpp.
-// A message is walked with Reader, which skips fields its MessageSpec does not name and
-// turns any overrun into "truncated ..." (the buffer ended) or "malformed ..." (a length
-// inside disagrees with its enclosing message). Only onnx_proto.cpp includes this.
+// Protobuf wire format, read by hand and bounds-checked: the layer under the frontends' readers
+// of protobuf files (ONNX models, Caffe weights). A message is walked with Reader, which skips
+// fields its MessageSpec does not name and turns any overrun into "truncated ..." (the buffer
+// ended) or "malformed ..." (a length inside disagrees with its enclosing message).
 #pragma once
 #include <bit>
 #include <cstddef>
@@ -12,7 +12,7 @@
 
 #include "osprey/status.h"
 
-namespace osprey::onnx::wire {
+namespace osprey::wire {
 
 constexpr uint64_t kMaxFieldNumber = (1u << 29) - 1;
 
@@ -40,7 +40,7 @@ struct MessageSpec {
 struct Ctx {
   const uint8_t* buf;
   size_t size;
-  const char* what;  // "ONNX model" or "ONNX tensor"
+  const char* what;  // "ONNX model", "ONNX tensor", "Caffe weights"
   int maxDepth;      // nesting limit, so hostile input cannot exhaust the stack
   int depth = 0;
 
@@ -139,7 +139,7 @@ class Reader {
         case kGroupEnd:
           return Status::unsupported(std::string(c_.what) + ": " + label() +
                                      " uses protobuf groups (wire type " + std::to_string(wire) +
-                                     "), which ONNX never writes (offset " + std::to_string(start) + ")");
+                                     "), which Osprey does not read (offset " + std::to_string(start) + ")");
         default:
           return c_.malformed(label() + " has invalid wire type " + std::to_string(wire), start);
       }
@@ -216,4 +216,4 @@ Status nested(Ctx& c, const Field& f, Fn&& parse) {
 inline float bitsToFloat(uint64_t bits) { return std::bit_cast<float>(static_cast<uint32_t>(bits)); }
 inline double bitsToDouble(uint64_t bits) { return std::bit_cast<double>(bits); }
 
-}  // namespace osprey::onnx::wire
+}  // namespace osprey::wire
