@@ -7,7 +7,7 @@ set -eu
 seconds=${1:-60}
 cd "$(dirname "$0")/.."
 build=${OSPREY_FUZZ_BUILD:-build-fuzz}
-targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto"}
+targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto tflite caffe"}
 start=$(date +%s)
 
 CC=clang CXX=clang++ cmake -S . -B "$build" -DOSPREY_FUZZ=ON -DOSPREY_CUDA=OFF -DOSPREY_OPENCL=OFF \

@@ -22,7 +22,7 @@ if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
   "$python" -m venv "$work/venv"
 fi
 pip=("$work/venv/bin/python" -m pip)
-"${pip[@]}" install -q pytest numpy onnx onnxruntime onnx-ir  # onnx-ir: ORT's MatMulNBits quantizer
+"${pip[@]}" install -q pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers  # onnx-ir: ORT's MatMulNBits quantizer; ai-edge-litert, flatbuffers: the TFLite tests
 start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} "${pip[@]}" install -q .
 echo "pip install . took $((SECONDS - start)) s"

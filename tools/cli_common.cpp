@@ -1,5 +1,7 @@
 #include "cli_common.h"
 
+#include "converter/converter.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -132,11 +134,16 @@ std::string previewValues(const Tensor& t, int count) {
   return os.str();
 }
 
-Status loadModel(const std::string& path, const Args& args, std::shared_ptr<Interpreter>* out) {
+Status loadModel(const Args& args, const char* command, std::shared_ptr<Interpreter>* out) {
+  const bool caffe = !args.positional.empty() && isCaffePrototxt(args.positional[0]);
+  if (args.positional.size() != 1 && !(caffe && args.positional.size() == 2))
+    return Status::invalidArgument(std::string(command) +
+                                   " needs one MODEL (.onnx, .osp, .tflite, or a Caffe deploy.prototxt and its .caffemodel)");
   // --memory low maps a .osp file, so its weights' pages can go back once packed.
   LoadOptions options;
   options.mapFile = args.get("memory", "normal") == "low";
-  return Interpreter::fromFile(path, options, out);
+  if (args.positional.size() == 2) options.weights = args.positional[1];
+  return Interpreter::fromFile(args.positional[0], options, out);
 }
 
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {

@@ -29,7 +29,8 @@ Status saveNpy(const std::string& path, const Tensor& t);
 Tensor randomInput(DataType dtype, const Shape& shape, uint32_t seed);
 std::string previewValues(const Tensor& t, int count);
 
-Status loadModel(const std::string& path, const Args& args, std::shared_ptr<Interpreter>* out);
+// The command's MODEL: one positional, or a Caffe deploy.prototxt and its .caffemodel.
+Status loadModel(const Args& args, const char* command, std::shared_ptr<Interpreter>* out);
 // --backend, --threads, --time-limit-ms; also applies --cpu-isa (process-wide: setCpuIsaLimit), so
 // call it before the model loads.
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule);

@@ -147,7 +147,6 @@ int cmdBench(int argc, char** argv) {
   Status st = parseArgs(argc, argv, 2, withConfigOptions({"input", "warmup", "loops", "trace", "gap-ms", "batch", "shape"}), {"per-op", "json", "step", "device-io"},
                         &args);
   if (!st) return fail(st);
-  if (args.positional.size() != 1) return fail(Status::invalidArgument("bench needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;
   if (!(st = scheduleFromArgs(args, &schedule))) return fail(st);
   int warmup = 3, loops = 20, gapMs = 0;
@@ -161,7 +160,7 @@ int cmdBench(int argc, char** argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<Interpreter> interp;
-  if (!(st = loadModel(args.positional[0], args, &interp))) return fail(st);
+  if (!(st = loadModel(args, "bench", &interp))) return fail(st);
   const double loadMs = msSince(t0);
   BackendConfig config;
   if (!(st = backendConfigFromArgs(args, &config))) return fail(st);

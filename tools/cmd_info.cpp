@@ -14,18 +14,28 @@ int cmdConvert(int argc, char** argv) {
   Args args;
   Status st = parseArgs(argc, argv, 2, {}, {"no-fold", "no-fuse"}, &args);
   if (!st) return fail(st);
-  if (args.positional.size() != 2) return fail(Status::invalidArgument("convert needs SRC.onnx and DST.osp"));
+  const bool caffe = !args.positional.empty() && isCaffePrototxt(args.positional[0]);
+  if (args.positional.size() != (caffe ? 3u : 2u))
+    return fail(Status::invalidArgument(
+        "convert needs SRC (.onnx or .tflite; for Caffe deploy.prototxt and its .caffemodel) and DST.osp"));
+  const std::string& dst = args.positional.back();
   ConvertOptions options;
   options.foldConstants = !args.has("no-fold");
   options.fuse = !args.has("no-fuse");
   Model model;
   ConvertReport report;
-  if (!(st = convertOnnxFile(args.positional[0], &model, options, &report))) return fail(st);
+  const bool tflite = !caffe && isTfliteFile(args.positional[0]);
+  st = caffe    ? convertCaffeFiles(args.positional[0], args.positional[1], &model, options, &report)
+       : tflite ? convertTfliteFile(args.positional[0], &model, options, &report)
+                : convertOnnxFile(args.positional[0], &model, options, &report);
+  if (!st) return fail(st);
   std::vector<uint8_t> bytes;
   if (!(st = writeModel(model, &bytes))) return fail(st);
-  if (!(st = writeFile(args.positional[1], bytes))) return fail(st);
-  std::printf("converted %s -> %s: %d ONNX nodes -> %d ops (%d folded, %d fused, %d removed), %.1f MB, %.3f s\n",
-              args.positional[0].c_str(), args.positional[1].c_str(), report.onnxNodes, report.ospreyOps,
+  if (!(st = writeFile(dst, bytes))) return fail(st);
+  std::printf("converted %s -> %s: %d %s -> %d ops (%d folded, %d fused, %d removed), %.1f MB, %.3f s\n",
+              args.positional[0].c_str(), dst.c_str(),
+              caffe ? report.caffeLayers : tflite ? report.tfliteOps : report.onnxNodes,
+              caffe ? "Caffe layers" : tflite ? "TFLite ops" : "ONNX nodes", report.ospreyOps,
               report.foldedOps, report.fusedOps, report.removedOps, bytes.size() / 1048576.0, report.seconds);
   return 0;
 }
@@ -34,9 +44,8 @@ int cmdInfo(int argc, char** argv) {
   Args args;
   Status st = parseArgs(argc, argv, 2, {}, {}, &args);
   if (!st) return fail(st);
-  if (args.positional.size() != 1) return fail(Status::invalidArgument("info needs one MODEL"));
   std::shared_ptr<Interpreter> interp;
-  if (!(st = loadModel(args.positional[0], args, &interp))) return fail(st);
+  if (!(st = loadModel(args, "info", &interp))) return fail(st);
   const Model& model = interp->model();
   std::printf("model %s (format %d, producer '%s')\n", args.positional[0].c_str(), model.formatVersion,
               model.producer.c_str());

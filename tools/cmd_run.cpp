@@ -60,7 +60,6 @@ int cmdRun(int argc, char** argv) {
   Args args;
   Status st = parseArgs(argc, argv, 2, withConfigOptions({"input", "save-outputs", "loops", "seed", "dump-tensors"}), {"quiet"}, &args);
   if (!st) return fail(st);
-  if (args.positional.size() != 1) return fail(Status::invalidArgument("run needs exactly one MODEL (.onnx or .osp)"));
   ScheduleConfig schedule;
   if (!(st = scheduleFromArgs(args, &schedule))) return fail(st);
   int loops = 1, seed = 0;
@@ -70,7 +69,7 @@ int cmdRun(int argc, char** argv) {
 
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<Interpreter> interp;
-  if (!(st = loadModel(args.positional[0], args, &interp))) return fail(st);
+  if (!(st = loadModel(args, "run", &interp))) return fail(st);
   double loadMs = msSince(t0);
 
   std::map<std::string, Tensor> inputs;

@@ -10,11 +10,13 @@ namespace {
 void usage() {
   std::fprintf(stderr,
                "usage: osprey <command> [options]\n"
-               "  convert SRC.onnx DST.osp          convert an ONNX model\n"
+               "  convert SRC.onnx DST.osp          convert an ONNX model (or SRC.tflite, or a Caffe\n"
+               "                                    deploy.prototxt and its net.caffemodel)\n"
                "  run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend cpu] [--threads N]\n"
                "        [--precision normal|high|low] [--memory-limit BYTES[K|M|G|T]] [--time-limit-ms MS]\n"
                "        [--dump-tensors DIR]        every op's outputs of the first run as DIR/NNNN_<name>.npy\n"
-               "                                    run a .onnx or .osp model and print its outputs\n"
+               "                                    run a model and print its outputs (MODEL: .osp, .onnx,\n"
+               "                                    .tflite, or deploy.prototxt net.caffemodel)\n"
                "  bench MODEL [--input [NAME=]FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]\n"
                "        [--per-op] [--json] [--trace FILE] [--gap-ms G] [--precision normal|high|low]\n"
                "        [--memory-limit BYTES[K|M|G|T]]   refuse plans needing more (default: physical memory)\n"

@@ -203,11 +203,14 @@ struct LoadOptions {
   // packed them (read again from the file where a later plan needs them). The file must stay
   // unchanged while the interpreter lives. An .onnx model is converted into memory either way.
   bool mapFile = false;
+  // A Caffe network (a .prototxt path): its weights file. Empty: the .caffemodel of the same
+  // name beside it, when there is one.
+  std::string weights;
 };
 
 class Interpreter {
  public:
-  // Loads a .osp file, or an .onnx file converted in memory.
+  // Loads a .osp file, or an .onnx, .tflite or Caffe .prototxt model converted in memory.
   static Status fromFile(const std::string& path, std::shared_ptr<Interpreter>* out);
   static Status fromFile(const std::string& path, const LoadOptions& options, std::shared_ptr<Interpreter>* out);
   // Loads .osp bytes (verified first: corrupt bytes are an error, never a crash).

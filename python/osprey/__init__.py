@@ -51,7 +51,7 @@ __all__ = [
     "cpu_isa",
 ]
 
-PathOrBytes = Union[str, "os.PathLike[str]", bytes]
+PathOrBytes = Union[str, "os.PathLike[str]", bytes, Tuple[Union[str, "os.PathLike[str]"], Union[str, "os.PathLike[str]"]]]
 Dim = Union[int, str, None]
 
 # ONNX Runtime spells these two differently from the engine; every other name is the same.
@@ -125,6 +125,8 @@ class ConvertReport:
 
     Attributes:
         onnx_nodes: nodes in the ONNX graph.
+        tflite_ops: operators of a TFLite model's main subgraph.
+        caffe_layers: layers of a Caffe net.
         osprey_ops: ops in the converted model.
         folded_ops: ops computed at conversion (constant folding).
         removed_ops: Identity, Dropout and dead ops removed.
@@ -135,6 +137,8 @@ class ConvertReport:
     """
 
     onnx_nodes: int
+    tflite_ops: int
+    caffe_layers: int
     osprey_ops: int
     folded_ops: int
     removed_ops: int
@@ -322,7 +326,13 @@ class InferenceSession:
             threads = _default_threads()
         if precision not in _PRECISIONS:
             raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
-        source = path_or_bytes if isinstance(path_or_bytes, (bytes, bytearray, memoryview)) else os.fspath(path_or_bytes)
+        if isinstance(path_or_bytes, (tuple, list)):  # a Caffe deploy.prototxt and its .caffemodel
+            if len(path_or_bytes) != 2:
+                raise ValueError("a model given as a pair is (deploy.prototxt, net.caffemodel), got %d paths"
+                                 % len(path_or_bytes))
+            source = tuple(os.fspath(p) for p in path_or_bytes)
+        else:
+            source = path_or_bytes if isinstance(path_or_bytes, (bytes, bytearray, memoryview)) else os.fspath(path_or_bytes)
         if isinstance(source, (bytearray, memoryview)):
             source = bytes(source)
         self._backend = backend
@@ -457,11 +467,13 @@ class InferenceSession:
 
 
 def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[str]"], *,
-            fold_constants: bool = True, fuse: bool = True) -> ConvertReport:
-    """Converts an ONNX model to Osprey's .osp format (what ``osprey convert SRC DST`` does).
+            fold_constants: bool = True, fuse: bool = True,
+            weights: Union[str, "os.PathLike[str]", None] = None) -> ConvertReport:
+    """Converts a model to Osprey's .osp format (what ``osprey convert SRC DST`` does).
 
     Args:
-        src: the .onnx file.
+        src: the .onnx or .tflite file, or a Caffe deploy.prototxt.
+        weights: a Caffe net's .caffemodel.
         dst: the .osp file to write.
         fold_constants: compute ops whose inputs are all constant at conversion.
         fuse: fold BatchNorm into Conv, fuse activations into Conv/Gemm, and rewrite the
@@ -471,7 +483,8 @@ def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[st
         OspreyError: the model cannot be read or converted, or dst cannot be written; the message
             names the node or file.
     """
-    report = _osprey.convert(os.fspath(src), os.fspath(dst), fold_constants, fuse)
+    report = _osprey.convert(os.fspath(src), os.fspath(dst), fold_constants, fuse,
+                             "" if weights is None else os.fspath(weights))
     return ConvertReport(**report)
 
 

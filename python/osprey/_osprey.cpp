@@ -413,15 +413,24 @@ class PySession {
         check(Interpreter::fromBuffer(bytes.data(), bytes.size(), &interpreter_));
       } else {
         auto model = std::make_shared<Model>();
-        check(convertOnnxBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), model.get()));
+        const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+        check(isTfliteModel("", data, bytes.size()) ? convertTfliteBytes(data, bytes.size(), model.get())
+                                                    : convertOnnxBytes(data, bytes.size(), model.get()));
         check(Interpreter::fromModel(std::move(model), &interpreter_));
       }
       create();
     } else {
-      std::string path = source.cast<std::string>();
+      LoadOptions load;
+      std::string path;
+      if (py::isinstance<py::tuple>(source)) {  // (deploy.prototxt, net.caffemodel)
+        auto pair = source.cast<std::pair<std::string, std::string>>();
+        path = pair.first;
+        load.weights = pair.second;
+      } else {
+        path = source.cast<std::string>();
+      }
       py::gil_scoped_release release;
       // memory="low" maps a .osp file, so its weights' pages can go back once packed.
-      LoadOptions load;
       load.mapFile = (runtime ? runtime->get()->backendConfig() : config).memory == BackendConfig::Memory::Low;
       check(Interpreter::fromFile(path, load, &interpreter_));
       create();
@@ -709,7 +718,8 @@ py::dict quantize(const std::string& src, const std::string& dst, const py::obje
   return d;
 }
 
-py::dict convert(const std::string& src, const std::string& dst, bool foldConstants, bool fuse) {
+py::dict convert(const std::string& src, const std::string& dst, bool foldConstants, bool fuse,
+                 const std::string& weights) {
   ConvertOptions options;
   options.foldConstants = foldConstants;
   options.fuse = fuse;
@@ -718,7 +728,9 @@ py::dict convert(const std::string& src, const std::string& dst, bool foldConsta
   {
     py::gil_scoped_release release;
     Model model;
-    check(convertOnnxFile(src, &model, options, &report));
+    check(isCaffePrototxt(src) ? convertCaffeFiles(src, weights, &model, options, &report)
+          : isTfliteFile(src)  ? convertTfliteFile(src, &model, options, &report)
+                               : convertOnnxFile(src, &model, options, &report));
     std::vector<uint8_t> bytes;
     check(writeModel(model, &bytes));
     check(writeFile(dst, bytes));
@@ -726,6 +738,8 @@ py::dict convert(const std::string& src, const std::string& dst, bool foldConsta
   }
   py::dict d;
   d["onnx_nodes"] = report.onnxNodes;
+  d["tflite_ops"] = report.tfliteOps;
+  d["caffe_layers"] = report.caffeLayers;
   d["osprey_ops"] = report.ospreyOps;
   d["folded_ops"] = report.foldedOps;
   d["removed_ops"] = report.removedOps;
@@ -793,7 +807,8 @@ PYBIND11_MODULE(_osprey, m) {
       .def("run_with_callbacks", &PySession::runWith, py::arg("output_names"), py::arg("feed"), py::arg("before"),
            py::arg("after"))
       .def("stats", &PySession::stats);
-  m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true);
+  m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true,
+        py::arg("weights") = "");
   m.def("quantize", &quantize, py::arg("src"), py::arg("dst"), py::arg("calibration"), py::arg("method"),
         py::arg("percentile"), py::arg("per_channel"), py::arg("dynamic"), py::arg("exclude"), py::arg("threads"),
         py::arg("weight_bits"), py::arg("block_size"));

@@ -2,10 +2,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 
 #include "converter/onnx/external_data.h"
 #include "converter/onnx/onnx_import.h"
 #include "converter/passes/passes.h"
+#include "converter/tflite/tflite_import.h"
+#include "converter/tflite/tflite_reader.h"
 #include "core/files.h"
 #include "ops/op_def.h"
 
@@ -64,6 +67,35 @@ Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* own
 }
 
 }  // namespace
+
+Status convertTfliteBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options,
+                          ConvertReport* report) {
+  auto start = std::chrono::steady_clock::now();
+  ConvertReport r;
+  OSPREY_RETURN_IF_ERROR(tfl::importTfliteModel(data, size, out, &r.tfliteOps));
+  OSPREY_RETURN_IF_ERROR(optimizeGraph(out->graph, options, &r));
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (report) *report = r;
+  return Status::ok();
+}
+
+Status convertTfliteFile(const std::string& path, Model* out, const ConvertOptions& options, ConvertReport* report) {
+  std::vector<uint8_t> bytes;
+  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
+  return convertTfliteBytes(bytes.data(), bytes.size(), out, options, report).withContext(path);
+}
+
+bool isTfliteModel(const std::string& path, const uint8_t* head, size_t headSize) {
+  const std::string extension = std::filesystem::path(path).extension().string();
+  return extension == ".tflite" || tfl::hasTfliteIdentifier(head, headSize);
+}
+
+bool isTfliteFile(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  uint8_t head[8] = {};
+  file.read(reinterpret_cast<char*>(head), sizeof(head));
+  return isTfliteModel(path, head, static_cast<size_t>(std::max<std::streamsize>(file.gcount(), 0)));
+}
 
 Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options,
                         ConvertReport* report) {

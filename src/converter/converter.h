@@ -1,4 +1,4 @@
-// ONNX -> Osprey conversion: import every node, then run the optimisation passes.
+// ONNX, TFLite and Caffe -> Osprey conversion: import every node, then run the optimisation passes.
 #pragma once
 #include <string>
 #include <vector>
@@ -21,6 +21,8 @@ struct ConvertOptions {
 
 struct ConvertReport {
   int onnxNodes = 0;
+  int tfliteOps = 0;  // operators of a TFLite model's main subgraph
+  int caffeLayers = 0;
   int ospreyOps = 0;
   int foldedOps = 0;
   int removedOps = 0;  // Identity, Dropout, dead code
@@ -40,5 +42,28 @@ Status convertOnnxFileBytes(std::vector<uint8_t>&& bytes, const std::string& mod
                             const ConvertOptions& options = {}, ConvertReport* report = nullptr);
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options = {},
                        ConvertReport* report = nullptr);
+
+// TFLite models (src/converter/tflite/). The bytes are the whole file: buffers of models over
+// 2 GB lie after the FlatBuffer.
+Status convertTfliteBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options = {},
+                          ConvertReport* report = nullptr);
+Status convertTfliteFile(const std::string& path, Model* out, const ConvertOptions& options = {},
+                         ConvertReport* report = nullptr);
+// Whether a model file is TFLite: the identifier "TFL3" at bytes 4..8 of `head` (the file's
+// first bytes), or the .tflite extension.
+bool isTfliteModel(const std::string& path, const uint8_t* head, size_t headSize);
+// The same for a file on disk (false when it cannot be read: the converter then says why).
+bool isTfliteFile(const std::string& path);
+
+// Caffe models (src/converter/caffe/): a deploy prototxt and its caffemodel weights (empty: a
+// net without weights). Layers imported count as report->caffeLayers.
+Status convertCaffeFiles(const std::string& prototxt, const std::string& caffemodel, Model* out,
+                         const ConvertOptions& options = {}, ConvertReport* report = nullptr);
+// The same from the two files' contents (weights null: none), named in errors by their files.
+Status convertCaffeBytes(const std::string& prototxtText, const std::string& prototxtName, const uint8_t* weights,
+                         size_t weightsSize, const std::string& weightsName, Model* out,
+                         const ConvertOptions& options = {}, ConvertReport* report = nullptr);
+// Whether `path` names a Caffe network description (.prototxt).
+bool isCaffePrototxt(const std::string& path);
 
 }  // namespace osprey

@@ -17,6 +17,9 @@ enum class PadMode { Constant, Reflect, Edge, Wrap };
 
 // Beyond this many boxes the lowering declines and the reference kernel runs instead.
 constexpr int64_t kMaxBoxes = 4096;
+// Lowering maps every output coordinate of an axis to its source; past this length the map
+// alone would outweigh the kernel's work (and a huge pad would allocate gigabytes for it).
+constexpr int64_t kMaxMappedAxis = int64_t{1} << 20;
 
 struct PadPlan {
   PadMode mode = PadMode::Constant;
@@ -122,6 +125,7 @@ Status padReference(const Node& node, const TensorViews& inputs, TensorViews& ou
   OSPREY_RETURN_IF_ERROR(computePad(node, inputs, &plan));
   const Shape& in = inputs[0].shape;
   const size_t rank = in.size(), elem = dataTypeSize(inputs[0].dtype);
+  if (outputs[0].elements() == 0) return Status::ok();  // no maps of axes that are padded but empty
   std::vector<std::vector<int64_t>> maps(rank);
   for (size_t d = 0; d < rank; ++d) maps[d] = axisMap(plan, in, d);
   const std::vector<int64_t> inStrides = stridesOf(in);
@@ -199,6 +203,7 @@ Status lowerPad(const Node& node, const TensorViews& inputs, const TensorViews& 
   std::vector<std::vector<Run>> runs(rank);
   int64_t boxes = 1;
   for (size_t d = 0; d < rank; ++d) {
+    if (plan.shape[d] > kMaxMappedAxis) return Status::ok();  // declined: the kernel pads it
     runs[d] = runsOf(axisMap(plan, in, d));
     boxes *= static_cast<int64_t>(runs[d].size());
     if (boxes > kMaxBoxes) return Status::ok();  // declined: too fragmented, the kernel is faster

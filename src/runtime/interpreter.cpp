@@ -21,6 +21,7 @@ bool endsWith(const std::string& s, const char* suffix) {
 
 bool looksLikeOnnx(const std::string& path, const std::vector<uint8_t>& bytes) {
   if (endsWith(path, ".onnx")) return true;
+  if (isTfliteModel(path, bytes.data(), bytes.size())) return false;
   if (endsWith(path, ".osp")) return false;
   // .osp files carry the identifier at bytes 8..11 (after the size prefix and root offset).
   return !(bytes.size() >= 12 && std::equal(bytes.begin() + 8, bytes.begin() + 12, "OSP1"));
@@ -40,11 +41,23 @@ Status Interpreter::fromFile(const std::string& path, std::shared_ptr<Interprete
 }
 
 Status Interpreter::fromFile(const std::string& path, const LoadOptions& options, std::shared_ptr<Interpreter>* out) {
+  if (isCaffePrototxt(path)) {
+    std::string weights = options.weights;
+    if (weights.empty()) {
+      std::filesystem::path sibling(path);
+      sibling.replace_extension(".caffemodel");
+      if (std::filesystem::exists(sibling)) weights = sibling.string();
+    }
+    auto model = std::make_shared<Model>();
+    OSPREY_RETURN_IF_ERROR(convertCaffeFiles(path, weights, model.get()));
+    *out = holding(std::move(model));
+    return Status::ok();
+  }
   if (options.mapFile) {
     std::shared_ptr<const MappedFile> file;
     OSPREY_RETURN_IF_ERROR(MappedFile::open(path, &file));
     std::vector<uint8_t> head(file->data(), file->data() + std::min<size_t>(file->size(), 64));
-    if (!looksLikeOnnx(path, head)) {
+    if (!looksLikeOnnx(path, head) && !isTfliteModel(path, head.data(), head.size())) {
       auto model = std::make_shared<Model>();
       OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(), file), path);
       model->mapping = std::move(file);
@@ -55,7 +68,9 @@ Status Interpreter::fromFile(const std::string& path, const LoadOptions& options
   std::vector<uint8_t> bytes;
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
   auto model = std::make_shared<Model>();
-  if (looksLikeOnnx(path, bytes)) {
+  if (isTfliteModel(path, bytes.data(), bytes.size())) {
+    OSPREY_RETURN_IF_ERROR(convertTfliteBytes(bytes.data(), bytes.size(), model.get()).withContext(path));
+  } else if (looksLikeOnnx(path, bytes)) {
     const std::string dir = std::filesystem::path(path).parent_path().string();
     OSPREY_RETURN_IF_ERROR(convertOnnxFileBytes(std::move(bytes), dir, model.get()).withContext(path));
   } else {

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -296,7 +297,9 @@ Status SessionImpl::computeNode(const Node& node, bool* planned) {
     return Status::ok();
   }
   const int64_t flops = opFlops(node, in, out);
-  stats_.flops += flops;
+  // Saturates: one op of huge shapes may count INT64_MAX flops alone.
+  stats_.flops = flops > std::numeric_limits<int64_t>::max() - stats_.flops ? std::numeric_limits<int64_t>::max()
+                                                                            : stats_.flops + flops;
   auto tensorsOf = [&](const std::vector<int>& idx) {
     std::vector<RuntimeTensor*> v;
     for (int i : idx) v.push_back(i < 0 ? nullptr : &tensors_[i]);

@@ -1,0 +1,518 @@
+"""TFLite models (built by tflite_builder.py) run by Osprey and by LiteRT's own interpreter
+(ai-edge-litert), compared output by output."""
+from __future__ import annotations
+
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import tflite_builder
+from tflite_builder import ModelBuilder
+
+litert = pytest.importorskip("ai_edge_litert.interpreter", reason="ai-edge-litert is not installed (pip install ai-edge-litert)")
+pytest.importorskip("flatbuffers", reason="flatbuffers is not installed (pip install flatbuffers)")
+if tflite_builder.generated_module_dir() is None:
+    pytest.skip("flatc is not on PATH: the test models cannot be written", allow_module_level=True)
+
+import osprey  # noqa: E402
+
+RELU, RELU_N1_TO_1, RELU6, TANH = 1, 2, 3, 4
+SAME, VALID = 0, 1
+
+
+def reference(model: bytes, feed):
+    interp = litert.Interpreter(model_content=model)
+    interp.allocate_tensors()
+    for detail, value in zip(interp.get_input_details(), feed):
+        interp.set_tensor(detail["index"], value)
+    interp.invoke()
+    return [interp.get_tensor(d["index"]) for d in interp.get_output_details()]
+
+
+def run_both(m: ModelBuilder, feed, tmp_path, rtol=1e-5, atol=1e-5):
+    model = m.build()
+    ref = reference(model, feed)
+    path = os.path.join(str(tmp_path), "model.tflite")
+    with open(path, "wb") as f:
+        f.write(model)
+    for source in (path, model):
+        session = osprey.InferenceSession(source, threads=2)
+        names = [i.name for i in session.get_inputs()]
+        out = session.run(None, dict(zip(names, feed)))
+        assert len(out) == len(ref)
+        for o, r in zip(out, ref):
+            assert o.shape == r.shape, "shape %s != %s" % (o.shape, r.shape)
+            assert o.dtype == r.dtype, "dtype %s != %s" % (o.dtype, r.dtype)
+            np.testing.assert_allclose(o, r, rtol=rtol, atol=atol)
+    return path
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(0)
+
+
+def randn(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("padding,stride,dilation,act", [(SAME, 1, 1, 0), (SAME, 2, 1, RELU), (VALID, 2, 1, RELU6),
+                                                         (SAME, 1, 2, TANH), (VALID, 1, 2, RELU_N1_TO_1), (SAME, 3, 1, 0)])
+def test_conv2d(rng, tmp_path, padding, stride, dilation, act):
+    m = ModelBuilder()
+    x = m.input([2, 13, 11, 3])
+    w = m.const(randn(rng, 5, 3, 2, 3))
+    b = m.const(randn(rng, 5))
+    y = m.output(m.tensor([0]))
+    m.op("CONV_2D", [x, w, b], [y], "Conv2DOptions", padding=padding, stride_w=stride, stride_h=stride,
+         dilation_w_factor=dilation, dilation_h_factor=dilation, fused_activation_function=act)
+    fix_shape(m, y, reference_shape(m, [randn(rng, 2, 13, 11, 3)]))
+    run_both(m, [randn(rng, 2, 13, 11, 3)], tmp_path)
+
+
+def reference_shape(m, feed):
+    return reference(m.build(), feed)[0].shape
+
+
+def fix_shape(m, t, shape):
+    m.tensors[t]["shape"] = list(shape)
+
+
+@pytest.mark.parametrize("multiplier,padding,stride", [(1, SAME, 1), (2, VALID, 2), (3, SAME, 2)])
+def test_depthwise_conv(rng, tmp_path, multiplier, padding, stride):
+    m = ModelBuilder()
+    x = m.input([1, 9, 12, 4])
+    w = m.const(randn(rng, 1, 3, 3, 4 * multiplier))
+    b = m.const(randn(rng, 4 * multiplier))
+    y = m.output(m.tensor([0]))
+    m.op("DEPTHWISE_CONV_2D", [x, w, b], [y], "DepthwiseConv2DOptions", padding=padding, stride_w=stride,
+         stride_h=stride, depth_multiplier=multiplier, fused_activation_function=RELU6)
+    feed = [randn(rng, 1, 9, 12, 4)]
+    fix_shape(m, y, reference_shape(m, feed))
+    run_both(m, feed, tmp_path)
+
+
+@pytest.mark.parametrize("padding,stride", [(SAME, 2), (VALID, 2), (SAME, 1)])
+def test_transpose_conv(rng, tmp_path, padding, stride):
+    m = ModelBuilder()
+    x = m.input([1, 5, 7, 3])
+    out_h = 5 * stride if padding == SAME else (5 - 1) * stride + 3
+    out_w = 7 * stride if padding == SAME else (7 - 1) * stride + 3
+    shape = m.const(np.array([1, out_h, out_w, 4], np.int32))
+    w = m.const(randn(rng, 4, 3, 3, 3))
+    y = m.output(m.tensor([1, out_h, out_w, 4]))
+    m.op("TRANSPOSE_CONV", [shape, w, x], [y], "TransposeConvOptions", padding=padding, stride_w=stride, stride_h=stride)
+    run_both(m, [randn(rng, 1, 5, 7, 3)], tmp_path)
+
+
+@pytest.mark.parametrize("code", ["AVERAGE_POOL_2D", "MAX_POOL_2D"])
+@pytest.mark.parametrize("padding,stride,size", [(SAME, 2, 3), (VALID, 2, 2), (SAME, 1, 3)])
+def test_pool(rng, tmp_path, code, padding, stride, size):
+    m = ModelBuilder()
+    x = m.input([2, 11, 9, 3])
+    y = m.output(m.tensor([0]))
+    m.op(code, [x], [y], "Pool2DOptions", padding=padding, stride_w=stride, stride_h=stride, filter_width=size,
+         filter_height=size)
+    feed = [randn(rng, 2, 11, 9, 3)]
+    fix_shape(m, y, reference_shape(m, feed))
+    run_both(m, feed, tmp_path)
+
+
+@pytest.mark.parametrize("keep", [False, True])
+def test_fully_connected(rng, tmp_path, keep):
+    m = ModelBuilder()
+    x = m.input([2, 3, 13])
+    w = m.const(randn(rng, 7, 13))
+    b = m.const(randn(rng, 7))
+    y = m.output(m.tensor([2, 3, 7] if keep else [6, 7]))
+    m.op("FULLY_CONNECTED", [x, w, b], [y], "FullyConnectedOptions", keep_num_dims=keep, fused_activation_function=RELU)
+    run_both(m, [randn(rng, 2, 3, 13)], tmp_path)
+
+
+@pytest.mark.parametrize("adj_x,adj_y", [(False, False), (True, False), (False, True)])
+def test_batch_matmul(rng, tmp_path, adj_x, adj_y):
+    m = ModelBuilder()
+    a_shape = [2, 7, 5] if adj_x else [2, 5, 7]
+    b_shape = [2, 3, 7] if adj_y else [2, 7, 3]
+    a, b = m.input(a_shape), m.input(b_shape)
+    y = m.output(m.tensor([2, 5, 3]))
+    m.op("BATCH_MATMUL", [a, b], [y], "BatchMatMulOptions", adj_x=adj_x, adj_y=adj_y)
+    run_both(m, [randn(rng, *a_shape), randn(rng, *b_shape)], tmp_path)
+
+
+BINARY = [("ADD", "AddOptions"), ("SUB", "SubOptions"), ("MUL", "MulOptions"), ("DIV", "DivOptions"),
+          ("MAXIMUM", None), ("MINIMUM", None), ("SQUARED_DIFFERENCE", None)]
+
+
+@pytest.mark.parametrize("code,options", BINARY)
+def test_binary_broadcast(rng, tmp_path, code, options):
+    m = ModelBuilder()
+    a, b = m.input([2, 5, 1, 3]), m.input([4, 3])
+    y = m.output(m.tensor([2, 5, 4, 3]))
+    fields = {"fused_activation_function": RELU} if options else {}
+    m.op(code, [a, b], [y], options, **fields)
+    feed = [randn(rng, 2, 5, 1, 3), randn(rng, 4, 3) + (3 if code == "DIV" else 0)]
+    run_both(m, feed, tmp_path)
+
+
+UNARY = ["RELU", "RELU6", "RELU_N1_TO_1", "LOGISTIC", "TANH", "EXP", "HARD_SWISH", "ELU", "ABS", "NEG"]
+
+
+@pytest.mark.parametrize("code", UNARY)
+def test_unary(rng, tmp_path, code):
+    m = ModelBuilder()
+    x = m.input([3, 7, 5])
+    y = m.output(m.tensor([3, 7, 5]))
+    m.op(code, [x], [y])
+    run_both(m, [randn(rng, 3, 7, 5) * 3], tmp_path)
+
+
+@pytest.mark.parametrize("code", ["SQRT", "RSQRT", "LOG"])
+def test_positive_unary(rng, tmp_path, code):
+    m = ModelBuilder()
+    x = m.input([3, 7, 5])
+    y = m.output(m.tensor([3, 7, 5]))
+    m.op(code, [x], [y])
+    run_both(m, [np.abs(randn(rng, 3, 7, 5)) + 0.1], tmp_path)
+
+
+def test_leaky_relu_gelu_prelu(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([2, 5, 7, 3])
+    a, g, p = m.tensor([2, 5, 7, 3]), m.tensor([2, 5, 7, 3]), m.output(m.tensor([2, 5, 7, 3]))
+    m.op("LEAKY_RELU", [x], [a], "LeakyReluOptions", alpha=0.2)
+    m.op("GELU", [a], [g], "GeluOptions", approximate=False)
+    m.op("PRELU", [g, m.const(randn(rng, 1, 1, 3))], [p])
+    run_both(m, [randn(rng, 2, 5, 7, 3)], tmp_path, atol=1e-5)
+
+
+@pytest.mark.parametrize("beta", [1.0, 0.5])
+def test_softmax(rng, tmp_path, beta):
+    m = ModelBuilder()
+    x = m.input([3, 11])
+    y = m.output(m.tensor([3, 11]))
+    m.op("SOFTMAX", [x], [y], "SoftmaxOptions", beta=beta)
+    run_both(m, [randn(rng, 3, 11) * 3], tmp_path)
+
+
+@pytest.mark.parametrize("code", ["MEAN", "SUM", "REDUCE_MAX"])
+@pytest.mark.parametrize("axes,keep", [([1, 2], False), ([1, 2], True), ([3], False), ([0, 2], True)])
+def test_reduce(rng, tmp_path, code, axes, keep):
+    m = ModelBuilder()
+    x = m.input([2, 5, 7, 3])
+    ref_shape = list(np.sum(np.zeros([2, 5, 7, 3]), axis=tuple(axes), keepdims=keep).shape)
+    y = m.output(m.tensor(ref_shape))
+    m.op(code, [x, m.const(np.array(axes, np.int32))], [y], "ReducerOptions", keep_dims=keep)
+    run_both(m, [randn(rng, 2, 5, 7, 3)], tmp_path)
+
+
+def test_reshape_squeeze_expand_transpose(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([2, 3, 4, 5])
+    r, s, e, t = m.tensor([6, 1, 20]), m.tensor([6, 20]), m.tensor([6, 20, 1]), m.output(m.tensor([20, 1, 6]))
+    m.op("RESHAPE", [x, m.const(np.array([6, 1, 20], np.int32))], [r])
+    m.op("SQUEEZE", [r], [s], "SqueezeOptions", squeeze_dims=[1])
+    m.op("EXPAND_DIMS", [s, m.const(np.array([2], np.int32))], [e])
+    m.op("TRANSPOSE", [e, m.const(np.array([1, 2, 0], np.int32))], [t])
+    run_both(m, [randn(rng, 2, 3, 4, 5)], tmp_path)
+
+
+def test_concat_split_pack_unpack(rng, tmp_path):
+    m = ModelBuilder()
+    a, b = m.input([2, 3, 5]), m.input([2, 4, 5])
+    c = m.tensor([2, 7, 5])
+    m.op("CONCATENATION", [a, b], [c], "ConcatenationOptions", axis=1)
+    parts = [m.tensor([2, 7, 1]) for _ in range(5)]
+    m.op("SPLIT", [m.const(np.array([2], np.int32)), c], parts, "SplitOptions", num_splits=5)
+    v = [m.output(m.tensor([2, 2, 5])), m.output(m.tensor([2, 5, 5]))]
+    m.op("SPLIT_V", [c, m.const(np.array([2, -1], np.int32)), m.const(np.array([1], np.int32))], v, "SplitVOptions",
+         num_splits=2)
+    packed = m.output(m.tensor([2, 7, 2]))
+    m.op("PACK", [parts[0], parts[4]], [packed], "PackOptions", values_count=2, axis=2)
+    rows = [m.output(m.tensor([7, 5])) for _ in range(2)]
+    m.op("UNPACK", [c], rows, "UnpackOptions", num=2, axis=0)
+    run_both(m, [randn(rng, 2, 3, 5), randn(rng, 2, 4, 5)], tmp_path)
+
+
+@pytest.mark.parametrize("begin,end,strides,masks", [
+    ([0, 1, 0, 0], [1, 5, 7, 3], [1, 2, 1, 1], {}),
+    ([0, -1, 0, 1], [0, 0, 0, 3], [1, -1, 2, 1], {"begin_mask": 1, "end_mask": 3}),
+    ([0, 2, 0, 0], [0, 3, 0, 0], [1, 1, 1, 1], {"shrink_axis_mask": 2, "begin_mask": 13, "end_mask": 13}),
+    ([1, 0], [2, 3], [1, 1], {"ellipsis_mask": 1}),
+    ([0, 0, 1], [0, 0, 4], [1, 1, 1], {"new_axis_mask": 1, "begin_mask": 2, "end_mask": 2}),
+])
+def test_strided_slice(rng, tmp_path, begin, end, strides, masks):
+    m = ModelBuilder()
+    x = m.input([2, 5, 7, 3])
+    y = m.output(m.tensor([0]))
+    m.op("STRIDED_SLICE", [x, m.const(np.array(begin, np.int32)), m.const(np.array(end, np.int32)),
+                           m.const(np.array(strides, np.int32))], [y], "StridedSliceOptions", **masks)
+    feed = [randn(rng, 2, 5, 7, 3)]
+    fix_shape(m, y, reference_shape(m, feed))
+    run_both(m, feed, tmp_path)
+
+
+def test_slice_gather_pad_tile(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([2, 5, 7, 3])
+    s, g = m.output(m.tensor([1, 3, 7, 2])), m.output(m.tensor([2, 5, 4, 3]))
+    m.op("SLICE", [x, m.const(np.array([1, 1, 0, 1], np.int32)), m.const(np.array([1, 3, -1, 2], np.int32))], [s])
+    m.op("GATHER", [x, m.const(np.array([6, 0, 2, 2], np.int32))], [g], "GatherOptions", axis=2)
+    p = m.output(m.tensor([3, 8, 9, 3]))
+    m.op("PADV2", [x, m.const(np.array([[0, 1], [2, 1], [1, 1], [0, 0]], np.int32)), m.const(np.array(1.5, np.float32))], [p])
+    r = m.output(m.tensor([2, 7, 9, 3]))
+    m.op("MIRROR_PAD", [x, m.const(np.array([[0, 0], [1, 1], [2, 0], [0, 0]], np.int32))], [r], "MirrorPadOptions", mode=0)
+    t = m.output(m.tensor([4, 5, 14, 3]))
+    m.op("TILE", [x, m.const(np.array([2, 1, 2, 1], np.int32))], [t])
+    run_both(m, [randn(rng, 2, 5, 7, 3)], tmp_path)
+
+
+@pytest.mark.parametrize("code,options,align,half", [
+    ("RESIZE_BILINEAR", "ResizeBilinearOptions", False, False), ("RESIZE_BILINEAR", "ResizeBilinearOptions", True, False),
+    ("RESIZE_BILINEAR", "ResizeBilinearOptions", False, True),
+    ("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions", False, False),
+    ("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions", True, False),
+    ("RESIZE_NEAREST_NEIGHBOR", "ResizeNearestNeighborOptions", False, True)])
+def test_resize(rng, tmp_path, code, options, align, half):
+    m = ModelBuilder()
+    x = m.input([1, 5, 7, 3])
+    y = m.output(m.tensor([1, 11, 9, 3]))
+    m.op(code, [x, m.const(np.array([11, 9], np.int32))], [y], options, align_corners=align, half_pixel_centers=half)
+    run_both(m, [randn(rng, 1, 5, 7, 3)], tmp_path)
+
+
+def test_space_depth_argmax_cast(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([1, 4, 6, 3])
+    d = m.output(m.tensor([1, 2, 3, 12]))
+    m.op("SPACE_TO_DEPTH", [x], [d], "SpaceToDepthOptions", block_size=2)
+    s = m.output(m.tensor([1, 4, 6, 3]))
+    m.op("DEPTH_TO_SPACE", [d], [s], "DepthToSpaceOptions", block_size=2)
+    a = m.output(m.tensor([1, 4, 6], np.int32))
+    m.op("ARG_MAX", [x, m.const(np.array([3], np.int32))], [a], "ArgMaxOptions", output_type=2)
+    a2 = m.output(m.tensor([1, 6, 3], np.int64))
+    m.op("ARG_MIN", [x, m.const(np.array([1], np.int32))], [a2], "ArgMinOptions", output_type=4)
+    c = m.output(m.tensor([1, 4, 6, 3], np.int32))
+    m.op("CAST", [x], [c])
+    sh = m.output(m.tensor([4], np.int32))
+    m.op("SHAPE", [d], [sh], "ShapeOptions", out_type=2)
+    run_both(m, [randn(rng, 1, 4, 6, 3) * 4], tmp_path)
+
+
+def test_fp16_weights_dequantize(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([1, 6, 6, 3])
+    w16 = m.const(randn(rng, 4, 3, 3, 3).astype(np.float16))
+    w = m.tensor([4, 3, 3, 3])
+    m.op("DEQUANTIZE", [w16], [w])
+    y = m.output(m.tensor([1, 6, 6, 4]))
+    m.op("CONV_2D", [x, w, m.const(randn(rng, 4))], [y], "Conv2DOptions", padding=SAME, stride_w=1, stride_h=1)
+    run_both(m, [randn(rng, 1, 6, 6, 3)], tmp_path)
+
+
+def cnn(rng):
+    """conv -> depthwise -> pool -> add -> concat -> mean -> fully connected -> softmax."""
+    m = ModelBuilder()
+    x = m.input([1, 16, 16, 3], name="image")
+    c1 = m.tensor([1, 8, 8, 8])
+    m.op("CONV_2D", [x, m.const(randn(rng, 8, 3, 3, 3)), m.const(randn(rng, 8))], [c1], "Conv2DOptions",
+         padding=SAME, stride_w=2, stride_h=2, fused_activation_function=RELU6)
+    d1 = m.tensor([1, 8, 8, 8])
+    m.op("DEPTHWISE_CONV_2D", [c1, m.const(randn(rng, 1, 3, 3, 8)), m.const(randn(rng, 8))], [d1],
+         "DepthwiseConv2DOptions", padding=SAME, stride_w=1, stride_h=1, depth_multiplier=1, fused_activation_function=RELU)
+    s = m.tensor([1, 8, 8, 8])
+    m.op("ADD", [c1, d1], [s], "AddOptions")
+    b = m.tensor([1, 8, 8, 8])
+    m.op("MUL", [s, m.const(randn(rng, 8))], [b], "MulOptions")
+    p = m.tensor([1, 4, 4, 8])
+    m.op("MAX_POOL_2D", [b], [p], "Pool2DOptions", padding=VALID, stride_w=2, stride_h=2, filter_width=2, filter_height=2)
+    q = m.tensor([1, 4, 4, 8])
+    m.op("AVERAGE_POOL_2D", [b], [q], "Pool2DOptions", padding=SAME, stride_w=2, stride_h=2, filter_width=3, filter_height=3)
+    cat = m.tensor([1, 4, 4, 16])
+    m.op("CONCATENATION", [p, q], [cat], "ConcatenationOptions", axis=3)
+    mean = m.tensor([1, 16])
+    m.op("MEAN", [cat, m.const(np.array([1, 2], np.int32))], [mean], "ReducerOptions", keep_dims=False)
+    fc = m.tensor([1, 10])
+    m.op("FULLY_CONNECTED", [mean, m.const(randn(rng, 10, 16)), m.const(randn(rng, 10))], [fc], "FullyConnectedOptions")
+    y = m.output(m.tensor([1, 10], name="probabilities"))
+    m.op("SOFTMAX", [fc], [y], "SoftmaxOptions", beta=1.0)
+    return m
+
+
+def test_cnn_transposes(rng, tmp_path):
+    m = cnn(rng)
+    path = run_both(m, [randn(rng, 1, 16, 16, 3)], tmp_path)
+    bin_dir = os.path.join(os.path.dirname(osprey.__file__), "_bin", "osprey")
+    if os.path.exists(bin_dir):
+        info = subprocess.run([bin_dir, "info", path], capture_output=True, text=True, check=True).stdout
+        transposes = [line for line in info.splitlines() if line.strip().startswith("Transpose ")]
+        count = int(transposes[0].split()[1]) if transposes else 0
+        assert count <= 2, info
+    osp = os.path.join(str(tmp_path), "model.osp")
+    osprey.convert(path, osp)
+    session = osprey.InferenceSession(osp, threads=2)
+    feed = randn(rng, 1, 16, 16, 3)
+    np.testing.assert_allclose(session.run(None, {"image": feed})[0], reference(m.build(), [feed])[0], rtol=1e-5, atol=1e-5)
+
+
+def test_signature_names(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([2, 3], name="serving_default_x:0")
+    y = m.output(m.tensor([2, 3], name="StatefulPartitionedCall:0"))
+    m.op("RELU", [x], [y])
+    m.signature = ([("x", x)], [("y", y)])
+    path = os.path.join(str(tmp_path), "sig.tflite")
+    with open(path, "wb") as f:
+        f.write(m.build())
+    session = osprey.InferenceSession(path)
+    feed = randn(rng, 2, 3)
+    np.testing.assert_array_equal(session.run(["y"], {"x": feed})[0], np.maximum(feed, 0))
+
+
+def test_unsupported_ops_listed(tmp_path):
+    m = ModelBuilder()
+    x = m.input([2, 3])
+    a, b, c, d = m.tensor([2, 3]), m.tensor([2, 3]), m.tensor([2, 3]), m.output(m.tensor([2, 3]))
+    m.op("LSH_PROJECTION", [x], [a])
+    m.op("LSH_PROJECTION", [a], [b])
+    m.op("CUSTOM", [b], [c], custom_code="MyCustomOp")
+    m.op("RELU", [c], [d])
+    path = os.path.join(str(tmp_path), "bad.tflite")
+    with open(path, "wb") as f:
+        f.write(m.build())
+    with pytest.raises(osprey.UnsupportedError) as e:
+        osprey.InferenceSession(path)
+    assert "LSH_PROJECTION x2" in str(e.value) and "custom 'MyCustomOp' x1" in str(e.value)
+
+
+def after_conv(rng, m, shape=(2, 7, 9, 3)):
+    """A conv, so that the op under test reads a value Osprey holds NCHW."""
+    x = m.input(list(shape))
+    c = m.tensor(list(shape))
+    m.op("CONV_2D", [x, m.const(randn(rng, shape[3], 1, 1, shape[3])), m.const(randn(rng, shape[3]))], [c],
+         "Conv2DOptions", padding=SAME, stride_w=1, stride_h=1)
+    return c
+
+
+def i32(*values):
+    return np.array(values, np.int32)
+
+
+LAYOUT_CASES = {
+    "pad": lambda m, c: m.op("PAD", [c, m.const(i32([0, 0], [1, 2], [0, 1], [2, 1]))], [m.output(m.tensor([0]))]),
+    "mirror_pad": lambda m, c: m.op("MIRROR_PAD", [c, m.const(i32([0, 0], [1, 2], [2, 1], [0, 0]))],
+                                    [m.output(m.tensor([0]))], "MirrorPadOptions", mode=0),
+    "strided_slice": lambda m, c: m.op("STRIDED_SLICE", [c, m.const(i32(0, 1, 0, 1)), m.const(i32(2, 6, 9, 3)),
+                                                         m.const(i32(1, 2, 3, 1))], [m.output(m.tensor([0]))],
+                                       "StridedSliceOptions", end_mask=4),
+    "strided_slice_shrink": lambda m, c: m.op("STRIDED_SLICE", [c, m.const(i32(0, 2, 0, 0)), m.const(i32(0, 3, 0, 0)),
+                                                                m.const(i32(1, 1, 1, 1))], [m.output(m.tensor([0]))],
+                                              "StridedSliceOptions", begin_mask=13, end_mask=13, shrink_axis_mask=2),
+    "slice": lambda m, c: m.op("SLICE", [c, m.const(i32(1, 0, 2, 1)), m.const(i32(1, 5, -1, 2))], [m.output(m.tensor([1, 5, 7, 2]))]),
+    "gather_width": lambda m, c: m.op("GATHER", [c, m.const(i32(8, 0, 3))], [m.output(m.tensor([0]))], "GatherOptions", axis=2),
+    "gather_scalar": lambda m, c: m.op("GATHER", [c, m.const(np.array(2, np.int32))], [m.output(m.tensor([0]))],
+                                       "GatherOptions", axis=-1),
+    "split_channels": lambda m, c: m.op("SPLIT", [m.const(i32(3)), c], [m.output(m.tensor([0])) for _ in range(3)],
+                                        "SplitOptions", num_splits=3),
+    "split_v_height": lambda m, c: m.op("SPLIT_V", [c, m.const(i32(2, 5)), m.const(i32(1))],
+                                        [m.output(m.tensor([0])) for _ in range(2)], "SplitVOptions", num_splits=2),
+    "tile": lambda m, c: m.op("TILE", [c, m.const(i32(1, 2, 1, 3))], [m.output(m.tensor([0]))]),
+    "mean_keep": lambda m, c: m.op("MEAN", [c, m.const(i32(1, 2))], [m.output(m.tensor([0]))], "ReducerOptions", keep_dims=True),
+    "sum_height": lambda m, c: m.op("SUM", [c, m.const(i32(1))], [m.output(m.tensor([0]))], "ReducerOptions", keep_dims=False),
+    "max_channels": lambda m, c: m.op("REDUCE_MAX", [c, m.const(i32(-1))], [m.output(m.tensor([0]))], "ReducerOptions"),
+    "softmax": lambda m, c: m.op("SOFTMAX", [c], [m.output(m.tensor([0]))], "SoftmaxOptions", beta=1.5),
+    "log_softmax": lambda m, c: m.op("LOG_SOFTMAX", [c], [m.output(m.tensor([0]))]),
+    "l2_normalization": lambda m, c: m.op("L2_NORMALIZATION", [c], [m.output(m.tensor([0]))], "L2NormOptions"),
+    "transpose": lambda m, c: m.op("TRANSPOSE", [c, m.const(i32(2, 0, 3, 1))], [m.output(m.tensor([0]))]),
+    "reshape": lambda m, c: m.op("RESHAPE", [c, m.const(i32(2, -1))], [m.output(m.tensor([0]))]),
+    "shape": lambda m, c: m.op("SHAPE", [c], [m.output(m.tensor([4], np.int32))], "ShapeOptions", out_type=2),
+    "arg_max_width": lambda m, c: m.op("ARG_MAX", [c, m.const(i32(2))], [m.output(m.tensor([0], np.int64))],
+                                       "ArgMaxOptions", output_type=4),
+    "add_channel_constant": lambda m, c: m.op("ADD", [c, m.const(np.float32([1, -2, 3]))], [m.output(m.tensor([0]))], "AddOptions"),
+    "mul_row_constant": lambda m, c: m.op("MUL", [c, m.const(np.arange(27, dtype=np.float32).reshape(9, 3))],
+                                          [m.output(m.tensor([0]))], "MulOptions"),
+    "sub_from_input": lambda m, c: m.op("SUB", [m.inputs[0], c], [m.output(m.tensor([0]))], "SubOptions"),
+    "concat_width": lambda m, c: m.op("CONCATENATION", [c, m.inputs[0], c], [m.output(m.tensor([0]))],
+                                      "ConcatenationOptions", axis=2),
+    "resize": lambda m, c: m.op("RESIZE_BILINEAR", [c, m.const(i32(4, 13))], [m.output(m.tensor([0]))],
+                                "ResizeBilinearOptions", half_pixel_centers=True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(LAYOUT_CASES))
+def test_layout_sensitive_ops_after_conv(rng, tmp_path, case):
+    m = ModelBuilder()
+    c = after_conv(rng, m)
+    LAYOUT_CASES[case](m, c)
+    feed = [randn(rng, 2, 7, 9, 3)]
+    for t, value in zip(m.outputs, reference(m.build(), feed)):
+        fix_shape(m, t, value.shape)
+    run_both(m, feed, tmp_path)
+
+
+def test_int8_weights_dequantize(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([3, 6])
+    q = rng.integers(-127, 128, size=(4, 6)).astype(np.int8)
+    wq = m.const(q)
+    m.tensors[wq]["quantization"] = dict(scale=[0.01, 0.02, 0.03, 0.04], zero_point=[0, 0, 0, 0], quantized_dimension=0)
+    w = m.tensor([4, 6])
+    m.op("DEQUANTIZE", [wq], [w])
+    y = m.output(m.tensor([3, 4]))
+    m.op("FULLY_CONNECTED", [x, w, m.const(randn(rng, 4))], [y], "FullyConnectedOptions")
+    run_both(m, [randn(rng, 3, 6)], tmp_path)
+
+
+def test_quantized_ops_are_unsupported(tmp_path):
+    m = ModelBuilder()
+    x = m.input([1, 4, 4, 2], np.int8)
+    m.tensors[x]["quantization"] = dict(scale=[0.1], zero_point=[0])
+    y = m.output(m.tensor([1, 4, 4, 2], np.int8, quantization=dict(scale=[0.1], zero_point=[0])))
+    m.op("RELU", [x], [y])
+    path = os.path.join(str(tmp_path), "int8.tflite")
+    with open(path, "wb") as f:
+        f.write(m.build())
+    with pytest.raises(osprey.UnsupportedError, match=r"RELU \(quantized int8\) x1"):
+        osprey.InferenceSession(path)
+
+
+@pytest.mark.parametrize("code", ["FLOOR", "CEIL", "ROUND", "SIN", "COS", "SIGN"])
+def test_more_unary(rng, tmp_path, code):
+    m = ModelBuilder()
+    x = m.input([4, 9])
+    y = m.output(m.tensor([4, 9]))
+    m.op(code, [x], [y])
+    run_both(m, [randn(rng, 4, 9) * 3], tmp_path)
+
+
+@pytest.mark.parametrize("code", ["LESS", "GREATER", "EQUAL", "NOT_EQUAL", "LESS_EQUAL", "GREATER_EQUAL"])
+def test_comparisons_and_select(rng, tmp_path, code):
+    m = ModelBuilder()
+    a, b = m.input([3, 1, 5]), m.input([4, 5])
+    cond = m.output(m.tensor([3, 4, 5], np.bool_))
+    m.op(code, [a, b], [cond])
+    picked = m.output(m.tensor([3, 4, 5]))
+    m.op("SELECT_V2", [cond, a, b], [picked])
+    notted = m.output(m.tensor([3, 4, 5], np.bool_))
+    m.op("LOGICAL_NOT", [cond], [notted])
+    both = m.output(m.tensor([3, 4, 5], np.bool_))
+    m.op("LOGICAL_AND", [cond, notted], [both])
+    either = m.output(m.tensor([3, 4, 5], np.bool_))
+    m.op("LOGICAL_OR", [cond, notted], [either])
+    feed = [np.round(randn(rng, 3, 1, 5)), np.round(randn(rng, 4, 5))]
+    run_both(m, feed, tmp_path)
+
+
+def test_pow_reduce_min_prod(rng, tmp_path):
+    m = ModelBuilder()
+    a, b = m.input([3, 4, 5]), m.input([5])
+    p = m.output(m.tensor([3, 4, 5]))
+    m.op("POW", [a, b], [p])
+    lo = m.output(m.tensor([3, 5]))
+    m.op("REDUCE_MIN", [a, m.const(i32(1))], [lo], "ReducerOptions")
+    prod = m.output(m.tensor([3, 1, 1]))
+    m.op("REDUCE_PROD", [a, m.const(i32(1, 2))], [prod], "ReducerOptions", keep_dims=True)
+    feed = [np.abs(randn(rng, 3, 4, 5)) * 0.5 + 0.5, randn(rng, 5)]
+    run_both(m, feed, tmp_path, rtol=1e-5, atol=1e-5)

@@ -1,0 +1,225 @@
+"""Writes small .tflite models for the tests, through Python code that flatc generates from
+schema/tflite.fbs into a temporary directory (the schema is the one Osprey's reader uses)."""
+from __future__ import annotations
+
+import atexit
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from typing import Dict, List, Optional, Sequence
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SCHEMA = os.path.join(ROOT, "schema", "tflite.fbs")
+
+_TENSOR_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.uint8): 3,
+                 np.dtype(np.int64): 4, np.dtype(np.bool_): 6, np.dtype(np.int8): 9}
+
+
+def generated_module_dir() -> Optional[str]:
+    """Generates the Python schema code once per process; None when flatc is missing."""
+    if hasattr(generated_module_dir, "dir"):
+        return generated_module_dir.dir
+    flatc = shutil.which("flatc")
+    if not flatc:
+        generated_module_dir.dir = None
+        return None
+    out = tempfile.mkdtemp(prefix="tflite_schema_")
+    atexit.register(shutil.rmtree, out, True)
+    subprocess.run([flatc, "--python", "-o", out, SCHEMA], check=True)
+    sys.path.insert(0, out)
+    generated_module_dir.dir = out
+    return out
+
+
+def _table(name: str):
+    return importlib.import_module("tflite." + name)
+
+
+def _camel(field: str) -> str:
+    return "".join(part[:1].upper() + part[1:] for part in field.split("_"))
+
+
+class ModelBuilder:
+    """Tensors, buffers and operators of one subgraph; `build()` returns the file's bytes."""
+
+    def __init__(self) -> None:
+        self.tensors: List[dict] = []
+        self.buffers: List[bytes] = [b""]
+        self.operators: List[tuple] = []
+        self.opcodes: List[tuple] = []
+        self.inputs: List[int] = []
+        self.outputs: List[int] = []
+        self.signature: Optional[tuple] = None
+
+    def tensor(self, shape: Sequence[int], dtype=np.float32, name: Optional[str] = None, buffer: int = 0,
+               quantization: Optional[dict] = None) -> int:
+        self.tensors.append(dict(shape=list(shape), type=_TENSOR_TYPES[np.dtype(dtype)], buffer=buffer,
+                                 name=name or "t%d" % len(self.tensors), quantization=quantization))
+        return len(self.tensors) - 1
+
+    def input(self, shape: Sequence[int], dtype=np.float32, name: Optional[str] = None) -> int:
+        t = self.tensor(shape, dtype, name or "input%d" % len(self.inputs))
+        self.inputs.append(t)
+        return t
+
+    def const(self, array, dtype=None, name: Optional[str] = None) -> int:
+        array = np.ascontiguousarray(np.asarray(array, dtype=dtype))
+        self.buffers.append(array.tobytes())
+        return self.tensor(array.shape, array.dtype, name or "const%d" % len(self.tensors), len(self.buffers) - 1)
+
+    def op(self, code: str, inputs: Sequence[int], outputs: Sequence[int], options: Optional[str] = None,
+           custom_code: Optional[str] = None, **fields) -> None:
+        builtin = getattr(_table("BuiltinOperator").BuiltinOperator, code)
+        key = (builtin, custom_code)
+        if key not in self.opcodes:
+            self.opcodes.append(key)
+        self.operators.append((self.opcodes.index(key), list(inputs), list(outputs), options, fields))
+
+    def output(self, t: int) -> int:
+        self.outputs.append(t)
+        return t
+
+    def build(self) -> bytes:
+        import flatbuffers
+        b = flatbuffers.Builder(1024)
+
+        def int_vector(start, values, prepend="PrependInt32"):
+            start(b, len(values))
+            for v in reversed(values):
+                getattr(b, prepend)(v)
+            return b.EndVector()
+
+        def table(name, fields):
+            module = _table(name)
+            offsets = {}
+            for field, value in fields.items():
+                if isinstance(value, (list, tuple)):
+                    offsets[field] = int_vector(getattr(module, "Start%sVector" % _camel(field)), value)
+            module.Start(b)
+            for field, value in fields.items():
+                getattr(module, "Add" + _camel(field))(b, offsets.get(field, value))
+            return module.End(b)
+
+        buffers = []
+        for data in self.buffers:
+            vec = None
+            if data:
+                b.StartVector(1, len(data), 16)
+                b.head = b.head - len(data)
+                b.Bytes[b.head:b.head + len(data)] = data
+                vec = b.EndVector()
+            Buffer = _table("Buffer")
+            Buffer.Start(b)
+            if vec is not None:
+                Buffer.AddData(b, vec)
+            buffers.append(Buffer.End(b))
+        tensors = []
+        for t in self.tensors:
+            name = b.CreateString(t["name"])
+            shape = int_vector(_table("Tensor").StartShapeVector, t["shape"])
+            quant = None
+            if t["quantization"]:
+                q = t["quantization"]
+                Q = _table("QuantizationParameters")
+                scale = int_vector(Q.StartScaleVector, q["scale"], "PrependFloat32")
+                zero = int_vector(Q.StartZeroPointVector, q["zero_point"], "PrependInt64")
+                Q.Start(b)
+                Q.AddScale(b, scale)
+                Q.AddZeroPoint(b, zero)
+                Q.AddQuantizedDimension(b, q.get("quantized_dimension", 0))
+                quant = Q.End(b)
+            T = _table("Tensor")
+            T.Start(b)
+            T.AddShape(b, shape)
+            T.AddType(b, t["type"])
+            T.AddBuffer(b, t["buffer"])
+            T.AddName(b, name)
+            if quant is not None:
+                T.AddQuantization(b, quant)
+            tensors.append(T.End(b))
+        operators = []
+        for opcode, ins, outs, options, fields in self.operators:
+            opt = table(options, fields) if options else None
+            O = _table("Operator")
+            in_vec = int_vector(O.StartInputsVector, ins)
+            out_vec = int_vector(O.StartOutputsVector, outs)
+            O.Start(b)
+            O.AddOpcodeIndex(b, opcode)
+            O.AddInputs(b, in_vec)
+            O.AddOutputs(b, out_vec)
+            if opt is not None:
+                O.AddBuiltinOptionsType(b, getattr(_table("BuiltinOptions").BuiltinOptions, options))
+                O.AddBuiltinOptions(b, opt)
+            operators.append(O.End(b))
+        opcodes = []
+        for builtin, custom in self.opcodes:
+            custom_off = b.CreateString(custom) if custom else None
+            C = _table("OperatorCode")
+            C.Start(b)
+            C.AddDeprecatedBuiltinCode(b, min(builtin, 127))
+            C.AddBuiltinCode(b, builtin)
+            C.AddVersion(b, 1)
+            if custom_off is not None:
+                C.AddCustomCode(b, custom_off)
+            opcodes.append(C.End(b))
+
+        def offsets_vector(start, items):
+            start(b, len(items))
+            for item in reversed(items):
+                b.PrependUOffsetTRelative(item)
+            return b.EndVector()
+
+        S = _table("SubGraph")
+        tensor_vec = offsets_vector(S.StartTensorsVector, tensors)
+        op_vec = offsets_vector(S.StartOperatorsVector, operators)
+        in_vec = int_vector(S.StartInputsVector, self.inputs)
+        out_vec = int_vector(S.StartOutputsVector, self.outputs)
+        S.Start(b)
+        S.AddTensors(b, tensor_vec)
+        S.AddInputs(b, in_vec)
+        S.AddOutputs(b, out_vec)
+        S.AddOperators(b, op_vec)
+        subgraph = S.End(b)
+        sigs = None
+        if self.signature:
+            M = _table("TensorMap")
+
+            def maps(pairs):
+                made = []
+                for name, index in pairs:
+                    n = b.CreateString(name)
+                    M.Start(b)
+                    M.AddName(b, n)
+                    M.AddTensorIndex(b, index)
+                    made.append(M.End(b))
+                return made
+
+            D = _table("SignatureDef")
+            ins_m = offsets_vector(D.StartInputsVector, maps(self.signature[0]))
+            outs_m = offsets_vector(D.StartOutputsVector, maps(self.signature[1]))
+            key = b.CreateString("serving_default")
+            D.Start(b)
+            D.AddInputs(b, ins_m)
+            D.AddOutputs(b, outs_m)
+            D.AddSignatureKey(b, key)
+            sigs = offsets_vector(_table("Model").StartSignatureDefsVector, [D.End(b)])
+        Mo = _table("Model")
+        codes_vec = offsets_vector(Mo.StartOperatorCodesVector, opcodes)
+        sub_vec = offsets_vector(Mo.StartSubgraphsVector, [subgraph])
+        buf_vec = offsets_vector(Mo.StartBuffersVector, buffers)
+        desc = b.CreateString("osprey test model")
+        Mo.Start(b)
+        Mo.AddVersion(b, 3)
+        Mo.AddOperatorCodes(b, codes_vec)
+        Mo.AddSubgraphs(b, sub_vec)
+        Mo.AddDescription(b, desc)
+        Mo.AddBuffers(b, buf_vec)
+        if sigs is not None:
+            Mo.AddSignatureDefs(b, sigs)
+        b.Finish(Mo.End(b), file_identifier=b"TFL3")
+        return bytes(b.Output())

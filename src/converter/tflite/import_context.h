@@ -1,0 +1,116 @@
+// State shared by the TFLite op importers: the Osprey graph under construction, every TFLite
+// tensor's Osprey value and the layout it is held in.
+//
+// TFLite's image ops are NHWC; Osprey's Conv and pools are NCHW. A 4-D activation made by an
+// NCHW op stays NCHW (`Held::Nchw`: the Osprey tensor is the TFLite one permuted by
+// kNhwcToNchw) for as long as the ops reading it can take it that way; a Transpose is inserted
+// only where an op needs TFLite's own order (asTflite) and at the graph's outputs.
+#pragma once
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "converter/tflite/tflite_reader.h"
+#include "core/graph.h"
+
+namespace osprey::tfl {
+
+enum class Held { AsTflite, Nchw };
+
+// NHWC position -> NCHW position of the same dimension, and the Transpose perms both ways.
+constexpr int kNhwcAxisInNchw[4] = {0, 2, 3, 1};
+inline const std::vector<int64_t> kToNchw = {0, 3, 1, 2};
+inline const std::vector<int64_t> kToNhwc = {0, 2, 3, 1};
+
+struct TfliteTensor {
+  std::string name;
+  DataType dtype = DataType::Undefined;
+  tflite::TensorType tfliteType = tflite::TensorType_FLOAT32;
+  Shape shape;  // TFLite order; -1 where shape_signature says unknown
+  bool quantized = false;  // carries scales (an integer tensor of a quantized model)
+  std::vector<float> scales;
+  std::vector<int64_t> zeroPoints;
+  int quantizedDimension = 0;
+  int constant = -1;  // the Osprey constant holding its data, TFLite order; -1 if none
+};
+
+// One operator as the importers see it.
+struct OpView {
+  const tflite::Operator* op = nullptr;
+  tflite::BuiltinOperator code = tflite::BuiltinOperator_ADD;
+  std::string name;  // "CONV_2D #3" — every node the importer makes is named after it
+  std::vector<int> inputs;   // TFLite tensor indices, -1 for an omitted optional input
+  std::vector<int> outputs;
+  int input(size_t i) const { return i < inputs.size() ? inputs[i] : -1; }
+};
+
+class ImportContext {
+ public:
+  ImportContext(Graph* graph, const tflite::Model* model, const tflite::SubGraph* subgraph, const uint8_t* file,
+                size_t fileSize);
+  // Reads every tensor of the subgraph (types, shapes, constants); checks buffer indices and
+  // that each constant's bytes match its shape.
+  Status readTensors();
+  Graph& graph() { return *graph_; }
+  int tensorCount() const { return static_cast<int>(tensors_.size()); }
+  const TfliteTensor& tensor(int t) const { return tensors_.at(t); }
+  int rank(int t) const { return static_cast<int>(tensors_.at(t).shape.size()); }
+  bool isConstant(int t) const { return t >= 0 && tensors_[t].constant >= 0; }
+  // The constant's values as int64 (int32 or int64 tensors), for shapes, axes and paddings.
+  Status constantInts(int t, std::vector<int64_t>* out) const;
+  Status constantFloats(int t, std::vector<float>* out) const;
+
+  // The Osprey tensor holding TFLite tensor `t` now, and how it is held; an error names the
+  // tensor when nothing has produced it yet.
+  Status value(int t, int* index, Held* held);
+  Held heldAs(int t) const;
+  // The value in TFLite's order: a Transpose (made once) when it is held NCHW.
+  Status asTflite(int t, int* index);
+  // A 4-D value in NCHW: a permuted copy for constants of rank <= 4 (padded with leading 1s),
+  // a Transpose (made once) otherwise.
+  Status asNchw(int t, int* index);
+  // A constant's data moved by `perm` (TFLite order -> perm order), as a new constant.
+  int permutedConstant(int t, const std::vector<int64_t>& perm, const std::string& hint);
+
+  // Makes the Osprey tensor that TFLite tensor `t` is produced into, held as `held`.
+  int define(int t, Held held);
+  bool isDefined(int t) const;
+  // Makes TFLite tensor `t` the constant `constantIndex` (values computed at import).
+  void bindConstant(int t, int constantIndex);
+  int temp(const std::string& hint);
+  int addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data, size_t bytes);
+  int addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar = false);
+  int addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar = false);
+  Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
+  // A value cast to int64 (shape, axes and repeat operands of Osprey ops are int64).
+  int asInt64(int index, const std::string& hint);
+  std::string uniqueName(const std::string& hint);
+
+ private:
+  struct Value {
+    int index = -1;
+    Held held = Held::AsTflite;
+    int tfliteCopy = -1;  // the value in the other layout, once made
+    int nchwCopy = -1;
+  };
+  Graph* graph_;
+  const tflite::Model* model_;
+  const tflite::SubGraph* subgraph_;
+  const uint8_t* file_;
+  size_t fileSize_;
+  std::vector<TfliteTensor> tensors_;
+  std::vector<Value> values_;
+  std::set<std::string> names_;
+  int counter_ = 0;
+};
+
+// Applies a fused activation: `produced` (what the op wrote) -> `out`. With NONE, the caller
+// writes straight to `out` instead (see outputFor).
+Status applyActivation(ImportContext& ctx, const OpView& op, tflite::ActivationFunctionType act, int produced, int out);
+// The tensor an op should write: `out` itself without an activation, else a temporary.
+inline int outputFor(ImportContext& ctx, tflite::ActivationFunctionType act, int out) {
+  return act == tflite::ActivationFunctionType_NONE ? out : ctx.temp("pre_activation");
+}
+
+}  // namespace osprey::tfl

@@ -1,0 +1,28 @@
+// The TFLite op importers, one family per file. Each maps one TFLite operator onto Osprey ops
+// (ONNX semantics), keeping 4-D activations NCHW where it can (import_context.h).
+// Status::unsupported from an importer lists the op as unsupported, with its message.
+#pragma once
+#include <unordered_map>
+
+#include "converter/tflite/import_context.h"
+
+namespace osprey::tfl {
+
+using OpImporter = Status (*)(ImportContext& ctx, const OpView& op);
+using ImporterTable = std::unordered_map<int32_t, OpImporter>;
+
+// Null when Osprey cannot import the builtin.
+OpImporter findImporter(tflite::BuiltinOperator code);
+
+void addConvImporters(ImporterTable& table);         // conv, pools, dense, resize, space/depth
+void addElementwiseImporters(ImporterTable& table);  // unary, binary, activations, casts
+void addShapeImporters(ImporterTable& table);        // reshape, concat, slice, pad, gather ...
+void addReduceImporters(ImporterTable& table);       // reductions, softmax, arg max/min
+
+// Shared helpers.
+Status requireInputs(const OpView& op, size_t count);
+Status missingOptions(const OpView& op, const char* table);
+// A layout-preserving op of one input (activations, casts): the output is held as the input.
+Status importSameLayout(ImportContext& ctx, const OpView& op, OpType type, Node** node = nullptr);
+
+}  // namespace osprey::tfl
