@@ -6,9 +6,13 @@ set -euo pipefail
 packages=(cmake g++ make flatbuffers-compiler libflatbuffers-dev python3 python3-numpy python3-onnx)
 # The OpenCL backend builds against the ICD loader; PoCL runs its kernels on the CPU in tests.
 packages+=(ocl-icd-opencl-dev opencl-headers)
+# The Vulkan backend builds against the Vulkan loader, its shaders compiled by glslc.
+packages+=(libvulkan-dev glslc)
 if [[ "${1:-}" == "--tests" ]]; then
   # clang compile-checks the OpenCL kernels, half arithmetic included (tests/opencl).
   packages+=(libgtest-dev python3-torch python3-torchvision pocl-opencl-icd clang)
+  # lavapipe (a Vulkan driver on the CPU) runs the Vulkan tests without a GPU.
+  packages+=(mesa-vulkan-drivers)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -216,6 +216,9 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
       args, "opencl-memory", {{"auto", Mem::Auto}, {"buffer", Mem::Buffer}, {"image", Mem::Image}}, &config->opencl.memory));
   OSPREY_RETURN_IF_ERROR(onOffArg(args, "opencl-fp16-math", &config->opencl.halfMath));
   OSPREY_RETURN_IF_ERROR(onOffArg(args, "opencl-profile", &config->opencl.profile));
+  if (args.has("vulkan-device")) config->vulkan.device = args.get("vulkan-device");
+  if (args.has("vulkan-cache")) config->vulkan.pipelineCachePath = args.get("vulkan-cache");
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "vulkan-validation", &config->vulkan.validation));
   return Status::ok();
 }
 
@@ -225,14 +228,15 @@ std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
   for (const char* name : {"backend", "threads", "time-limit-ms", "cpu-isa", "precision", "memory",
                            "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cuda-low-precision",
                            "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
-                           "opencl-memory", "opencl-fp16-math", "opencl-profile"})
+                           "opencl-memory", "opencl-fp16-math", "opencl-profile", "vulkan-device", "vulkan-cache",
+                           "vulkan-validation"})
     if (std::find(valued.begin(), valued.end(), name) == valued.end()) valued.push_back(name);
   return valued;
 }
 
 const char* configOptionsUsage() {
   return "  options of run and bench that configure the session:\n"
-         "    --backend cpu|cuda|opencl  --threads N  --time-limit-ms MS\n"
+         "    --backend cpu|cuda|opencl|vulkan  --threads N  --time-limit-ms MS\n"
          "    --precision normal|high|low  --memory normal|low (low: arena pages returned between runs,\n"
          "                                 a .osp file mapped and its packed weights' pages returned)\n"
          "    --memory-limit BYTES[K|M|G|T]  refuse plans needing more (default: physical memory)\n"
@@ -244,7 +248,9 @@ const char* configOptionsUsage() {
          "    --cuda-low-precision fp16|bf16 --cuda-layout auto|nchw|nhwc  --cuda-graphs on|off\n"
          "    --opencl-platform P  --opencl-device D   index or name substring (default: first GPU)\n"
          "    --opencl-tune none|fast|wide   --opencl-cache FILE (programs and tuned work sizes)\n"
-         "    --opencl-memory auto|buffer|image  --opencl-fp16-math on|off  --opencl-profile on|off\n";
+         "    --opencl-memory auto|buffer|image  --opencl-fp16-math on|off  --opencl-profile on|off\n"
+         "    --vulkan-device D  index or name substring (default: first GPU)  --vulkan-cache FILE (pipelines)\n"
+         "    --vulkan-validation on|off     VK_LAYER_KHRONOS_validation where installed\n";
 }
 
 Status backendConfigFromArgs(const Args& args, BackendConfig* config) {

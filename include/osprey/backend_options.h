@@ -1,4 +1,4 @@
-// Per-backend settings of a session (BackendConfig::cpu, ::cuda, ::opencl) and the process-wide
+// Per-backend settings of a session (BackendConfig::cpu, ::cuda, ::opencl, ::vulkan) and the process-wide
 // limit on the CPU instruction set. The CLI (`osprey run|bench --help`) and the Python package
 // expose every field; docs/cpu.md, docs/cuda.md and docs/opencl.md say what each one does.
 // Settings that belong to a backend's Runtime (thread pinning, the OpenCL device, tuning and its
@@ -57,6 +57,17 @@ struct OpenCLOptions {
   bool profile = false;
   // For tests of the fallback to buffers: image limits narrower than the device's (0: the device's).
   size_t imageMaxWidth = 0, imageMaxHeight = 0;
+};
+
+struct VulkanOptions {
+  // The physical device: an index ("0") or a substring of its name ("llvmpipe"). Empty: the first
+  // discrete or integrated GPU, else the first device.
+  std::string device;
+  // File caching compiled pipelines (VkPipelineCache): read when the runtime starts, written when
+  // it ends. Empty: no cache.
+  std::string pipelineCachePath;
+  // Turn on VK_LAYER_KHRONOS_validation where it is installed (debugging; slow).
+  bool validation = false;
 };
 
 // The widest CPU kernel table the process may use: Native (what the CPU has), Avx2 (AVX2+FMA at

@@ -50,6 +50,7 @@ struct BackendConfig {
   CpuOptions cpu;
   CudaOptions cuda;
   OpenCLOptions opencl;
+  VulkanOptions vulkan;
 };
 
 }  // namespace osprey

@@ -203,7 +203,8 @@ class Runtime:
                  opencl_platform: Union[str, int, None] = None, opencl_device: Union[str, int, None] = None,
                  opencl_tune: Optional[str] = None, opencl_cache: Optional[str] = None,
                  opencl_memory: Optional[str] = None, opencl_fp16_math: Optional[bool] = None,
-                 opencl_profile: Optional[bool] = None) -> None:
+                 opencl_profile: Optional[bool] = None, vulkan_device: Union[str, int, None] = None,
+                 vulkan_cache: Optional[str] = None, vulkan_validation: Optional[bool] = None) -> None:
         if precision not in _PRECISIONS:
             raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
         self.backend = backend
@@ -217,7 +218,8 @@ class Runtime:
             cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
-            opencl_profile=opencl_profile)
+            opencl_profile=opencl_profile, vulkan_device=vulkan_device, vulkan_cache=vulkan_cache,
+            vulkan_validation=vulkan_validation)
         self._runtime = _osprey.Runtime(backend, self.threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
                                         0 if run_time_limit_ms is None else int(run_time_limit_ms),
@@ -236,7 +238,9 @@ class InferenceSession:
     """Loads a model (.onnx, converted in memory, or .osp) and runs it, like ``onnxruntime.InferenceSession``.
 
     Args:
-        path_or_bytes: a path to a .onnx or .osp file, or the file's bytes.
+        path_or_bytes: a path to a .onnx, .osp or .tflite file, or the file's bytes; for Caffe,
+            the pair (deploy.prototxt, net.caffemodel), or the .prototxt alone when the
+            .caffemodel of the same name lies beside it.
         backend: ``"cpu"`` (always compiled in), ``"cuda"``, ``"opencl"`` or ``"vulkan"`` where the
             build has them; ops the backend declines run on the CPU.
         threads: CPU threads; None uses every CPU this process may run on.
@@ -270,6 +274,9 @@ class InferenceSession:
         opencl_memory: ``"auto"`` (default), ``"buffer"`` or ``"image"``.
         opencl_fp16_math: half arithmetic at ``precision="low"`` where the device has it (default True).
         opencl_profile: a profiling queue, so per-op times are the kernels' own (default False).
+        vulkan_device: an index or a name substring (default: the first GPU).
+        vulkan_cache: file caching compiled Vulkan pipelines.
+        vulkan_validation: turn on VK_LAYER_KHRONOS_validation where installed (default False).
 
     Raises:
         NotFoundError: the file does not exist.
@@ -307,13 +314,17 @@ class InferenceSession:
         opencl_memory: Optional[str] = None,
         opencl_fp16_math: Optional[bool] = None,
         opencl_profile: Optional[bool] = None,
+        vulkan_device: Union[str, int, None] = None,
+        vulkan_cache: Optional[str] = None,
+        vulkan_validation: Optional[bool] = None,
     ) -> None:
         options = _options(
             memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
             cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
-            opencl_profile=opencl_profile)
+            opencl_profile=opencl_profile, vulkan_device=vulkan_device, vulkan_cache=vulkan_cache,
+            vulkan_validation=vulkan_validation)
         if runtime is not None:
             # A shared runtime brings its own backend, threads and settings.
             backend, threads, precision = runtime.backend, runtime.threads, runtime.precision

@@ -240,6 +240,12 @@ void applyOptions(const py::dict& options, BackendConfig* config) {
       config->opencl.halfMath = item.second.cast<bool>();
     } else if (name == "opencl_profile") {
       config->opencl.profile = item.second.cast<bool>();
+    } else if (name == "vulkan_device") {
+      config->vulkan.device = py::str(item.second);
+    } else if (name == "vulkan_cache") {
+      config->vulkan.pipelineCachePath = py::str(item.second);
+    } else if (name == "vulkan_validation") {
+      config->vulkan.validation = item.second.cast<bool>();
     } else {
       throw StatusError{invalidArgument("unknown option '" + name + "'")};
     }

@@ -180,6 +180,12 @@ class RuntimeCreator {
   virtual ~RuntimeCreator() = default;
   // The runtime's settings are those of its first session (SharedRuntime: of createRuntime).
   virtual std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig& config) const = 0;
+  // As onCreate, with the reason when there is no runtime (a device that does not match, a driver
+  // call that failed); the default reports only that none was found.
+  virtual Status create(const ScheduleConfig& schedule, const BackendConfig& config, std::unique_ptr<Runtime>* out) const {
+    *out = onCreate(schedule, config);
+    return *out ? Status::ok() : Status::unsupported("found no device");
+  }
   virtual std::vector<DeviceInfo> devices() const = 0;  // what `osprey backends` lists
 };
 

@@ -32,8 +32,10 @@ Status makeSharedRuntime(const ScheduleConfig& schedule, const BackendConfig& co
   const RuntimeCreator* mainCreator = getRuntimeCreator(schedule.backend);
   if (!mainCreator)
     return Status::unsupported(std::string("backend '") + forwardTypeName(schedule.backend) + "' is not compiled into this build");
-  s.main = mainCreator->onCreate(schedule, config);
-  if (!s.main) return Status::unsupported(std::string("backend '") + forwardTypeName(schedule.backend) + "' found no device");
+  std::unique_ptr<Runtime> main;
+  if (Status made = mainCreator->create(schedule, config, &main); !made)
+    return made.withContext(std::string("backend '") + forwardTypeName(schedule.backend) + "'");
+  s.main = std::move(main);
   if (schedule.backupBackend != schedule.backend) {
     const RuntimeCreator* backupCreator = getRuntimeCreator(schedule.backupBackend);
     if (!backupCreator)

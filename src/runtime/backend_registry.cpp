@@ -13,6 +13,9 @@ void registerOpenCLRuntime();
 #ifdef OSPREY_WITH_CUDA
 void registerCudaRuntime();
 #endif
+#ifdef OSPREY_WITH_VULKAN
+void registerVulkanRuntime();
+#endif
 
 namespace {
 std::map<ForwardType, std::unique_ptr<RuntimeCreator>>& creators() {
@@ -46,6 +49,9 @@ void registerBuiltinBackends() {
 #endif
 #ifdef OSPREY_WITH_CUDA
     registerCudaRuntime();
+#endif
+#ifdef OSPREY_WITH_VULKAN
+    registerVulkanRuntime();
 #endif
   });
 }

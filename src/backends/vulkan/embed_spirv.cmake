@@ -1,0 +1,21 @@
+# cmake -DOUTPUT=file.cpp -DSPIRV_DIR=dir -P embed_spirv.cmake
+# Writes every .spv file as an array of 32-bit words into one table: {shader name, words}.
+file(GLOB SOURCES ${SPIRV_DIR}/*.spv)
+list(SORT SOURCES)
+set(body "// Generated from src/backends/vulkan/shaders/*.comp by glslc and embed_spirv.cmake. Do not edit.\n")
+string(APPEND body "#include \"backends/vulkan/vk_shaders.h\"\n\nnamespace osprey::vulkan {\n\nnamespace {\n")
+set(table "")
+foreach(src IN LISTS SOURCES)
+  get_filename_component(name ${src} NAME_WE)
+  file(READ ${src} hex HEX)
+  # SPIR-V is little-endian 32-bit words: regroup each 4 bytes (as read) into one word.
+  string(REGEX REPLACE "(..)(..)(..)(..)" "0x\\4\\3\\2\\1u," words "${hex}")
+  string(APPEND body "const uint32_t k_${name}[] = {${words}};\n")
+  string(APPEND table "      {\"${name}\", k_${name}, sizeof(k_${name}) / sizeof(uint32_t)},\n")
+endforeach()
+string(APPEND body "}  // namespace\n\nconst std::vector<EmbeddedShader>& embeddedShaders() {\n")
+string(APPEND body "  static const std::vector<EmbeddedShader> shaders = {\n${table}  };\n  return shaders;\n}\n\n")
+string(APPEND body "}  // namespace osprey::vulkan\n")
+file(WRITE ${OUTPUT}.tmp "${body}")
+file(COPY_FILE ${OUTPUT}.tmp ${OUTPUT} ONLY_IF_DIFFERENT)
+file(REMOVE ${OUTPUT}.tmp)

@@ -1,0 +1,156 @@
+// Conv (2-D: implicit GEMM for general, grouped and 1x1 convolutions, a direct shader for
+// depthwise; strides, dilations, pads, bias, the residual Z added before the fused activation)
+// and the pools (max / average windows, global max / average).
+#include "backends/vulkan/vk_execution.h"
+#include "ops/activation.h"
+#include "ops/window.h"
+
+namespace osprey::vulkan {
+
+namespace {
+
+// The push constants of conv2d_gemm.comp and conv2d_depthwise.comp (shaders/conv_params.glsl).
+struct ConvPush {
+  uint32_t xOff, wOff, biasOff, zOff, yOff;
+  int32_t C, H, W, group;
+  int32_t OC, OH, OW, N;
+  int32_t KH, KW, SH, SW;
+  int32_t DH, DW, PH, PW;
+  int32_t hasBias, hasZ, act;
+  float actA, actB;
+};
+
+class ConvExecution : public VkExecution {
+ public:
+  ConvExecution(VulkanBackend* b, const Window& w, int64_t group, FusedActivation act)
+      : VkExecution(b), w_(w), group_(group), act_(act) {}
+
+  Status onResize(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
+    const int64_t C = in[0]->shape[1], OC = out[0]->shape[1];
+    depthwise_ = group_ == C && OC % C == 0;
+    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : "conv2d_gemm", 5);
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
+    const bool hasBias = in.size() > 2 && in[2], hasZ = in.size() > 3 && in[3];
+    std::vector<VkBuffer> buffers;
+    std::vector<uint32_t> o;
+    // An absent bias or residual binds a tensor the shader never reads, so every binding has a buffer.
+    OSPREY_RETURN_IF_ERROR(
+        locate({in[0], in[1], hasBias ? in[2] : in[1], hasZ ? in[3] : in[0], out[0]}, &buffers, &o));
+    const Shape& x = in[0]->shape;
+    const Shape& y = out[0]->shape;
+    auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+    ConvPush p{o[0], o[1], o[2], o[3], o[4],
+               i32(x[1]), i32(x[2]), i32(x[3]), i32(depthwise_ ? y[1] / x[1] : group_),
+               i32(y[1]), i32(y[2]), i32(y[3]), i32(x[0]),
+               i32(w_.kernel[1]), i32(w_.kernel[2]), i32(w_.stride[1]), i32(w_.stride[2]),
+               i32(w_.dilation[1]), i32(w_.dilation[2]), i32(w_.padBegin[1]), i32(w_.padBegin[2]),
+               hasBias, hasZ, static_cast<int32_t>(act_.kind), act_.a, act_.b};
+    std::array<uint32_t, 3> groups;
+    if (depthwise_)
+      groups = elementwiseGroups(out[0]->elements());
+    else
+      groups = {ceilDiv(y[2] * y[3], 16), ceilDiv(y[1] / group_, 16), static_cast<uint32_t>(x[0] * group_)};
+    OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, groups));
+    return vk()->afterOp();
+  }
+
+ private:
+  Window w_;
+  int64_t group_;
+  FusedActivation act_;
+  bool depthwise_ = false;
+  Dispatch dispatch_;
+};
+
+struct PoolPush {
+  uint32_t xOff, yOff;
+  int32_t H, W, padEndH, padEndW;
+  int32_t OH, OW, rows;
+  int32_t KH, KW, SH, SW;
+  int32_t DH, DW, PH, PW;
+  int32_t isMax, countIncludePad;
+};
+
+struct GlobalPoolPush {
+  uint32_t xOff, yOff;
+  int32_t rows, size, isMax;
+};
+
+class PoolExecution : public VkExecution {
+ public:
+  PoolExecution(VulkanBackend* b, const Window& w, bool isMax, bool global, bool countIncludePad)
+      : VkExecution(b), w_(w), isMax_(isMax), global_(global), countIncludePad_(countIncludePad) {}
+
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
+    return dispatch_.prepare(vk(), global_ ? "global_pool" : "pool2d", 2);
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
+    std::vector<VkBuffer> buffers;
+    std::vector<uint32_t> o;
+    OSPREY_RETURN_IF_ERROR(locate({in[0], out[0]}, &buffers, &o));
+    const Shape& x = in[0]->shape;
+    auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+    if (global_) {
+      const int64_t rows = x[0] * x[1], size = in[0]->elements() / std::max<int64_t>(rows, 1);
+      GlobalPoolPush p{o[0], o[1], i32(rows), i32(size), isMax_};
+      const uint32_t gx = static_cast<uint32_t>(std::min<int64_t>(rows, 65535));
+      OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, {gx, gx ? ceilDiv(rows, gx) : 0, 1}));
+      return vk()->afterOp();
+    }
+    const Shape& y = out[0]->shape;
+    PoolPush p{o[0], o[1], i32(x[2]), i32(x[3]), i32(w_.padEnd[1]), i32(w_.padEnd[2]),
+               i32(y[2]), i32(y[3]), i32(y[0] * y[1]),
+               i32(w_.kernel[1]), i32(w_.kernel[2]), i32(w_.stride[1]), i32(w_.stride[2]),
+               i32(w_.dilation[1]), i32(w_.dilation[2]), i32(w_.padBegin[1]), i32(w_.padBegin[2]),
+               isMax_, countIncludePad_};
+    OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, elementwiseGroups(out[0]->elements())));
+    return vk()->afterOp();
+  }
+
+ private:
+  Window w_;
+  bool isMax_, global_, countIncludePad_;
+  Dispatch dispatch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Execution> createConv(VulkanBackend* b, const OpRef& op, const std::vector<RuntimeTensor*>& in,
+                                      const std::vector<RuntimeTensor*>& out) {
+  if (!op.node || in.size() < 2 || !in[0] || !in[1] || out.size() != 1 || !out[0] || !allFloat(in) || !allFloat(out))
+    return nullptr;
+  const Shape& x = in[0]->shape;
+  const Shape& w = in[1]->shape;
+  if (x.size() != 4 || w.size() != 4) return nullptr;  // 2-D convolution only
+  if (in.size() > 3 && in[3] && in[3]->shape != out[0]->shape) return nullptr;  // the shape fn reports it
+  const int64_t group = op.node->getInt("group", 1);
+  Window win;
+  FusedActivation act;
+  if (!readConvWindow(*op.node, x, w, &win) || !FusedActivation::fromNode(*op.node, &act)) return nullptr;
+  if (group < 1 || x[1] % group != 0 || w[0] % group != 0 || w[1] * group != x[1]) return nullptr;
+  if (x[0] * group > 65535) return nullptr;  // the grid's z dimension
+  return std::make_unique<ConvExecution>(b, win, group, act);
+}
+
+std::unique_ptr<Execution> createPool(VulkanBackend* b, const OpRef& op, const std::vector<RuntimeTensor*>& in,
+                                      const std::vector<RuntimeTensor*>& out) {
+  if (!op.node || in.empty() || !in[0] || !allFloat(in) || out.empty() || !out[0]) return nullptr;
+  if (out.size() > 1 && out[1]) return nullptr;  // MaxPool's Indices output: the CPU has it
+  if (out[0]->dtype != DataType::Float32) return nullptr;
+  const Shape& x = in[0]->shape;
+  const bool global = op.type == OpType::GlobalAveragePool || op.type == OpType::GlobalMaxPool;
+  const bool isMax = op.type == OpType::MaxPool || op.type == OpType::GlobalMaxPool;
+  if (global) return x.size() >= 3 ? std::make_unique<PoolExecution>(b, Window(), isMax, true, false) : nullptr;
+  if (x.size() != 4) return nullptr;
+  Window win;
+  const bool ceilMode = op.node->getInt("ceil_mode", 0) == 1;
+  if (!readWindow(*op.node, Shape(x.begin() + 2, x.end()), op.node->getInts("kernel_shape"), &win) ||
+      !resolveForwardWindow(ceilMode, &win))
+    return nullptr;
+  return std::make_unique<PoolExecution>(b, win, isMax, false, op.node->getInt("count_include_pad", 0) == 1);
+}
+
+}  // namespace osprey::vulkan

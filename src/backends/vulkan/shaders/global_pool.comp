@@ -1,0 +1,29 @@
+#version 450
+#extension GL_GOOGLE_include_directive : require
+// Global max / average pooling: one workgroup per (n, c) row reduces it in shared memory.
+#include "common.glsl"
+#define GROUP 64
+layout(local_size_x = GROUP) in;
+layout(std430, binding = 0) readonly buffer X { float x[]; };
+layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(push_constant) uniform Push { uint xOff, yOff; int rows, size, isMax; } p;
+
+shared float partial[GROUP];
+
+void main() {
+  const int row = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x), lid = int(gl_LocalInvocationID.x);
+  const bool inRange = row < p.rows;
+  float acc = p.isMax != 0 ? NEG_INF : 0.0;
+  if (inRange)
+    for (int i = lid; i < p.size; i += GROUP) {
+      const float v = x[p.xOff + row * p.size + i];
+      acc = p.isMax != 0 ? max(acc, v) : acc + v;
+    }
+  partial[lid] = acc;
+  barrier();
+  for (int s = GROUP / 2; s > 0; s >>= 1) {
+    if (lid < s) partial[lid] = p.isMax != 0 ? max(partial[lid], partial[lid + s]) : partial[lid] + partial[lid + s];
+    barrier();
+  }
+  if (inRange && lid == 0) y[p.yOff + row] = p.isMax != 0 ? partial[0] : partial[0] / float(p.size);
+}

@@ -1,0 +1,253 @@
+#include "backends/vulkan/vk_runtime.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+
+#include "backends/vulkan/vk_shaders.h"
+
+namespace osprey::vulkan {
+
+namespace {
+// Sets per descriptor pool; a pool that runs out is followed by another.
+constexpr uint32_t kSetsPerPool = 512;
+constexpr uint32_t kBuffersPerPool = kSetsPerPool * 6;
+}  // namespace
+
+RuntimeOptions RuntimeOptions::fromConfig(const VulkanOptions& options) {
+  RuntimeOptions r;
+  r.device = options.device;
+  r.pipelineCachePath = options.pipelineCachePath;
+  r.validation = options.validation;
+  return r;
+}
+
+Status VulkanRuntime::create(const RuntimeOptions& options, std::unique_ptr<VulkanRuntime>* out) {
+  std::unique_ptr<VulkanRuntime> rt(new VulkanRuntime());
+  OSPREY_RETURN_IF_ERROR(rt->init(options));
+  *out = std::move(rt);
+  return Status::ok();
+}
+
+Status VulkanRuntime::init(const RuntimeOptions& options) {
+  options_ = options;
+  OSPREY_RETURN_IF_ERROR(createInstance(options.validation, &instance_));
+  OSPREY_RETURN_IF_ERROR(selectDevice(instance_, options.device, &facts_));
+  vkGetPhysicalDeviceMemoryProperties(facts_.physical, &memory_);
+
+  const float priority = 1.f;
+  VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+  queueInfo.queueFamilyIndex = facts_.computeQueueFamily;
+  queueInfo.queueCount = 1;
+  queueInfo.pQueuePriorities = &priority;
+  VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  deviceInfo.queueCreateInfoCount = 1;
+  deviceInfo.pQueueCreateInfos = &queueInfo;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateDevice(facts_.physical, &deviceInfo, nullptr, &device_),
+                                 "vkCreateDevice on " + facts_.name));
+  vkGetDeviceQueue(device_, facts_.computeQueueFamily, 0, &queue_);
+
+  VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+  poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+  poolInfo.queueFamilyIndex = facts_.computeQueueFamily;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateCommandPool(device_, &poolInfo, nullptr, &commandPool_), "vkCreateCommandPool"));
+
+  // A cache file from another device or driver is rejected by the driver's header check, and a
+  // missing or unreadable one only means pipelines are compiled afresh.
+  std::vector<char> cached;
+  if (!options.pipelineCachePath.empty()) {
+    std::ifstream in(options.pipelineCachePath, std::ios::binary);
+    if (in) cached.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  VkPipelineCacheCreateInfo cacheInfo{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
+  cacheInfo.initialDataSize = cached.size();
+  cacheInfo.pInitialData = cached.empty() ? nullptr : cached.data();
+  if (vkCreatePipelineCache(device_, &cacheInfo, nullptr, &pipelineCache_) != VK_SUCCESS) {
+    cacheInfo.initialDataSize = 0;
+    cacheInfo.pInitialData = nullptr;
+    OSPREY_RETURN_IF_ERROR(vkCheck(vkCreatePipelineCache(device_, &cacheInfo, nullptr, &pipelineCache_),
+                                   "vkCreatePipelineCache"));
+  }
+  return addDescriptorPool();
+}
+
+VulkanRuntime::~VulkanRuntime() {
+  if (device_) {
+    vkDeviceWaitIdle(device_);
+    if (!options_.pipelineCachePath.empty()) (void)savePipelineCache();
+    for (auto& [name, p] : pipelines_) {
+      vkDestroyPipeline(device_, p->pipeline, nullptr);
+      vkDestroyPipelineLayout(device_, p->layout, nullptr);
+      vkDestroyDescriptorSetLayout(device_, p->setLayout, nullptr);
+    }
+    for (VkDescriptorPool pool : descriptorPools_) vkDestroyDescriptorPool(device_, pool, nullptr);
+    if (pipelineCache_) vkDestroyPipelineCache(device_, pipelineCache_, nullptr);
+    if (commandPool_) vkDestroyCommandPool(device_, commandPool_, nullptr);
+    vkDestroyDevice(device_, nullptr);
+  }
+  if (instance_) vkDestroyInstance(instance_, nullptr);
+}
+
+Status VulkanRuntime::savePipelineCache() const {
+  size_t size = 0;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, nullptr), "vkGetPipelineCacheData"));
+  std::vector<char> data(size);
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, data.data()), "vkGetPipelineCacheData"));
+  // Written to a temporary file and renamed, so a concurrent reader never sees half a cache.
+  const std::string tmp = options_.pipelineCachePath + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    out.write(data.data(), static_cast<std::streamsize>(size));
+    if (!out) return Status::internal("Vulkan: cannot write the pipeline cache '" + tmp + "'");
+  }
+  if (std::rename(tmp.c_str(), options_.pipelineCachePath.c_str()) != 0)
+    return Status::internal("Vulkan: cannot rename the pipeline cache to '" + options_.pipelineCachePath + "'");
+  return Status::ok();
+}
+
+Status VulkanRuntime::memoryType(uint32_t typeBits, VkMemoryPropertyFlags wanted, bool required, uint32_t* out) const {
+  for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+    if ((typeBits & (1u << i)) && (memory_.memoryTypes[i].propertyFlags & wanted) == wanted) {
+      *out = i;
+      return Status::ok();
+    }
+  if (!required)
+    for (uint32_t i = 0; i < memory_.memoryTypeCount; ++i)
+      if (typeBits & (1u << i)) {
+        *out = i;
+        return Status::ok();
+      }
+  return Status::unsupported("Vulkan: " + facts_.name + " has no memory type with properties " + std::to_string(wanted));
+}
+
+Status VulkanRuntime::addDescriptorPool() {
+  VkDescriptorPoolSize size{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, kBuffersPerPool};
+  VkDescriptorPoolCreateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  info.flags = VK_DESCRIPTOR_POOL_CREATE_FREE_DESCRIPTOR_SET_BIT;
+  info.maxSets = kSetsPerPool;
+  info.poolSizeCount = 1;
+  info.pPoolSizes = &size;
+  VkDescriptorPool pool = VK_NULL_HANDLE;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateDescriptorPool(device_, &info, nullptr, &pool), "vkCreateDescriptorPool"));
+  descriptorPools_.push_back(pool);
+  return Status::ok();
+}
+
+Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const Pipeline** out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = pipelines_.find(name);
+  if (it != pipelines_.end()) {
+    if (it->second->bindings != bindings)
+      return Status::internal("Vulkan: shader '" + name + "' asked for with " + std::to_string(bindings) +
+                              " bindings, built with " + std::to_string(it->second->bindings));
+    *out = it->second.get();
+    return Status::ok();
+  }
+  const EmbeddedShader* shader = nullptr;
+  for (const EmbeddedShader& s : embeddedShaders())
+    if (name == s.name) shader = &s;
+  if (!shader) return Status::internal("Vulkan: no embedded shader '" + name + "'");
+
+  auto p = std::make_unique<Pipeline>();
+  p->bindings = bindings;
+  // Destroys what was made so far if a later step fails.
+  struct Cleanup {
+    VkDevice device;
+    Pipeline* p;
+    VkShaderModule module = VK_NULL_HANDLE;
+    bool keep = false;
+    ~Cleanup() {
+      if (module) vkDestroyShaderModule(device, module, nullptr);
+      if (keep) return;
+      if (p->layout) vkDestroyPipelineLayout(device, p->layout, nullptr);
+      if (p->setLayout) vkDestroyDescriptorSetLayout(device, p->setLayout, nullptr);
+    }
+  } cleanup{device_, p.get()};
+
+  std::vector<VkDescriptorSetLayoutBinding> slots(bindings);
+  for (uint32_t i = 0; i < bindings; ++i)
+    slots[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+  VkDescriptorSetLayoutCreateInfo setInfo{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  setInfo.bindingCount = bindings;
+  setInfo.pBindings = slots.data();
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateDescriptorSetLayout(device_, &setInfo, nullptr, &p->setLayout),
+                                 "vkCreateDescriptorSetLayout for shader '" + name + "'"));
+  VkPushConstantRange push{VK_SHADER_STAGE_COMPUTE_BIT, 0, kPushConstantBytes};
+  VkPipelineLayoutCreateInfo layoutInfo{VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layoutInfo.setLayoutCount = 1;
+  layoutInfo.pSetLayouts = &p->setLayout;
+  layoutInfo.pushConstantRangeCount = 1;
+  layoutInfo.pPushConstantRanges = &push;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreatePipelineLayout(device_, &layoutInfo, nullptr, &p->layout),
+                                 "vkCreatePipelineLayout for shader '" + name + "'"));
+  VkShaderModuleCreateInfo moduleInfo{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  moduleInfo.codeSize = shader->wordCount * sizeof(uint32_t);
+  moduleInfo.pCode = shader->words;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateShaderModule(device_, &moduleInfo, nullptr, &cleanup.module),
+                                 "vkCreateShaderModule for shader '" + name + "'"));
+  VkComputePipelineCreateInfo info{VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  info.stage = {VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO};
+  info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  info.stage.module = cleanup.module;
+  info.stage.pName = "main";
+  info.layout = p->layout;
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateComputePipelines(device_, pipelineCache_, 1, &info, nullptr, &p->pipeline),
+                                 "vkCreateComputePipelines for shader '" + name + "'"));
+  cleanup.keep = true;
+  *out = p.get();
+  pipelines_[name] = std::move(p);
+  return Status::ok();
+}
+
+Status VulkanRuntime::allocateSet(const Pipeline& pipeline, DescriptorSet* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  VkDescriptorSetAllocateInfo info{VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  info.descriptorSetCount = 1;
+  info.pSetLayouts = &pipeline.setLayout;
+  for (VkDescriptorPool pool : descriptorPools_) {
+    info.descriptorPool = pool;
+    if (vkAllocateDescriptorSets(device_, &info, &out->set) == VK_SUCCESS) {
+      out->pool = pool;
+      return Status::ok();
+    }
+  }
+  OSPREY_RETURN_IF_ERROR(addDescriptorPool());
+  info.descriptorPool = descriptorPools_.back();
+  out->pool = info.descriptorPool;
+  return vkCheck(vkAllocateDescriptorSets(device_, &info, &out->set), "vkAllocateDescriptorSets");
+}
+
+void VulkanRuntime::freeSet(const DescriptorSet& set) {
+  if (!set.set) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  vkFreeDescriptorSets(device_, set.pool, 1, &set.set);
+}
+
+Status VulkanRuntime::allocateCommandBuffer(VkCommandBuffer* out) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  VkCommandBufferAllocateInfo info{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  info.commandPool = commandPool_;
+  info.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  info.commandBufferCount = 1;
+  return vkCheck(vkAllocateCommandBuffers(device_, &info, out), "vkAllocateCommandBuffers");
+}
+
+void VulkanRuntime::freeCommandBuffer(VkCommandBuffer buffer) {
+  if (!buffer) return;
+  std::lock_guard<std::mutex> lock(mutex_);
+  vkFreeCommandBuffers(device_, commandPool_, 1, &buffer);
+}
+
+Status VulkanRuntime::submitAndWait(VkCommandBuffer buffer, VkFence fence) {
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &buffer;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    OSPREY_RETURN_IF_ERROR(vkCheck(vkQueueSubmit(queue_, 1, &submit, fence), "vkQueueSubmit"));
+  }
+  OSPREY_RETURN_IF_ERROR(vkCheck(vkWaitForFences(device_, 1, &fence, VK_TRUE, UINT64_MAX), "vkWaitForFences"));
+  return vkCheck(vkResetFences(device_, 1, &fence), "vkResetFences");
+}
+
+}  // namespace osprey::vulkan

@@ -1,0 +1,40 @@
+// Runs one node on the Vulkan backend and, for comparison, through the op's reference kernel
+// (the oracle), on the same inputs. Tests skip when no Vulkan device is present.
+#pragma once
+#include <gtest/gtest.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "../ops/op_test_util.h"
+#include "osprey/osprey.h"
+
+namespace osprey::test {
+
+// True when the Vulkan backend is compiled in and a device is installed; otherwise `why` says
+// what is missing.
+bool vulkanAvailable(std::string* why);
+
+#define OSPREY_REQUIRE_VULKAN()                                        \
+  do {                                                                 \
+    std::string why_;                                                  \
+    if (!::osprey::test::vulkanAvailable(&why_)) GTEST_SKIP() << why_; \
+  } while (0)
+
+// The VulkanOptions of the test sessions: OSPREY_VULKAN_DEVICE from the environment picks the
+// device (the library itself reads no environment).
+VulkanOptions testVulkanOptions();
+
+Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out);
+
+// How many commands ran on each backend, e.g. "vulkan:Conv x1, cpu:Sin x1".
+std::string describeBackends(const SessionStats& stats);
+// True when every op of the run ran on Vulkan.
+bool noFallback(const SessionStats& stats);
+
+// Runs `node` on Vulkan in fp32 and checks each output against the op's reference kernel:
+// |a - e| <= 1e-4 * max(1, |e|), and that the op (or its Raster) ran on Vulkan, nothing on the CPU.
+void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1);
+
+}  // namespace osprey::test
