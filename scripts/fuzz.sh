@@ -10,7 +10,7 @@ build=${OSPREY_FUZZ_BUILD:-build-fuzz}
 targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto tflite caffe"}
 start=$(date +%s)
 
-CC=clang CXX=clang++ cmake -S . -B "$build" -DOSPREY_FUZZ=ON -DOSPREY_CUDA=OFF -DOSPREY_OPENCL=OFF \
+CC=clang CXX=clang++ cmake -S . -B "$build" -DOSPREY_FUZZ=ON -DOSPREY_CUDA=OFF -DOSPREY_OPENCL=OFF -DOSPREY_VULKAN=OFF \
   -DOSPREY_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
 cmake --build "$build" -j"${OSPREY_FUZZ_JOBS:-2}" --target osprey_cli $(for t in $targets; do echo "osprey_fuzz_$t"; done) >/dev/null
 echo "fuzz: built in $(( $(date +%s) - start )) s"
@@ -24,7 +24,8 @@ failed=0
 for t in $targets; do
   name=osprey_fuzz_$t
   findings=$build/findings/$name
-  mkdir -p "$findings" "fuzz/regressions/$name"
+  # Targets fuzz_corpus.py makes no seeds for start from their kept reproducers alone.
+  mkdir -p "$findings" "fuzz/regressions/$name" "$build/corpus/$name"
   # The first directory receives what the run adds; the kept reproducers seed it read-only.
   if "$build/fuzz/$name" "$build/corpus/$name" "fuzz/regressions/$name" -max_total_time="$seconds" \
       -rss_limit_mb=2048 -timeout=10 -artifact_prefix="$findings/" -print_final_stats=1 \
