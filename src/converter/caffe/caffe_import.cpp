@@ -45,11 +45,13 @@ int CaffeContext::top(const std::string& name) {
   return index;
 }
 
-int CaffeContext::temp(const std::string& hint) {
+int CaffeContext::temp(const std::string& hint, int rank) {
   TensorInfo t;
   t.name = unique(hint);
   t.hasShape = false;
-  return g_->addTensor(std::move(t));
+  const int index = g_->addTensor(std::move(t));
+  if (rank >= 0) setRank(index, rank);
+  return index;
 }
 
 int CaffeContext::constant(const std::string& hint, const Shape& shape, const std::vector<float>& values) {

@@ -26,7 +26,7 @@ class CaffeContext {
   int top(const std::string& name);
   int constant(const std::string& hint, const Shape& shape, const std::vector<float>& values);
   int ints(const std::string& hint, const std::vector<int64_t>& values);
-  int temp(const std::string& hint);  // an intermediate tensor
+  int temp(const std::string& hint, int rank = -1);  // an intermediate tensor, of `rank` where known
   Node& node(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
   // Rank of tensor t where the importers know it (-1: unknown).
   int rank(int t) const;

@@ -11,8 +11,7 @@ namespace {
 int scalar(CaffeContext& ctx, const std::string& hint, double v) { return ctx.constant(hint, {}, {static_cast<float>(v)}); }
 
 int apply(CaffeContext& ctx, const std::string& name, OpType type, std::vector<int> inputs, int rank) {
-  const int y = ctx.temp(name);
-  ctx.setRank(y, rank);
+  const int y = ctx.temp(name, rank);
   ctx.node(type, name, std::move(inputs), {y});
   return y;
 }

@@ -6,14 +6,8 @@ namespace osprey::caffe {
 
 namespace {
 
-int temp(CaffeContext& ctx, const std::string& name, int rank) {
-  const int t = ctx.temp(name);
-  ctx.setRank(t, rank);
-  return t;
-}
-
 int shapeOf(CaffeContext& ctx, const std::string& name, int x) {
-  const int s = temp(ctx, name, 1);
+  const int s = ctx.temp(name, 1);
   ctx.node(OpType::Shape, name, {x}, {s});
   return s;
 }
@@ -36,7 +30,7 @@ Status importInterp(CaffeContext& ctx, const Layer& layer) {
   if (ctx.rank(x) != 4) return layerError(layer, "takes a 4-D input");
   int sizes = -1;
   const int shape = shapeOf(ctx, layer.name + "/in_shape", x);
-  const int batchChannels = temp(ctx, layer.name + "/nc", 1), hw = temp(ctx, layer.name + "/hw", 1);
+  const int batchChannels = ctx.temp(layer.name + "/nc", 1), hw = ctx.temp(layer.name + "/hw", 1);
   ctx.node(OpType::Slice, layer.name + "/nc", {shape, ctx.ints(layer.name + "/0", {0}), ctx.ints(layer.name + "/2", {2})},
            {batchChannels});
   int outHw = -1;
@@ -44,14 +38,14 @@ Status importInterp(CaffeContext& ctx, const Layer& layer) {
     outHw = ctx.ints(layer.name + "/out_hw", {height, width});
   } else {
     ctx.node(OpType::Slice, layer.name + "/hw", {shape, ctx.ints(layer.name + "/2b", {2}), ctx.ints(layer.name + "/4", {4})}, {hw});
-    const int minusOne = temp(ctx, layer.name + "/hw_minus_one", 1), step = temp(ctx, layer.name + "/step", 1);
+    const int minusOne = ctx.temp(layer.name + "/hw_minus_one", 1), step = ctx.temp(layer.name + "/step", 1);
     ctx.node(OpType::Sub, layer.name + "/minus_one", {hw, ctx.ints(layer.name + "/one", {1})}, {minusOne});
     if (zoom > 1) ctx.node(OpType::Mul, layer.name + "/zoom", {minusOne, ctx.ints(layer.name + "/zoom_by", {zoom})}, {step});
     else ctx.node(OpType::Div, layer.name + "/shrink", {minusOne, ctx.ints(layer.name + "/shrink_by", {shrink})}, {step});
-    outHw = temp(ctx, layer.name + "/out_hw", 1);
+    outHw = ctx.temp(layer.name + "/out_hw", 1);
     ctx.node(OpType::Add, layer.name + "/out_hw", {step, ctx.ints(layer.name + "/one_more", {1})}, {outHw});
   }
-  sizes = temp(ctx, layer.name + "/sizes", 1);
+  sizes = ctx.temp(layer.name + "/sizes", 1);
   ctx.node(OpType::Concat, layer.name + "/sizes", {batchChannels, outHw}, {sizes}).setInt("axis", 0);
   Node& n = ctx.node(OpType::Resize, layer.name, {x, -1, -1, sizes}, {y});
   n.setString("mode", "linear");
@@ -110,15 +104,15 @@ Status importArgMax(CaffeContext& ctx, const Layer& layer) {
   int source = x;
   const bool perSample = !p.has("axis");
   if (perSample) {  // Caffe's output is then [N, 1, 1]
-    source = temp(ctx, layer.name + "/flat", 2);
+    source = ctx.temp(layer.name + "/flat", 2);
     ctx.node(OpType::Reshape, layer.name + "/flat", {x, ctx.ints(layer.name + "/flat_shape", {0, -1})}, {source});
     axis = 1;
   }
-  const int index = temp(ctx, layer.name + "/index", ctx.rank(source));
+  const int index = ctx.temp(layer.name + "/index", ctx.rank(source));
   Node& arg = ctx.node(OpType::ArgMax, layer.name + "/argmax", {source}, {index});
   arg.setInt("axis", axis);
   arg.setInt("keepdims", 1);
-  const int asFloat = perSample ? temp(ctx, layer.name + "/float", 2) : y;
+  const int asFloat = perSample ? ctx.temp(layer.name + "/float", 2) : y;
   ctx.node(OpType::Cast, layer.name + "/cast", {index}, {asFloat}).setInt("to", static_cast<int64_t>(DataType::Float32));
   if (perSample) {
     ctx.node(OpType::Reshape, layer.name, {asFloat, ctx.ints(layer.name + "/out_shape", {0, 1, 1})}, {y});
@@ -145,7 +139,7 @@ Status importReduction(CaffeContext& ctx, const Layer& layer) {
   OSPREY_RETURN_IF_ERROR(normalizeAxis(layer, axis, ctx.rank(x), &a));
   std::vector<int64_t> shape(static_cast<size_t>(a), 0);
   shape.push_back(-1);
-  const int flat = temp(ctx, layer.name + "/flat", a + 1), reduced = coeff != 1 ? temp(ctx, layer.name + "/reduced", a) : y;
+  const int flat = ctx.temp(layer.name + "/flat", a + 1), reduced = coeff != 1 ? ctx.temp(layer.name + "/reduced", a) : y;
   ctx.node(OpType::Reshape, layer.name + "/flat", {x, ctx.ints(layer.name + "/shape", shape)}, {flat});
   ctx.node(type, layer.name + "/reduce", {flat, ctx.ints(layer.name + "/axes", {a})}, {reduced}).setInt("keepdims", 0);
   if (coeff != 1)
@@ -163,11 +157,11 @@ Status importShuffleChannel(CaffeContext& ctx, const Layer& layer) {
   OSPREY_RETURN_IF_ERROR(oneToOne(ctx, layer, &x, &y));
   if (ctx.rank(x) != 4) return layerError(layer, "takes a 4-D input");
   const int shape = shapeOf(ctx, layer.name + "/shape", x);
-  const int n = temp(ctx, layer.name + "/n", 1), hw = temp(ctx, layer.name + "/hw", 1), split = temp(ctx, layer.name + "/split", 1);
+  const int n = ctx.temp(layer.name + "/n", 1), hw = ctx.temp(layer.name + "/hw", 1), split = ctx.temp(layer.name + "/split", 1);
   ctx.node(OpType::Slice, layer.name + "/n", {shape, ctx.ints(layer.name + "/0", {0}), ctx.ints(layer.name + "/1", {1})}, {n});
   ctx.node(OpType::Slice, layer.name + "/hw", {shape, ctx.ints(layer.name + "/2", {2}), ctx.ints(layer.name + "/4", {4})}, {hw});
   ctx.node(OpType::Concat, layer.name + "/split", {n, ctx.ints(layer.name + "/groups", {group, -1}), hw}, {split}).setInt("axis", 0);
-  const int grouped = temp(ctx, layer.name + "/grouped", 5), swapped = temp(ctx, layer.name + "/swapped", 5);
+  const int grouped = ctx.temp(layer.name + "/grouped", 5), swapped = ctx.temp(layer.name + "/swapped", 5);
   ctx.node(OpType::Reshape, layer.name + "/group", {x, split}, {grouped});
   ctx.node(OpType::Transpose, layer.name + "/swap", {grouped}, {swapped}).setInts("perm", {0, 2, 1, 3, 4});
   ctx.node(OpType::Reshape, layer.name, {swapped, shape}, {y});

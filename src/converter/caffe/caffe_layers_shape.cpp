@@ -8,15 +8,9 @@ namespace osprey::caffe {
 
 namespace {
 
-int temp(CaffeContext& ctx, const std::string& name, int rank) {
-  const int t = ctx.temp(name);
-  ctx.setRank(t, rank);
-  return t;
-}
-
 // dims [begin, end) of x's shape, as an int64 tensor.
 int shapeSlice(CaffeContext& ctx, const std::string& name, int x, int64_t begin, int64_t end) {
-  const int shape = temp(ctx, name + "_shape", 1), part = temp(ctx, name, 1);
+  const int shape = ctx.temp(name + "_shape", 1), part = ctx.temp(name, 1);
   ctx.node(OpType::Shape, name + "_shape", {x}, {shape});
   ctx.node(OpType::Slice, name, {shape, ctx.ints(name + "_begin", {begin}), ctx.ints(name + "_end", {end})}, {part});
   return part;
@@ -115,7 +109,7 @@ Status importFlatten(CaffeContext& ctx, const Layer& layer) {
   if (e < a) return layerError(layer, "end_axis comes before axis");
   std::vector<int> parts = {shapeSlice(ctx, layer.name + "/head", x, 0, a), ctx.ints(layer.name + "/flat", {-1}),
                             shapeSlice(ctx, layer.name + "/tail", x, e + 1, rank)};
-  const int shape = temp(ctx, layer.name + "/shape", 1);
+  const int shape = ctx.temp(layer.name + "/shape", 1);
   ctx.node(OpType::Concat, layer.name + "/shape", parts, {shape}).setInt("axis", 0);
   ctx.node(OpType::Reshape, layer.name, {x, shape}, {y});
   ctx.setRank(y, rank - (e - a));
@@ -146,7 +140,7 @@ Status importReshape(CaffeContext& ctx, const Layer& layer) {
     if (d == 0 && a != 0) return Status::unsupported("layer '" + layer.name + "' (Reshape): dim 0 with a non-zero axis");
   std::vector<int> parts = {shapeSlice(ctx, layer.name + "/head", x, 0, a), ctx.ints(layer.name + "/dims", dims),
                             shapeSlice(ctx, layer.name + "/tail", x, end, rank)};
-  const int shape = temp(ctx, layer.name + "/shape", 1);
+  const int shape = ctx.temp(layer.name + "/shape", 1);
   ctx.node(OpType::Concat, layer.name + "/shape", parts, {shape}).setInt("axis", 0);
   ctx.node(OpType::Reshape, layer.name, {x, shape}, {y});
   ctx.setRank(y, a + static_cast<int>(dims.size()) + (rank - end));
@@ -193,7 +187,7 @@ Status importCrop(CaffeContext& ctx, const Layer& layer) {
   }
   const int begin = ctx.ints(layer.name + "/begin", starts);
   const int sizes = shapeSlice(ctx, layer.name + "/sizes", ref, a, rank);
-  const int end = temp(ctx, layer.name + "/end", 1);
+  const int end = ctx.temp(layer.name + "/end", 1);
   ctx.node(OpType::Add, layer.name + "/end", {begin, sizes}, {end});
   const int y = ctx.top(layer.tops[0]);
   ctx.setRank(y, rank);
