@@ -279,7 +279,7 @@ Status SessionImpl::computeNode(const Node& node, bool* planned) {
   }
   OSPREY_RETURN_IF_ERROR(computeLowering(node, in, out, &rasters));
   const bool lowered = !rasters.empty();  // an op may decline lowering for some attributes
-  if (allKnown && (def.reference || lowered)) {  // constant folding, on the host
+  if (allKnown && (def.reference || lowered) && worthFolding(node, in, out)) {  // constant folding, on the host
     for (size_t i = 0; i < node.outputs.size(); ++i) {
       if (node.outputs[i] < 0) continue;
       RuntimeTensor& t = tensors_[node.outputs[i]];

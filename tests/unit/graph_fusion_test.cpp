@@ -227,6 +227,31 @@ TEST(FoldShapes, RuntimeValuesStopTheInference) {
   EXPECT_FALSE(b.g.tensors[byValue].hasShape);  // its shape is a run-time value
 }
 
+// A constant op of much work (a fuzzer's MaxPool over a huge window stalled conversion and
+// resize) stays an op that runs under the run's limits; a cheap one still folds.
+TEST(FoldConstants, LeavesAnExpensiveConstantOpToTheRun) {
+  constexpr int64_t kH = 32, kW = 4096;
+  std::vector<float> ramp(kH * kW);
+  for (int64_t h = 0; h < kH; ++h)
+    for (int64_t w = 0; w < kW; ++w) ramp[h * kW + w] = static_cast<float>(h) + 0.001f * static_cast<float>(w);
+  auto pooled = [&](int64_t kernelW) {
+    GraphBuilder b;
+    b.output(b.op(OpType::MaxPool, {b.floats(ramp, {1, 1, kH, kW})}));
+    b.g.nodes.back().setInts("kernel_shape", {kH, kernelW});
+    return b;
+  };
+  GraphBuilder cheap = pooled(2), costly = pooled(kW / 2);  // 4095 x 64 taps; 2049 x 65536 taps
+  int folded = 0;
+  ASSERT_TRUE(passes::foldConstants(cheap.g, &folded).isOk());
+  EXPECT_EQ(folded, 1);
+  ASSERT_TRUE(passes::foldConstants(costly.g, &folded).isOk());
+  EXPECT_EQ(folded, 0);
+  ASSERT_EQ(countOps(costly.g, OpType::MaxPool), 1);
+  Tensor y = runGraph(costly.g, {});
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 1, kW / 2 + 1}));
+  for (int64_t o = 0; o <= kW / 2; ++o) ASSERT_EQ(y.data<float>()[o], ramp[(kH - 1) * kW + o + kW / 2 - 1]) << o;
+}
+
 // PyTorch 2.x's scaled_dot_product_attention export after foldShapes: q, k, v [S, B, E] split
 // into [B, H, S, D] views, K^T by Transpose [0, 1, 3, 2], sqrt(scale) on each side (`scaleMode`
 // 0), or 1/sqrt(D) as a Div of q only (1) or of the scores (2); heads merged by [2, 0, 1, 3].

@@ -2,6 +2,7 @@
 // runtime uses at resize.
 #include "converter/passes/passes.h"
 #include "ops/evaluate.h"
+#include "ops/flops.h"
 
 namespace osprey::passes {
 
@@ -43,7 +44,7 @@ bool foldNode(Graph& g, const Node& node, bool shapesOnly) {
   }
   // A failing op is left for the runtime, which reports it with the shapes it sees.
   if (!st.isOk() || stringOut || (outputBytes > inputBytes + kMaxGrowthBytes) ||
-      (rasters.empty() && !opDef(node.type).reference))
+      (rasters.empty() && !opDef(node.type).reference) || !worthFolding(node, in, out))
     return false;
   std::vector<std::shared_ptr<uint8_t>> blocks;
   for (auto& o : out) {
