@@ -250,6 +250,28 @@ TEST(VulkanNormalize, SoftmaxLayerNorm) {
   checkAgainstReference(ln2, {in(rnd({5, 3, 13}, 95)), constant(rnd({3, 13}, 96))});
 }
 
+// Grouped heads, odd head sizes, more keys than the shader's workgroup, and each mask form.
+TEST(VulkanAttention, FourDimensionalGroupedMasked) {
+  OSPREY_REQUIRE_VULKAN();
+  const Tensor q = rnd({2, 6, 5, 13}, 160, -2, 2), k = rnd({2, 3, 77, 13}, 161, -2, 2), v = rnd({2, 3, 77, 11}, 162);
+  checkAgainstReference(makeNode(OpType::Attention), {in(q), in(k), in(v)});
+  checkAgainstReference(makeNode(OpType::Attention), {in(q), in(k), in(v), in(rnd({5, 77}, 163, -3, 3))});
+  Tensor keep = randomTensor(DataType::Bool, {2, 1, 1, 70}, 164, 0, 2);  // keys past 70 hidden
+  checkAgainstReference(makeNode(OpType::Attention), {in(q), in(k), in(v), in(keep)});
+  Node scaled = makeNode(OpType::Attention);
+  scaled.setFloat("scale", 0.3f);
+  checkAgainstReference(scaled, {in(q), in(k), in(v)});
+}
+
+TEST(VulkanAttention, ThreeDimensionalCausal) {
+  OSPREY_REQUIRE_VULKAN();
+  Node n = makeNode(OpType::Attention);
+  n.setInt("q_num_heads", 4);
+  n.setInt("kv_num_heads", 2);
+  n.setInt("is_causal", 1);
+  checkAgainstReference(n, {in(rnd({3, 131, 4 * 9}, 165)), in(rnd({3, 131, 2 * 9}, 166)), in(rnd({3, 131, 2 * 7}, 167))});
+}
+
 TEST(VulkanNormalize, Reduce) {
   OSPREY_REQUIRE_VULKAN();
   for (OpType t : {OpType::ReduceMean, OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceMin}) {

@@ -130,6 +130,7 @@ OSPREY_VK_CREATOR(createLayerNorm);
 OSPREY_VK_CREATOR(createRaster);
 OSPREY_VK_CREATOR(createReduce);
 OSPREY_VK_CREATOR(createBatchNorm);
+OSPREY_VK_CREATOR(createAttention);
 #undef OSPREY_VK_CREATOR
 
 }  // namespace osprey::vulkan

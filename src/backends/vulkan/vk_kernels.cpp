@@ -57,6 +57,8 @@ VkExecutionCreator vkKernelCreator(OpType type) {
       return createBatchNorm;
     case OpType::Raster:
       return createRaster;
+    case OpType::Attention:
+      return createAttention;
     default:
       return nullptr;
   }
