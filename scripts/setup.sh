@@ -13,6 +13,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(libgtest-dev python3-torch python3-torchvision pocl-opencl-icd clang)
   # lavapipe (a Vulkan driver on the CPU) runs the Vulkan tests without a GPU.
   packages+=(mesa-vulkan-drivers)
+  # protoc compiles python/tests/caffe.proto for the Caffe model generator (caffe_models.py).
+  packages+=(protobuf-compiler)
 fi
 missing=()
 for p in "${packages[@]}"; do

@@ -235,10 +235,10 @@ layer { name: "relu" type: "ReLU" bottom: "conv" top: "conv" }
 
 def test_unsupported_layers_are_listed_and_bad_files_named(tmp_path):
     proto, model = net(tmp_path, {"x": (1, 2, 3, 3)}, """
-layer { name: "p" type: "PriorBox" bottom: "x" top: "p" }
-layer { name: "d" type: "DetectionOutput" bottom: "p" top: "d" }
+layer { name: "p" type: "SPP" bottom: "x" top: "p" }
+layer { name: "d" type: "MVN" bottom: "p" top: "d" }
 """)
-    with pytest.raises(osprey.OspreyError, match=r"DetectionOutput \(1\), PriorBox \(1\)"):
+    with pytest.raises(osprey.OspreyError, match=r"MVN \(1\), SPP \(1\)"):
         osprey.InferenceSession((proto, model))
     (tmp_path / "bad.caffemodel").write_bytes(b"\x0a\xff\xff")
     with pytest.raises(osprey.OspreyError, match="bad.caffemodel"):

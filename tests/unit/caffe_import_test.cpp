@@ -211,6 +211,28 @@ layers { name: "act" type: TANH bottom: "conv" top: "out" })";
   for (int64_t i = 0; i < 9; ++i) EXPECT_NEAR(at(y, i), std::tanh(2 * at(x, i) + 0.5), 1e-6);
 }
 
+// PriorBox is shape arithmetic on its bottoms: with a Caffe net's static shapes, conversion leaves
+// one constant feeding DetectionOutput (its values: python/tests/test_caffe_models.py).
+TEST(CaffeImport, PriorBoxFoldsToAConstantBeforeDetectionOutput) {
+  const std::string prototxt = R"(input: "f" input_shape { dim: 1 dim: 2 dim: 3 dim: 5 }
+input: "img" input_shape { dim: 1 dim: 3 dim: 30 dim: 50 }
+input: "loc" input_shape { dim: 1 dim: 240 }
+input: "conf" input_shape { dim: 1 dim: 120 }
+layer { name: "p" type: "PriorBox" bottom: "f" bottom: "img" top: "p"
+  prior_box_param { min_size: 8 max_size: 16 aspect_ratio: 2 variance: 0.1 variance: 0.1 variance: 0.2 variance: 0.2 } }
+layer { name: "d" type: "DetectionOutput" bottom: "loc" bottom: "conf" bottom: "p" top: "d"
+  detection_output_param { num_classes: 2 code_type: CENTER_SIZE nms_param { nms_threshold: 0.45 } } })";
+  Model model;
+  Status st = convert(prototxt, "", &model);
+  ASSERT_TRUE(st) << st.message();
+  ASSERT_EQ(model.graph.nodes.size(), 1u);
+  const Node& d = model.graph.nodes[0];
+  EXPECT_EQ(d.type, OpType::DetectionOutput);
+  const TensorInfo& priors = model.graph.tensors[d.inputs[2]];
+  EXPECT_TRUE(priors.isConstant);
+  EXPECT_EQ(priors.shape, (Shape{1, 2, 3 * 5 * 4 * 4}));
+}
+
 TEST(CaffeImport, ErrorsNameTheFileLineOrLayer) {
   Model m;
   Status st = convert("input: \"x\"\nlayer { name: \"a\" type: \"ReLU\" bottom: \"x\" top: \"y\"\n", "", &m);
@@ -218,11 +240,11 @@ TEST(CaffeImport, ErrorsNameTheFileLineOrLayer) {
   EXPECT_NE(st.message().find("missing '}'"), std::string::npos) << st.message();
 
   const std::string base = "input: \"x\" input_dim: 1 input_dim: 1 input_dim: 2 input_dim: 2\n";
-  st = convert(base + R"(layer { name: "p" type: "PriorBox" bottom: "x" top: "p" }
+  st = convert(base + R"(layer { name: "p" type: "SPP" bottom: "x" top: "p" }
 layer { name: "q" type: "Foo" bottom: "x" top: "q" } layer { name: "r" type: "Foo" bottom: "q" top: "r" })",
                "", &m);
   EXPECT_EQ(st.code(), StatusCode::Unsupported);
-  EXPECT_NE(st.message().find("Foo (2), PriorBox (1)"), std::string::npos) << st.message();
+  EXPECT_NE(st.message().find("Foo (2), SPP (1)"), std::string::npos) << st.message();
 
   st = convert(base + R"(layer { name: "c" type: "Convolution" bottom: "x" top: "c" convolution_param { num_output: 2 kernel_size: 1 } })",
                "", &m);
@@ -240,6 +262,11 @@ layer { name: "q" type: "Foo" bottom: "x" top: "q" } layer { name: "r" type: "Fo
 
   st = convert(base + R"(layer { name: "c" type: "ReLU" bottom: "x" top: "c" })", net({layer("c", {blob({3}, {1.f, 2.f})})}), &m);
   EXPECT_NE(st.message().find("holds 2 values"), std::string::npos) << st.message();
+
+  // Weights of another kernel than the prototxt's: 2 x 1 x 3 x 3 filters for kernel_size 1.
+  const std::string conv = R"(layer { name: "c" type: "Convolution" bottom: "x" top: "c" convolution_param { num_output: 2 kernel_size: 1 bias_term: false } })";
+  st = convert(base + conv, net({layer("c", {blob({2, 1, 3, 3}, std::vector<float>(18, 1.f))})}), &m);
+  EXPECT_NE(st.message().find("layer 'c' (Convolution): weights [2, 1, 3, 3] do not match"), std::string::npos) << st.message();
 }
 
 }  // namespace

@@ -86,6 +86,10 @@ Status convWeights(CaffeContext& ctx, const Layer& layer, int64_t dim0, const Co
   const Blob* w = layer.blob(0);
   if (!w) return layerError(layer, "has no weights in the caffemodel");
   const int64_t n = static_cast<int64_t>(w->data.size()), perFilter = dim0 * g.kh * g.kw;
+  // A 4-D blob names its shape, which must be the layer's (the legacy form is 4-D as well).
+  if (w->shape.size() == 4 && (w->shape[0] != dim0 || w->shape[2] != g.kh || w->shape[3] != g.kw))
+    return layerError(layer, "weights " + shapeToString(w->shape) + " do not match num_output x C x kernel " +
+                                 std::to_string(dim0) + " x C x " + std::to_string(g.kh) + " x " + std::to_string(g.kw));
   if (n == 0 || n % perFilter != 0)
     return layerError(layer, "weights of " + std::to_string(n) + " values do not fit " + std::to_string(dim0) + " x C x " +
                                  std::to_string(g.kh) + " x " + std::to_string(g.kw));
@@ -112,8 +116,10 @@ Status importConv(CaffeContext& ctx, const Layer& layer, bool transposed) {
   if (transposed) {
     const Blob* blob = layer.blob(0);
     const int64_t perInput = g.outputs / g.group * g.kh * g.kw;
-    if (!blob || blob->data.empty() || static_cast<int64_t>(blob->data.size()) % perInput != 0)
-      return layerError(layer, "has no weights of in x " + std::to_string(g.outputs / g.group) + " x kh x kw");
+    if (!blob || blob->data.empty() || static_cast<int64_t>(blob->data.size()) % perInput != 0 ||
+        (blob->shape.size() == 4 && (blob->shape[1] != g.outputs / g.group || blob->shape[2] != g.kh || blob->shape[3] != g.kw)))
+      return layerError(layer, "has no weights of in x " + std::to_string(g.outputs / g.group) + " x " + std::to_string(g.kh) +
+                                   " x " + std::to_string(g.kw) + (blob ? ", but " + shapeToString(blob->shape) : std::string()));
     w = ctx.constant(layer.name + "/weights",
                      {static_cast<int64_t>(blob->data.size()) / perInput, g.outputs / g.group, g.kh, g.kw}, blob->data);
   } else {

@@ -6,15 +6,14 @@
 
 namespace osprey::caffe {
 
-namespace {
-
-// dims [begin, end) of x's shape, as an int64 tensor.
 int shapeSlice(CaffeContext& ctx, const std::string& name, int x, int64_t begin, int64_t end) {
   const int shape = ctx.temp(name + "_shape", 1), part = ctx.temp(name, 1);
   ctx.node(OpType::Shape, name + "_shape", {x}, {shape});
   ctx.node(OpType::Slice, name, {shape, ctx.ints(name + "_begin", {begin}), ctx.ints(name + "_end", {end})}, {part});
   return part;
 }
+
+namespace {
 
 Status knownRank(const Layer& layer, const CaffeContext& ctx, int x, int* rank) {
   *rank = ctx.rank(x);
