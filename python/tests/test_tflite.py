@@ -465,16 +465,25 @@ def test_int8_weights_dequantize(rng, tmp_path):
     run_both(m, [randn(rng, 3, 6)], tmp_path)
 
 
-def test_quantized_ops_are_unsupported(tmp_path):
+def quantized_relu(dtype):
     m = ModelBuilder()
-    x = m.input([1, 4, 4, 2], np.int8)
-    m.tensors[x]["quantization"] = dict(scale=[0.1], zero_point=[0])
-    y = m.output(m.tensor([1, 4, 4, 2], np.int8, quantization=dict(scale=[0.1], zero_point=[0])))
+    x = m.input([1, 4, 4, 2], dtype)
+    m.tensors[x]["quantization"] = dict(scale=[0.1], zero_point=[3])
+    y = m.output(m.tensor([1, 4, 4, 2], dtype, quantization=dict(scale=[0.05], zero_point=[-2])))
     m.op("RELU", [x], [y])
-    path = os.path.join(str(tmp_path), "int8.tflite")
+    return m
+
+
+def test_int8_ops_run_between_dequantize_and_quantize(rng, tmp_path):
+    x = rng.integers(-128, 128, size=(1, 4, 4, 2)).astype(np.int8)
+    run_both(quantized_relu(np.int8), [x], tmp_path, rtol=0, atol=0)
+
+
+def test_int16_activations_are_unsupported(tmp_path):
+    path = os.path.join(str(tmp_path), "int16.tflite")
     with open(path, "wb") as f:
-        f.write(m.build())
-    with pytest.raises(osprey.UnsupportedError, match=r"RELU \(quantized int8\) x1"):
+        f.write(quantized_relu(np.int16).build())
+    with pytest.raises(osprey.UnsupportedError, match=r"RELU \(quantized int16\) x1"):
         osprey.InferenceSession(path)
 
 

@@ -17,7 +17,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SCHEMA = os.path.join(ROOT, "schema", "tflite.fbs")
 
 _TENSOR_TYPES = {np.dtype(np.float32): 0, np.dtype(np.float16): 1, np.dtype(np.int32): 2, np.dtype(np.uint8): 3,
-                 np.dtype(np.int64): 4, np.dtype(np.bool_): 6, np.dtype(np.int8): 9}
+                 np.dtype(np.int64): 4, np.dtype(np.int16): 7, np.dtype(np.bool_): 6, np.dtype(np.int8): 9}
 
 
 def generated_module_dir() -> Optional[str]:

@@ -24,6 +24,9 @@ struct TfliteModelSpec {
     tflite::TensorType type = tflite::TensorType_FLOAT32;
     uint32_t buffer = 0;
     std::string name;
+    std::vector<float> scales = {};  // quantized tensors: per tensor, or per axis along qdim
+    std::vector<int64_t> zeroPoints = {};
+    int32_t qdim = 0;
   };
   struct OpSpec {
     uint32_t opcode = 0;
@@ -50,6 +53,17 @@ struct TfliteModelSpec {
     tensors.push_back({std::move(shape), tflite::TensorType_FLOAT32, static_cast<uint32_t>(buffers.size() - 1), std::move(name)});
     return static_cast<int>(tensors.size()) - 1;
   }
+  // An integer tensor with scales; `bytes` empty for an activation.
+  int quantized(std::vector<int32_t> shape, tflite::TensorType type, std::vector<float> scales,
+                std::vector<int64_t> zeroPoints, std::string name, std::vector<uint8_t> bytes = {}, int32_t qdim = 0) {
+    uint32_t buffer = 0;
+    if (!bytes.empty()) {
+      buffers.push_back(std::move(bytes));
+      buffer = static_cast<uint32_t>(buffers.size() - 1);
+    }
+    tensors.push_back({std::move(shape), type, buffer, std::move(name), std::move(scales), std::move(zeroPoints), qdim});
+    return static_cast<int>(tensors.size()) - 1;
+  }
   uint32_t opcode(tflite::BuiltinOperator op, std::string custom = "") {
     for (size_t i = 0; i < opcodes.size(); ++i)
       if (opcodes[i].first == op && opcodes[i].second == custom) return static_cast<uint32_t>(i);
@@ -69,8 +83,13 @@ struct TfliteModelSpec {
       bufs.push_back(tflite::CreateBuffer(b, buffers[i].empty() ? 0 : b.CreateVector(buffers[i])));
     }
     std::vector<flatbuffers::Offset<tflite::Tensor>> ts;
-    for (auto& t : tensors)
-      ts.push_back(tflite::CreateTensor(b, b.CreateVector(t.shape), t.type, t.buffer, b.CreateString(t.name)));
+    for (auto& t : tensors) {
+      flatbuffers::Offset<tflite::QuantizationParameters> q = 0;
+      if (!t.scales.empty())
+        q = tflite::CreateQuantizationParameters(b, 0, 0, b.CreateVector(t.scales), b.CreateVector(t.zeroPoints),
+                                                 tflite::QuantizationDetails_NONE, 0, t.qdim);
+      ts.push_back(tflite::CreateTensor(b, b.CreateVector(t.shape), t.type, t.buffer, b.CreateString(t.name), q));
+    }
     std::vector<flatbuffers::Offset<tflite::Operator>> os;
     for (auto& o : ops) {
       auto options = o.options ? o.options(b) : 0;
@@ -272,6 +291,131 @@ TEST(TfliteImport, UnsupportedOpsAreListedTogether) {
   EXPECT_EQ(st.code(), StatusCode::Unsupported);
   for (const char* part : {"LSH_PROJECTION x2", "custom 'FancyOp' x1", "WHILE x1"})
     EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
+}
+
+template <typename T>
+std::vector<uint8_t> bytesOf(const std::vector<T>& v) {
+  std::vector<uint8_t> out(v.size() * sizeof(T));
+  std::memcpy(out.data(), v.data(), out.size());
+  return out;
+}
+
+// An int8 CONV_2D (per-channel weights, int32 bias, fused RELU6 that the output range holds)
+// and FULLY_CONNECTED: imported in QDQ form and fused into QLinearConv and QGemm with no
+// activation op left. The outputs are checked against TFLite's integer arithmetic
+// (requantization in double): equal except one step where the exact value lies within 1e-3 of
+// a rounding boundary.
+TEST(TfliteImport, Int8ConvAndDenseBecomeIntegerOps) {
+  TfliteModelSpec m;
+  const float xs = 0.05f, ys = 6.f / 255.f, fs = 0.2f;
+  int x = m.quantized({1, 4, 4, 3}, tflite::TensorType_INT8, {xs}, {3}, "image");
+  std::mt19937 gen(5);
+  std::uniform_int_distribution<int> byte(-127, 127), small(-300, 300);
+  std::vector<int8_t> w(2 * 3 * 3 * 3), fw(5 * 8);
+  for (auto& v : w) v = static_cast<int8_t>(byte(gen));
+  for (auto& v : fw) v = static_cast<int8_t>(byte(gen));
+  std::vector<int32_t> bias = {small(gen), small(gen)}, fbias(5);
+  for (auto& v : fbias) v = small(gen);
+  const std::vector<float> ws = {0.01f, 0.02f};
+  int wt = m.quantized({2, 3, 3, 3}, tflite::TensorType_INT8, ws, {0, 0}, "w", bytesOf(w), 0);
+  int bt = m.quantized({2}, tflite::TensorType_INT32, {xs * ws[0], xs * ws[1]}, {0, 0}, "b", bytesOf(bias), 0);
+  int c = m.quantized({1, 2, 2, 2}, tflite::TensorType_INT8, {ys}, {-128}, "conv");
+  m.ops.push_back({m.opcode(tflite::BuiltinOperator_CONV_2D), {x, wt, bt}, {c},
+                   [](flatbuffers::FlatBufferBuilder& fb) {
+                     return tflite::CreateConv2DOptions(fb, tflite::Padding_SAME, 2, 2, tflite::ActivationFunctionType_RELU6).Union();
+                   },
+                   tflite::BuiltinOptions_Conv2DOptions});
+  int shape = m.constant({2}, {}, "shape");
+  m.buffers.back() = bytesOf(std::vector<int32_t>{1, 8});
+  m.tensors[shape].type = tflite::TensorType_INT32;
+  int flat = m.quantized({1, 8}, tflite::TensorType_INT8, {ys}, {-128}, "flat");
+  m.ops.push_back({m.opcode(tflite::BuiltinOperator_RESHAPE), {c, shape}, {flat}, nullptr, tflite::BuiltinOptions_NONE});
+  int fwt = m.quantized({5, 8}, tflite::TensorType_INT8, {fs}, {0}, "fw", bytesOf(fw));
+  int fbt = m.quantized({5}, tflite::TensorType_INT32, {ys * fs}, {0}, "fb", bytesOf(fbias));
+  int y = m.quantized({1, 5}, tflite::TensorType_INT8, {0.5f}, {1}, "logits");
+  m.ops.push_back({m.opcode(tflite::BuiltinOperator_FULLY_CONNECTED), {flat, fwt, fbt}, {y}, nullptr, tflite::BuiltinOptions_NONE});
+  m.inputs = {x};
+  m.outputs = {y};
+
+  auto model = std::make_shared<Model>();
+  Status st = convert(m.build(), model.get());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::map<OpType, int> count;
+  for (const Node& n : model->graph.nodes) ++count[n.type];
+  EXPECT_EQ(count[OpType::QLinearConv], 1);
+  EXPECT_EQ(count[OpType::QGemm], 1);
+  EXPECT_EQ(count[OpType::Clip] + count[OpType::Relu] + count[OpType::Conv] + count[OpType::Gemm], 0);
+
+  std::vector<int8_t> input(48);
+  for (auto& v : input) v = static_cast<int8_t>(byte(gen));
+  std::shared_ptr<Interpreter> interp;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  ASSERT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  std::vector<Tensor> outputs;
+  st = session->run({{"image", Tensor::wrap(DataType::Int8, {1, 4, 4, 3}, input.data())}}, &outputs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(outputs[0].dtype(), DataType::Int8);
+
+  // TFLite's arithmetic, NHWC; `near` counts values within 1e-3 of a .5 boundary.
+  auto requantize = [](double v, int zero, bool* near) {
+    *near = std::abs(std::abs(v - std::floor(v)) - 0.5) < 1e-3;
+    return static_cast<int>(std::clamp<double>(std::round(v) + zero, -128, 127));
+  };
+  std::vector<int> conv(8);
+  bool near = false, anyNear = false;
+  for (int oy = 0; oy < 2; ++oy)
+    for (int ox = 0; ox < 2; ++ox)
+      for (int oc = 0; oc < 2; ++oc) {
+        int64_t acc = bias[oc];
+        for (int ky = 0; ky < 3; ++ky)
+          for (int kx = 0; kx < 3; ++kx)
+            for (int ic = 0; ic < 3; ++ic) {
+              const int iy = oy * 2 + ky, ix = ox * 2 + kx;  // SAME, stride 2, 4 -> 2: pad 0 before, 1 after
+              if (iy >= 4 || ix >= 4) continue;
+              acc += (input[(iy * 4 + ix) * 3 + ic] - 3) * w[((oc * 3 + ky) * 3 + kx) * 3 + ic];
+            }
+        conv[(oy * 2 + ox) * 2 + oc] = requantize(acc * (double(xs) * ws[oc] / ys), -128, &near);
+        anyNear |= near;
+      }
+  for (int n = 0; n < 5; ++n) {
+    int64_t acc = fbias[n];
+    for (int k = 0; k < 8; ++k) acc += (conv[k] + 128) * fw[n * 8 + k];
+    const int expected = requantize(acc * (double(ys) * fs / 0.5), 1, &near);
+    const int got = outputs[0].data<int8_t>()[n];
+    if (anyNear || near) EXPECT_LE(std::abs(got - expected), 1) << n;
+    else EXPECT_EQ(got, expected) << n;
+  }
+}
+
+// A fused RELU whose range does not hold the output's (zero point above the lowest code) stays
+// an op, and clamps as TFLite's integer kernels do.
+TEST(TfliteImport, Int8ActivationOutsideTheOutputRangeStays) {
+  TfliteModelSpec m;
+  int a = m.quantized({1, 4}, tflite::TensorType_INT8, {0.1f}, {0}, "a");
+  int b = m.quantized({1, 4}, tflite::TensorType_INT8, {0.1f}, {0}, "b");
+  int y = m.quantized({1, 4}, tflite::TensorType_INT8, {0.1f}, {0}, "y");
+  m.ops.push_back({m.opcode(tflite::BuiltinOperator_ADD), {a, b}, {y},
+                   [](flatbuffers::FlatBufferBuilder& fb) {
+                     return tflite::CreateAddOptions(fb, tflite::ActivationFunctionType_RELU).Union();
+                   },
+                   tflite::BuiltinOptions_AddOptions});
+  m.inputs = {a, b};
+  m.outputs = {y};
+  auto model = std::make_shared<Model>();
+  Status st = convert(m.build(), model.get());
+  ASSERT_TRUE(st.isOk()) << st.message();
+  std::shared_ptr<Interpreter> interp;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  ASSERT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  std::vector<int8_t> av = {-50, 20, 100, -3}, bv = {10, -30, 100, 2};
+  std::vector<Tensor> outputs;
+  st = session->run({{"a", Tensor::wrap(DataType::Int8, {1, 4}, av.data())}, {"b", Tensor::wrap(DataType::Int8, {1, 4}, bv.data())}},
+                    &outputs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  const std::vector<int8_t> expected = {0, 0, 127, 0};
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(outputs[0].data<int8_t>()[i], expected[i]) << i;
 }
 
 TEST(TfliteImport, FileErrorsNameTheFile) {

@@ -182,8 +182,13 @@ Status importFullyConnected(ImportContext& ctx, const OpView& op) {
   if (ws.size() != 2) return Status::invalidModel(op.name + ": weights must be 2-D, not " + shapeToString(ws));
   int x, w;
   OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &x));
-  OSPREY_RETURN_IF_ERROR(weightsIn(ctx, op, op.input(1), {1, 0}, &w));
   const bool keepDims = o && o->keep_num_dims();
+  // Quantized on rows: Gemm with transB keeps the weights' per-row scales on its axis 0, the
+  // form that becomes QGemm with its int32 bias. (With keep_num_dims on 3-D input the MatMul
+  // form stays: MatMulIntegerToFloat, then the bias and QuantizeLinear in float.)
+  const bool gemm = ctx.readsQuantized(op.input(0)) && ctx.writesQuantized(op.outputs[0]) &&
+                    (!keepDims || ctx.rank(op.input(0)) == 2);
+  OSPREY_RETURN_IF_ERROR(weightsIn(ctx, op, op.input(1), gemm ? std::vector<int64_t>{0, 1} : std::vector<int64_t>{1, 0}, &w));
   if (!keepDims && ctx.rank(op.input(0)) != 2) {
     int flat = ctx.temp(op.name + "_rows");
     ctx.addNode(OpType::Reshape, op.name + "_rows", {x, ctx.addInt64Constant(op.name + "_rows", {-1, ws[1]})}, {flat});
@@ -191,7 +196,11 @@ Status importFullyConnected(ImportContext& ctx, const OpView& op) {
   }
   const int out = ctx.define(op.outputs[0], Held::AsTflite);
   const int produced = outputFor(ctx, act, out);
-  if (op.input(2) >= 0) {
+  if (gemm) {
+    std::vector<int> ins = {x, w};
+    OSPREY_RETURN_IF_ERROR(optionalBias(ctx, op, 2, &ins));
+    ctx.addNode(OpType::Gemm, op.name, ins, {produced}).setInt("transB", 1);
+  } else if (op.input(2) >= 0) {
     int bias, product = ctx.temp(op.name + "_product");
     OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &bias));
     ctx.addNode(OpType::MatMul, op.name, {x, w}, {product});
@@ -236,10 +245,25 @@ Status importResize(ImportContext& ctx, const OpView& op, bool bilinear) {
     halfPixel = o->half_pixel_centers();
   }
   int x, size;
-  OSPREY_RETURN_IF_ERROR(ctx.asNchw(op.input(0), &x));
+  // LiteRT's int8 bilinear resize (XNNPACK's) interpolates the codes and rounds half up; input
+  // and output share their quantization, so the codes are resized as floats (exact for the
+  // power-of-two factors of upsampling layers) and rounded the same way.
+  const TfliteTensor& in = ctx.tensor(op.input(0));
+  const TfliteTensor& outInfo = ctx.tensor(op.outputs[0]);
+  const bool codes = bilinear && ctx.readsQuantized(op.input(0)) && ctx.writesQuantized(op.outputs[0]) &&
+                     in.dtype == outInfo.dtype && in.scales == outInfo.scales && in.zeroPoints == outInfo.zeroPoints;
+  if (codes) {
+    int raw;
+    OSPREY_RETURN_IF_ERROR(ctx.codesAsNchw(op.input(0), &raw));
+    x = ctx.temp(op.name + "_codes");
+    ctx.addNode(OpType::Cast, op.name + "_codes", {raw}, {x}).setInt("to", static_cast<int64_t>(DataType::Float32));
+  } else {
+    OSPREY_RETURN_IF_ERROR(ctx.asNchw(op.input(0), &x));
+  }
   OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &size));
   size = ctx.asInt64(size, op.name + "_size");
-  Node& n = ctx.addNode(OpType::Resize, op.name, {x, -1, -1, size}, {ctx.define(op.outputs[0], Held::Nchw)});
+  const int resized = codes ? ctx.temp(op.name + "_resized") : ctx.define(op.outputs[0], Held::Nchw);
+  Node& n = ctx.addNode(OpType::Resize, op.name, {x, -1, -1, size}, {resized});
   n.setInts("axes", {2, 3});
   n.setString("mode", bilinear ? "linear" : "nearest");
   n.setString("coordinate_transformation_mode", alignCorners ? "align_corners" : halfPixel ? "half_pixel" : "asymmetric");
@@ -247,6 +271,13 @@ Status importResize(ImportContext& ctx, const OpView& op, bool bilinear) {
   // align_corners, floor((out + 0.5) * scale) with half_pixel_centers, which is ONNX's
   // half_pixel coordinate rounded half up.
   n.setString("nearest_mode", alignCorners || halfPixel ? "round_prefer_ceil" : "floor");
+  if (codes) {
+    const int half = ctx.temp(op.name + "_half"), floored = ctx.temp(op.name + "_rounded");
+    ctx.addNode(OpType::Add, op.name + "_half", {resized, ctx.addFloatConstant(op.name + "_half", {0.5f}, true)}, {half});
+    ctx.addNode(OpType::Floor, op.name + "_round", {half}, {floored});
+    ctx.addNode(OpType::Cast, op.name + "_to_codes", {floored}, {ctx.defineCodes(op.outputs[0], Held::Nchw)})
+        .setInt("to", static_cast<int64_t>(in.dtype));
+  }
   return Status::ok();
 }
 

@@ -174,7 +174,8 @@ Status importQuantize(ImportContext& ctx, const OpView& op) {
   const TfliteTensor& out = ctx.tensor(op.outputs[0]);
   if (!out.quantized || !quantizedType(out.dtype) || out.scales.size() != 1)
     return Status::unsupported("output type " + tensorTypeName(out.tfliteType) + " without per-tensor quantization");
-  if (ctx.tensor(op.input(0)).dtype != DataType::Float32)
+  // An integer input with scales (requantization) is read through its DequantizeLinear.
+  if (ctx.tensor(op.input(0)).dtype != DataType::Float32 && !ctx.readsQuantized(op.input(0)))
     return Status::unsupported("requantization of " + tensorTypeName(ctx.tensor(op.input(0)).tfliteType) + " input");
   int x;
   OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &x));

@@ -1,5 +1,7 @@
 #include "converter/tflite/import_context.h"
 
+#include <climits>
+#include <cmath>
 #include <cstring>
 
 #include "converter/tflite/layout.h"
@@ -23,6 +25,20 @@ Status readQuantization(const tflite::QuantizationParameters* q, TfliteTensor* t
     t->zeroPoints.assign(q->zero_point()->begin(), q->zero_point()->end());
   } else {
     t->zeroPoints.assign(t->scales.size(), 0);
+  }
+  // Integer tensors with scales are read through DequantizeLinear; their scales must be usable.
+  const bool bytes = t->dtype == DataType::Int8 || t->dtype == DataType::UInt8;
+  if (bytes || t->dtype == DataType::Int32) {
+    for (float s : t->scales)
+      if (!(s > 0) || !std::isfinite(s))
+        return Status::invalidModel("tensor '" + t->name + "' has quantization scale " + std::to_string(s) +
+                                    "; scales must be positive and finite");
+    const int64_t lo = t->dtype == DataType::Int8 ? -128 : t->dtype == DataType::UInt8 ? 0 : INT32_MIN;
+    const int64_t hi = t->dtype == DataType::Int8 ? 127 : t->dtype == DataType::UInt8 ? 255 : INT32_MAX;
+    for (int64_t z : t->zeroPoints)
+      if (z < lo || z > hi)
+        return Status::invalidModel("tensor '" + t->name + "' has zero point " + std::to_string(z) +
+                                    ", outside its type's range");
   }
   t->quantizedDimension = q->quantized_dimension();
   if (t->scales.size() > 1 && (t->quantizedDimension < 0 || t->quantizedDimension >= static_cast<int>(t->shape.size()) ||
@@ -99,13 +115,23 @@ Status ImportContext::constantInts(int t, std::vector<int64_t>* out) const {
 Status ImportContext::constantFloats(int t, std::vector<float>* out) const {
   if (!isConstant(t)) return Status::unsupported("tensor '" + tensors_.at(t).name + "' must be a constant");
   const TensorInfo& c = graph_->tensors[tensors_[t].constant];
+  const TfliteTensor& q = tensors_[t];
+  if (q.quantized && q.scales.size() == 1 && (c.dtype == DataType::Int8 || c.dtype == DataType::UInt8)) {
+    out->resize(static_cast<size_t>(shapeElements(c.shape)));
+    for (size_t i = 0; i < out->size(); ++i) {
+      const uint8_t b = c.data.bytes.get()[i];
+      const int64_t v = c.dtype == DataType::Int8 ? static_cast<int8_t>(b) : b;
+      (*out)[i] = static_cast<float>(v - q.zeroPoints[0]) * q.scales[0];
+    }
+    return Status::ok();
+  }
   if (c.dtype != DataType::Float32) return Status::invalidModel("tensor '" + tensors_[t].name + "' must hold float32 values");
   out->resize(static_cast<size_t>(shapeElements(c.shape)));
   std::memcpy(out->data(), c.data.bytes.get(), out->size() * 4);
   return Status::ok();
 }
 
-Status ImportContext::value(int t, int* index, Held* held) {
+Status ImportContext::rawValue(int t, int* index, Held* held) {
   if (t < 0 || t >= tensorCount()) return Status::invalidModel("tensor index " + std::to_string(t) + " is out of range");
   if (values_[t].index < 0)
     return Status::invalidModel("tensor '" + tensors_[t].name + "' is read before any op produces it");
@@ -114,47 +140,65 @@ Status ImportContext::value(int t, int* index, Held* held) {
   return Status::ok();
 }
 
+Status ImportContext::value(int t, int* index, Held* held) {
+  OSPREY_RETURN_IF_ERROR(rawValue(t, index, held));
+  if (!readsQuantized(t)) return Status::ok();
+  const TfliteTensor& q = tensors_[t];
+  int axis = q.quantizedDimension;
+  if (*held == Held::Nchw && q.scales.size() > 1) axis = kNhwcAxisInNchw[axis];
+  *index = dequantized(t, *index, axis);
+  return Status::ok();
+}
+
 Held ImportContext::heldAs(int t) const {
   return t >= 0 && t < tensorCount() ? values_[t].held : Held::AsTflite;
 }
 
-Status ImportContext::asTflite(int t, int* index) {
-  Held held;
-  OSPREY_RETURN_IF_ERROR(value(t, index, &held));
-  if (held == Held::AsTflite) return Status::ok();
+int ImportContext::rawTflite(int t) {
   Value& v = values_[t];
+  if (v.held == Held::AsTflite) return v.index;
   if (v.tfliteCopy < 0) {
     v.tfliteCopy = temp(tensors_[t].name);
     addNode(OpType::Transpose, tensors_[t].name + "_to_nhwc", {v.index}, {v.tfliteCopy}).setInts("perm", kToNhwc);
   }
-  *index = v.tfliteCopy;
+  return v.tfliteCopy;
+}
+
+Status ImportContext::asTflite(int t, int* index) {
+  Held held;
+  OSPREY_RETURN_IF_ERROR(rawValue(t, index, &held));
+  *index = rawTflite(t);
+  if (readsQuantized(t)) *index = dequantized(t, *index, tensors_[t].quantizedDimension);
   return Status::ok();
 }
 
 Status ImportContext::asNchw(int t, int* index) {
   Held held;
-  OSPREY_RETURN_IF_ERROR(value(t, index, &held));
-  if (held == Held::Nchw) return Status::ok();
+  OSPREY_RETURN_IF_ERROR(rawValue(t, index, &held));
   Value& v = values_[t];
-  if (v.nchwCopy >= 0) {
-    *index = v.nchwCopy;
-    return Status::ok();
+  if (held != Held::Nchw && v.nchwCopy < 0) {
+    if (isConstant(t) && rank(t) <= 4) {
+      Shape padded = tensors_[t].shape;
+      padded.insert(padded.begin(), 4 - padded.size(), 1);
+      const TensorInfo& c = graph_->tensors[tensors_[t].constant];
+      std::vector<uint8_t> moved;
+      permuteBytes(c.data.bytes.get(), padded, dataTypeSize(c.dtype), kToNchw, &moved);
+      v.nchwCopy = addConstant(tensors_[t].name + ".nchw", c.dtype, permuteShape(padded, kToNchw), moved.data(), moved.size());
+    } else {
+      if (rank(t) != 4)
+        return Status::invalidModel("tensor '" + tensors_[t].name + "' of shape " + shapeToString(tensors_[t].shape) +
+                                    " feeds an NHWC image op, which needs 4 dimensions");
+      v.nchwCopy = temp(tensors_[t].name + ".nchw");
+      addNode(OpType::Transpose, tensors_[t].name + "_to_nchw", {v.index}, {v.nchwCopy}).setInts("perm", kToNchw);
+    }
   }
-  if (isConstant(t) && rank(t) <= 4) {
-    Shape padded = tensors_[t].shape;
-    padded.insert(padded.begin(), 4 - padded.size(), 1);
-    const TensorInfo& c = graph_->tensors[tensors_[t].constant];
-    std::vector<uint8_t> moved;
-    permuteBytes(c.data.bytes.get(), padded, dataTypeSize(c.dtype), kToNchw, &moved);
-    v.nchwCopy = addConstant(tensors_[t].name + ".nchw", c.dtype, permuteShape(padded, kToNchw), moved.data(), moved.size());
-  } else {
-    if (rank(t) != 4)
-      return Status::invalidModel("tensor '" + tensors_[t].name + "' of shape " + shapeToString(tensors_[t].shape) +
-                                  " feeds an NHWC image op, which needs 4 dimensions");
-    v.nchwCopy = temp(tensors_[t].name + ".nchw");
-    addNode(OpType::Transpose, tensors_[t].name + "_to_nchw", {v.index}, {v.nchwCopy}).setInts("perm", kToNchw);
+  if (held != Held::Nchw) *index = v.nchwCopy;
+  if (readsQuantized(t)) {
+    const int padding = 4 - rank(t);
+    const int qd = tensors_[t].quantizedDimension;
+    const int axis = tensors_[t].scales.size() < 2 ? 0 : kNhwcAxisInNchw[qd + padding];
+    *index = dequantized(t, *index, axis);
   }
-  *index = v.nchwCopy;
   return Status::ok();
 }
 
@@ -162,7 +206,112 @@ int ImportContext::permutedConstant(int t, const std::vector<int64_t>& perm, con
   const TensorInfo& c = graph_->tensors[tensors_[t].constant];
   std::vector<uint8_t> moved;
   permuteBytes(c.data.bytes.get(), c.shape, dataTypeSize(c.dtype), perm, &moved);
-  return addConstant(hint, c.dtype, permuteShape(c.shape, perm), moved.data(), moved.size());
+  const int raw = addConstant(hint, c.dtype, permuteShape(c.shape, perm), moved.data(), moved.size());
+  if (!readsQuantized(t)) return raw;
+  int axis = 0;
+  for (size_t j = 0; j < perm.size(); ++j)
+    if (perm[j] == tensors_[t].quantizedDimension) axis = static_cast<int>(j);
+  return dequantized(t, raw, axis);
+}
+
+namespace {
+
+bool integerWithScales(const TfliteTensor& q, bool constant) {
+  if (!q.quantized) return false;
+  // int32 tensors with scales are the biases of quantized convolutions and dense layers.
+  return q.dtype == DataType::Int8 || q.dtype == DataType::UInt8 || (constant && q.dtype == DataType::Int32);
+}
+
+}  // namespace
+
+void ImportContext::beginOp(const OpView& op) {
+  op_ = &op;
+  dequantizeInputs_ = op.code != tflite::BuiltinOperator_DEQUANTIZE;
+  quantizeOutputs_ = op.code != tflite::BuiltinOperator_QUANTIZE;
+}
+
+void ImportContext::endOp() {
+  for (const Pending& p : pending_) {
+    const TfliteTensor& q = tensors_[p.t];
+    const bool perAxis = q.scales.size() > 1;
+    const Shape shape = perAxis ? Shape{static_cast<int64_t>(q.scales.size())} : Shape{};
+    std::vector<int8_t> zeros(q.zeroPoints.size());
+    for (size_t i = 0; i < zeros.size(); ++i) zeros[i] = static_cast<int8_t>(static_cast<uint8_t>(q.zeroPoints[i]));
+    const int scale = addConstant(q.name + "_scale", DataType::Float32, shape, q.scales.data(), q.scales.size() * 4);
+    const int zero = addConstant(q.name + "_zero_point", q.dtype, shape, zeros.data(), zeros.size());
+    Node& n = addNode(OpType::QuantizeLinear, op_->name + "_quantize", {p.produced, scale, zero}, {p.quantized});
+    if (perAxis) n.setInt("axis", values_[p.t].held == Held::Nchw ? kNhwcAxisInNchw[q.quantizedDimension] : q.quantizedDimension);
+  }
+  pending_.clear();
+  op_ = nullptr;
+  dequantizeInputs_ = quantizeOutputs_ = false;
+}
+
+Status ImportContext::codesAsNchw(int t, int* index) {
+  const bool saved = dequantizeInputs_;
+  dequantizeInputs_ = false;
+  Status st = asNchw(t, index);
+  dequantizeInputs_ = saved;
+  return st;
+}
+
+int ImportContext::defineCodes(int t, Held held) {
+  const bool saved = quantizeOutputs_;
+  quantizeOutputs_ = false;
+  const int index = define(t, held);
+  quantizeOutputs_ = saved;
+  return index;
+}
+
+bool ImportContext::readsQuantized(int t) const {
+  return dequantizeInputs_ && t >= 0 && integerWithScales(tensors_[t], isConstant(t));
+}
+
+bool ImportContext::writesQuantized(int t) const {
+  return quantizeOutputs_ && t >= 0 && integerWithScales(tensors_[t], false);
+}
+
+bool ImportContext::activationIsSaturation(tflite::ActivationFunctionType act) const {
+  if (!op_ || op_->outputs.empty() || !writesQuantized(op_->outputs[0])) return false;
+  const TfliteTensor& q = tensors_[op_->outputs[0]];
+  if (q.scales.size() != 1 || !(q.scales[0] > 0)) return false;
+  const int64_t lowest = q.dtype == DataType::Int8 ? -128 : 0, highest = q.dtype == DataType::Int8 ? 127 : 255;
+  float lo, hi;
+  switch (act) {
+    case tflite::ActivationFunctionType_RELU: lo = 0.f, hi = INFINITY; break;
+    case tflite::ActivationFunctionType_RELU6: lo = 0.f, hi = 6.f; break;
+    case tflite::ActivationFunctionType_RELU_N1_TO_1: lo = -1.f, hi = 1.f; break;
+    default: return false;
+  }
+  // TFLite's CalculateActivationRangeQuantized: zero_point + round(bound / scale).
+  const int64_t zp = q.zeroPoints[0];
+  const bool low = zp + static_cast<int64_t>(std::round(lo / q.scales[0])) <= lowest;
+  const bool high = std::isinf(hi) || zp + static_cast<int64_t>(std::round(hi / q.scales[0])) >= highest;
+  return low && high;
+}
+
+int ImportContext::dequantized(int t, int raw, int axis) {
+  auto it = dequantizedOf_.find(raw);
+  if (it != dequantizedOf_.end()) return it->second;
+  const TfliteTensor& q = tensors_[t];
+  const bool perAxis = q.scales.size() > 1;
+  const Shape shape = perAxis ? Shape{static_cast<int64_t>(q.scales.size())} : Shape{};
+  const int scale = addConstant(q.name + "_scale", DataType::Float32, shape, q.scales.data(), q.scales.size() * 4);
+  std::vector<uint8_t> zeros(q.zeroPoints.size() * dataTypeSize(q.dtype));
+  for (size_t i = 0; i < q.zeroPoints.size(); ++i) {
+    if (q.dtype == DataType::Int32) {
+      const int32_t z = static_cast<int32_t>(q.zeroPoints[i]);
+      std::memcpy(zeros.data() + i * 4, &z, 4);
+    } else {
+      zeros[i] = static_cast<uint8_t>(q.zeroPoints[i]);
+    }
+  }
+  const int zero = addConstant(q.name + "_zero_point", q.dtype, shape, zeros.data(), zeros.size());
+  const int out = temp(graph_->tensors[raw].name + ".float");
+  Node& n = addNode(OpType::DequantizeLinear, graph_->tensors[raw].name + "_dequantize", {raw, scale, zero}, {out});
+  if (perAxis) n.setInt("axis", axis);
+  dequantizedOf_[raw] = out;
+  return out;
 }
 
 void ImportContext::bindConstant(int t, int constantIndex) {
@@ -178,7 +327,10 @@ int ImportContext::define(int t, Held held) {
   int index = temp(held == Held::Nchw ? base + ".nchw" : base);
   values_[t].index = index;
   values_[t].held = held;
-  return index;
+  if (!writesQuantized(t)) return index;
+  const int produced = temp(graph_->tensors[index].name + ".float");
+  pending_.push_back({t, produced, index});
+  return produced;
 }
 
 std::string ImportContext::uniqueName(const std::string& hint) {
@@ -245,6 +397,7 @@ int ImportContext::asInt64(int index, const std::string& hint) {
 
 Status applyActivation(ImportContext& ctx, const OpView& op, tflite::ActivationFunctionType act, int produced, int out) {
   const std::string name = op.name + "_activation";
+  if (ctx.activationIsSaturation(act)) return Status::ok();
   switch (act) {
     case tflite::ActivationFunctionType_NONE: return Status::ok();
     case tflite::ActivationFunctionType_RELU: ctx.addNode(OpType::Relu, name, {produced}, {out}); return Status::ok();

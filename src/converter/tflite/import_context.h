@@ -70,8 +70,28 @@ class ImportContext {
   // A 4-D value in NCHW: a permuted copy for constants of rank <= 4 (padded with leading 1s),
   // a Transpose (made once) otherwise.
   Status asNchw(int t, int* index);
-  // A constant's data moved by `perm` (TFLite order -> perm order), as a new constant.
+  // A constant's data moved by `perm` (TFLite order -> perm order), as a new constant (its
+  // DequantizeLinear, per-axis scales following the axis, when it is read quantized).
   int permutedConstant(int t, const std::vector<int64_t>& perm, const std::string& hint);
+
+  // Quantized models are imported in QDQ form, the form passes::fuseQuantizedOps turns into
+  // Osprey's integer ops: while an op is imported (between beginOp and endOp), value, asTflite,
+  // asNchw and permutedConstant give its quantized operands as float through a
+  // DequantizeLinear of the integer tensor, and define hands out a float tensor that endOp
+  // quantizes into the integer one. QUANTIZE keeps its integer result, DEQUANTIZE its integer
+  // operand. Outside an op (graph inputs and outputs) tensors are their integer selves.
+  void beginOp(const OpView& op);
+  void endOp();
+  // The integer codes themselves, for an op computed on them: tensor t in NCHW, and t defined
+  // without a QuantizeLinear.
+  Status codesAsNchw(int t, int* index);
+  int defineCodes(int t, Held held);
+  // Whether tensor `t` is read or written as float around an integer tensor in this op.
+  bool readsQuantized(int t) const;
+  bool writesQuantized(int t) const;
+  // A fused activation whose range holds the op's whole quantized output range: TFLite clamps
+  // to it in integers, which the QuantizeLinear's saturation already does.
+  bool activationIsSaturation(tflite::ActivationFunctionType act) const;
 
   // Makes the Osprey tensor that TFLite tensor `t` is produced into, held as `held`.
   int define(int t, Held held);
@@ -88,6 +108,13 @@ class ImportContext {
   std::string uniqueName(const std::string& hint);
 
  private:
+  Status rawValue(int t, int* index, Held* held);
+  int rawTflite(int t);
+  // DequantizeLinear of `raw`, an integer form of tensor t, scales along `axis` (made once).
+  int dequantized(int t, int raw, int axis);
+  struct Pending {
+    int t, produced, quantized;
+  };
   struct Value {
     int index = -1;
     Held held = Held::AsTflite;
@@ -103,6 +130,10 @@ class ImportContext {
   std::vector<Value> values_;
   std::set<std::string> names_;
   int counter_ = 0;
+  const OpView* op_ = nullptr;
+  bool dequantizeInputs_ = false, quantizeOutputs_ = false;
+  std::map<int, int> dequantizedOf_;
+  std::vector<Pending> pending_;
 };
 
 // Applies a fused activation: `produced` (what the op wrote) -> `out`. With NONE, the caller
@@ -110,7 +141,8 @@ class ImportContext {
 Status applyActivation(ImportContext& ctx, const OpView& op, tflite::ActivationFunctionType act, int produced, int out);
 // The tensor an op should write: `out` itself without an activation, else a temporary.
 inline int outputFor(ImportContext& ctx, tflite::ActivationFunctionType act, int out) {
-  return act == tflite::ActivationFunctionType_NONE ? out : ctx.temp("pre_activation");
+  const bool none = act == tflite::ActivationFunctionType_NONE || ctx.activationIsSaturation(act);
+  return none ? out : ctx.temp("pre_activation");
 }
 
 }  // namespace osprey::tfl

@@ -365,6 +365,18 @@ Status importTile(ImportContext& ctx, const OpView& op) {
   return Status::ok();
 }
 
+// FILL(dims, value): the scalar broadcast to the shape `dims`.
+Status importFill(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  int dims, value;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &dims));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &value));
+  if (ctx.rank(op.input(1)) != 0) return Status::invalidModel(op.name + ": the fill value must be a scalar");
+  dims = ctx.asInt64(dims, op.name + "_dims");
+  ctx.addNode(OpType::Expand, op.name, {value, dims}, {ctx.define(op.outputs[0], Held::AsTflite)});
+  return Status::ok();
+}
+
 // The TFLite shape of a value held NCHW is its NCHW shape gathered back into NHWC order.
 Status importShape(ImportContext& ctx, const OpView& op) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));
@@ -404,6 +416,7 @@ void addShapeImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_MIRROR_PAD] = importMirrorPad;
   t[tflite::BuiltinOperator_TILE] = importTile;
   t[tflite::BuiltinOperator_SHAPE] = importShape;
+  t[tflite::BuiltinOperator_FILL] = importFill;
 }
 
 }  // namespace osprey::tfl

@@ -20,14 +20,18 @@ const char* quantizedTypeName(DataType t) {
   }
 }
 
-// Integer tensors with scales feed Osprey's integer ops, which this frontend does not target
-// yet; only QUANTIZE and DEQUANTIZE cross between them and float.
+// int8 and uint8 tensors with scales (and int32 constants with scales, the biases) are read and
+// written in QDQ form (ImportContext::beginOp); int16 activations (16x8 models) and int32
+// activations with scales are not imported yet. QUANTIZE and DEQUANTIZE cross between them
+// and float.
 const char* quantizedOperand(const ImportContext& ctx, const OpView& op) {
   if (op.code == tflite::BuiltinOperator_QUANTIZE || op.code == tflite::BuiltinOperator_DEQUANTIZE) return nullptr;
   for (const std::vector<int>* list : {&op.inputs, &op.outputs})
-    for (int t : *list)
-      if (t >= 0 && ctx.tensor(t).quantized)
-        if (const char* name = quantizedTypeName(ctx.tensor(t).dtype)) return name;
+    for (int t : *list) {
+      if (t < 0 || !ctx.tensor(t).quantized) continue;
+      const DataType type = ctx.tensor(t).dtype;
+      if (type == DataType::Int16 || (type == DataType::Int32 && !ctx.isConstant(t))) return quantizedTypeName(type);
+    }
   return nullptr;
 }
 
@@ -144,7 +148,11 @@ Status importTfliteModel(const uint8_t* data, size_t size, Model* out, int* oper
     Status st;
     for (int t : op.outputs)
       if (ctx.isDefined(t)) st = Status::invalidModel("tensor '" + ctx.tensor(t).name + "' is written twice (or is a constant)");
-    if (st.isOk()) st = importer(ctx, op);
+    if (st.isOk()) {
+      ctx.beginOp(op);
+      st = importer(ctx, op);
+      ctx.endOp();
+    }
     if (st.code() == StatusCode::Unsupported) {
       ++unsupported[builtinName(op.code) + (st.message().empty() ? "" : " (" + st.message() + ")")];
     } else if (!st.isOk() && firstError.isOk()) {
