@@ -58,6 +58,27 @@ Status parseArgs(int argc, char** argv, int first, const std::vector<std::string
   return Status::ok();
 }
 
+Status inputShapesFromArgs(const Args& args, std::map<std::string, Shape>* out) {
+  for (const std::string& spec : args.all("input-shape")) {
+    const size_t eq = spec.rfind('=');
+    if (eq == std::string::npos || eq == 0)
+      return Status::invalidArgument("--input-shape must be NAME=D,D,... (e.g. input=1,224,224,3), got '" + spec + "'");
+    Shape shape;
+    std::string dims = spec.substr(eq + 1);
+    for (size_t pos = 0; !dims.empty() && pos <= dims.size();) {
+      const size_t comma = std::min(dims.find(',', pos), dims.size());
+      const std::string d = dims.substr(pos, comma - pos);
+      int v = 0;
+      if (d == "?" || d == "-1") v = -1;
+      else OSPREY_RETURN_IF_ERROR(parseInt(d, "--input-shape dimension", &v));
+      shape.push_back(v);
+      pos = comma + 1;
+    }
+    (*out)[spec.substr(0, eq)] = shape;
+  }
+  return Status::ok();
+}
+
 Status parseInt(const std::string& text, const char* what, int* out) {
   char* end = nullptr;
   long v = std::strtol(text.c_str(), &end, 10);
@@ -138,7 +159,8 @@ Status loadModel(const Args& args, const char* command, std::shared_ptr<Interpre
   const bool caffe = !args.positional.empty() && isCaffePrototxt(args.positional[0]);
   if (args.positional.size() != 1 && !(caffe && args.positional.size() == 2))
     return Status::invalidArgument(std::string(command) +
-                                   " needs one MODEL (.onnx, .osp, .tflite, or a Caffe deploy.prototxt and its .caffemodel)");
+                                   " needs one MODEL (.onnx, .osp, .tflite, a TensorFlow .pb, or a Caffe deploy.prototxt "
+                                   "and its .caffemodel)");
   // --memory low maps a .osp file, so its weights' pages can go back once packed.
   LoadOptions options;
   options.mapFile = args.get("memory", "normal") == "low";

@@ -21,6 +21,8 @@ struct Args {
 Status parseArgs(int argc, char** argv, int first, const std::vector<std::string>& valued,
                  const std::vector<std::string>& flags, Args* out);
 Status parseInt(const std::string& text, const char* what, int* out);
+// Every --input-shape NAME=D,D,... (a dimension -1 or ? stays dynamic).
+Status inputShapesFromArgs(const Args& args, std::map<std::string, Shape>* out);
 
 // Reads a .npy or ONNX TensorProto .pb file.
 Status loadTensorFile(const std::string& path, Tensor* out);

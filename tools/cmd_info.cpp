@@ -12,30 +12,37 @@ namespace osprey::cli {
 
 int cmdConvert(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {}, {"no-fold", "no-fuse"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input-shape"}, {"no-fold", "no-fuse"}, &args);
   if (!st) return fail(st);
   const bool caffe = !args.positional.empty() && isCaffePrototxt(args.positional[0]);
   if (args.positional.size() != (caffe ? 3u : 2u))
     return fail(Status::invalidArgument(
-        "convert needs SRC (.onnx or .tflite; for Caffe deploy.prototxt and its .caffemodel) and DST.osp"));
+        "convert needs SRC (.onnx, .tflite, a TensorFlow .pb; for Caffe deploy.prototxt and its .caffemodel) and "
+        "DST.osp"));
   const std::string& dst = args.positional.back();
   ConvertOptions options;
   options.foldConstants = !args.has("no-fold");
   options.fuse = !args.has("no-fuse");
+  if (!(st = inputShapesFromArgs(args, &options.inputShapes))) return fail(st);
   Model model;
   ConvertReport report;
-  const bool tflite = !caffe && isTfliteFile(args.positional[0]);
-  st = caffe    ? convertCaffeFiles(args.positional[0], args.positional[1], &model, options, &report)
-       : tflite ? convertTfliteFile(args.positional[0], &model, options, &report)
-                : convertOnnxFile(args.positional[0], &model, options, &report);
+  const bool tensorflow = !caffe && isTensorflowModel(args.positional[0]);
+  const bool tflite = !caffe && !tensorflow && isTfliteFile(args.positional[0]);
+  if (!options.inputShapes.empty() && !tensorflow)
+    return fail(Status::invalidArgument("--input-shape applies to TensorFlow models (.pb)"));
+  st = caffe        ? convertCaffeFiles(args.positional[0], args.positional[1], &model, options, &report)
+       : tensorflow ? convertTensorflowFile(args.positional[0], &model, options, &report)
+       : tflite     ? convertTfliteFile(args.positional[0], &model, options, &report)
+                    : convertOnnxFile(args.positional[0], &model, options, &report);
   if (!st) return fail(st);
   std::vector<uint8_t> bytes;
   if (!(st = writeModel(model, &bytes))) return fail(st);
   if (!(st = writeFile(dst, bytes))) return fail(st);
   std::printf("converted %s -> %s: %d %s -> %d ops (%d folded, %d fused, %d removed), %.1f MB, %.3f s\n",
               args.positional[0].c_str(), dst.c_str(),
-              caffe ? report.caffeLayers : tflite ? report.tfliteOps : report.onnxNodes,
-              caffe ? "Caffe layers" : tflite ? "TFLite ops" : "ONNX nodes", report.ospreyOps,
+              caffe ? report.caffeLayers : tensorflow ? report.tensorflowNodes : tflite ? report.tfliteOps : report.onnxNodes,
+              caffe ? "Caffe layers" : tensorflow ? "TensorFlow nodes" : tflite ? "TFLite ops" : "ONNX nodes",
+              report.ospreyOps,
               report.foldedOps, report.fusedOps, report.removedOps, bytes.size() / 1048576.0, report.seconds);
   return 0;
 }

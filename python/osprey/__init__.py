@@ -127,6 +127,7 @@ class ConvertReport:
         onnx_nodes: nodes in the ONNX graph.
         tflite_ops: operators of a TFLite model's main subgraph.
         caffe_layers: layers of a Caffe net.
+        tensorflow_nodes: nodes of a TensorFlow GraphDef.
         osprey_ops: ops in the converted model.
         folded_ops: ops computed at conversion (constant folding).
         removed_ops: Identity, Dropout and dead ops removed.
@@ -139,6 +140,7 @@ class ConvertReport:
     onnx_nodes: int
     tflite_ops: int
     caffe_layers: int
+    tensorflow_nodes: int
     osprey_ops: int
     folded_ops: int
     removed_ops: int
@@ -238,7 +240,8 @@ class InferenceSession:
     """Loads a model (.onnx, converted in memory, or .osp) and runs it, like ``onnxruntime.InferenceSession``.
 
     Args:
-        path_or_bytes: a path to a .onnx, .osp or .tflite file, or the file's bytes; for Caffe,
+        path_or_bytes: a path to a .onnx, .osp or .tflite file, or the file's bytes, or a path to
+            a frozen TensorFlow GraphDef (.pb; docs/tensorflow.md); for Caffe,
             the pair (deploy.prototxt, net.caffemodel), or the .prototxt alone when the
             .caffemodel of the same name lies beside it.
         backend: ``"cpu"`` (always compiled in), ``"cuda"``, ``"opencl"`` or ``"vulkan"`` where the
@@ -483,7 +486,8 @@ def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[st
     """Converts a model to Osprey's .osp format (what ``osprey convert SRC DST`` does).
 
     Args:
-        src: the .onnx or .tflite file, or a Caffe deploy.prototxt.
+        src: the .onnx or .tflite file, a frozen TensorFlow GraphDef (.pb), or a Caffe
+            deploy.prototxt.
         weights: a Caffe net's .caffemodel.
         dst: the .osp file to write.
         fold_constants: compute ops whose inputs are all constant at conversion.

@@ -734,9 +734,10 @@ py::dict convert(const std::string& src, const std::string& dst, bool foldConsta
   {
     py::gil_scoped_release release;
     Model model;
-    check(isCaffePrototxt(src) ? convertCaffeFiles(src, weights, &model, options, &report)
-          : isTfliteFile(src)  ? convertTfliteFile(src, &model, options, &report)
-                               : convertOnnxFile(src, &model, options, &report));
+    check(isCaffePrototxt(src)     ? convertCaffeFiles(src, weights, &model, options, &report)
+          : isTensorflowModel(src) ? convertTensorflowFile(src, &model, options, &report)
+          : isTfliteFile(src)      ? convertTfliteFile(src, &model, options, &report)
+                                   : convertOnnxFile(src, &model, options, &report));
     std::vector<uint8_t> bytes;
     check(writeModel(model, &bytes));
     check(writeFile(dst, bytes));
@@ -746,6 +747,7 @@ py::dict convert(const std::string& src, const std::string& dst, bool foldConsta
   d["onnx_nodes"] = report.onnxNodes;
   d["tflite_ops"] = report.tfliteOps;
   d["caffe_layers"] = report.caffeLayers;
+  d["tensorflow_nodes"] = report.tensorflowNodes;
   d["osprey_ops"] = report.ospreyOps;
   d["folded_ops"] = report.foldedOps;
   d["removed_ops"] = report.removedOps;

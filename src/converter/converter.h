@@ -1,5 +1,6 @@
 // ONNX, TFLite and Caffe -> Osprey conversion: import every node, then run the optimisation passes.
 #pragma once
+#include <map>
 #include <string>
 #include <vector>
 
@@ -17,12 +18,16 @@ struct ConvertOptions {
   // DequantizeLinear -> op -> QuantizeLinear patterns of QDQ models into integer ops
   // (QLinearConv, QGemm, ...; with `fuse`); off, they run in float between the Q/DQ ops.
   bool fuseQuantized = true;
+  // Shapes of inputs the model leaves unknown, by input name (TensorFlow Placeholders); -1
+  // keeps a dimension dynamic.
+  std::map<std::string, Shape> inputShapes;
 };
 
 struct ConvertReport {
   int onnxNodes = 0;
   int tfliteOps = 0;  // operators of a TFLite model's main subgraph
   int caffeLayers = 0;
+  int tensorflowNodes = 0;  // nodes of a TensorFlow GraphDef
   int ospreyOps = 0;
   int foldedOps = 0;
   int removedOps = 0;  // Identity, Dropout, dead code
@@ -65,5 +70,17 @@ Status convertCaffeBytes(const std::string& prototxtText, const std::string& pro
                          const ConvertOptions& options = {}, ConvertReport* report = nullptr);
 // Whether `path` names a Caffe network description (.prototxt).
 bool isCaffePrototxt(const std::string& path);
+
+// TensorFlow models (src/converter/tensorflow/): a frozen GraphDef (.pb, weights as Const
+// nodes). `path` may also name a SavedModel directory, which is refused with a message saying
+// how to freeze it (SavedModels are not imported yet).
+Status convertTensorflowFile(const std::string& path, Model* out, const ConvertOptions& options = {},
+                             ConvertReport* report = nullptr);
+// The bytes of a serialized GraphDef, named `source` in errors.
+Status convertTensorflowBytes(const uint8_t* data, size_t size, const std::string& source, Model* out,
+                              const ConvertOptions& options = {}, ConvertReport* report = nullptr);
+// Whether `path` names a TensorFlow model: a .pb file (not an ONNX model saved as .pb), or a
+// directory holding saved_model.pb.
+bool isTensorflowModel(const std::string& path);
 
 }  // namespace osprey

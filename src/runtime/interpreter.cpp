@@ -53,6 +53,12 @@ Status Interpreter::fromFile(const std::string& path, const LoadOptions& options
     *out = holding(std::move(model));
     return Status::ok();
   }
+  if (isTensorflowModel(path)) {  // a frozen GraphDef (.pb) or a SavedModel directory
+    auto model = std::make_shared<Model>();
+    OSPREY_RETURN_IF_ERROR(convertTensorflowFile(path, model.get()));
+    *out = holding(std::move(model));
+    return Status::ok();
+  }
   if (options.mapFile) {
     std::shared_ptr<const MappedFile> file;
     OSPREY_RETURN_IF_ERROR(MappedFile::open(path, &file));
