@@ -3,16 +3,27 @@
 # seed corpora and runs each target for SECONDS (default 60). Exits 3 on any finding
 # (crash, sanitizer report, hang, out of memory) and prints where its reproducer was written;
 # keep it under fuzz/regressions/<target>/ once fixed, so the ordinary test suite replays it.
+# scripts/fuzz.sh --build TARGET...: configures the same tree and builds only TARGETs (the ASan
+# job of scripts/sanitize.sh runs its tests in it: the library under ASan + UBSan, compiled once).
 set -eu
-seconds=${1:-60}
 cd "$(dirname "$0")/.."
 build=${OSPREY_FUZZ_BUILD:-build-fuzz}
-targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto tflite caffe"}
+targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto tflite caffe tensorflow"}
 start=$(date +%s)
 
-CC=clang CXX=clang++ cmake -S . -B "$build" -DOSPREY_FUZZ=ON -DOSPREY_CUDA=OFF -DOSPREY_OPENCL=OFF -DOSPREY_VULKAN=OFF \
-  -DOSPREY_BUILD_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
-cmake --build "$build" -j"${OSPREY_FUZZ_JOBS:-2}" --target osprey_cli $(for t in $targets; do echo "osprey_fuzz_$t"; done) >/dev/null
+configure_and_build() {  # targets...
+  CC=clang CXX=clang++ cmake -S . -B "$build" -DOSPREY_FUZZ=ON -DOSPREY_CUDA=OFF -DOSPREY_OPENCL=OFF -DOSPREY_VULKAN=OFF \
+    -DOSPREY_BUILD_TESTS=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" >/dev/null
+  cmake --build "$build" -j"${OSPREY_FUZZ_JOBS:-2}" --target "$@" >"$build/build.log" 2>&1 || { tail -50 "$build/build.log"; return 1; }
+}
+
+if [ "${1:-}" = --build ]; then
+  shift
+  configure_and_build "$@"
+  exit
+fi
+seconds=${1:-60}
+configure_and_build osprey_cli $(for t in $targets; do echo "osprey_fuzz_$t"; done)
 echo "fuzz: built in $(( $(date +%s) - start )) s"
 
 # The converter runs under the sanitizers too: a model that crashes it is left out of the seeds.

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Sanitizer jobs (gcc, CPU backend only); any report aborts its process and so fails the job:
+# Sanitizer jobs (CPU backend only); any report aborts its process and so fails the job:
 #   asan  ASan + UBSan over the unit and op tests, the CLI error checks and the models end to end
-#         through the sanitized CLI (build-asan/)
-#   tsan  TSan over the concurrency tests (build-tsan/)
+#         through the sanitized CLI: clang, in the fuzz targets' tree (build-fuzz/, made by
+#         scripts/fuzz.sh --build), so that scripts/test.sh compiles the sanitized library once
+#   tsan  TSan (gcc) over the concurrency tests, a binary of their own (build-tsan/)
 # scripts/sanitize.sh [asan] [tsan] runs those named, both by default. OSPREY_MODELS_DIR
 # reuses models that make_models.py already made (test.sh passes build/model-check/models).
 set -euo pipefail
@@ -41,25 +42,26 @@ logged() {  # log, command...: the command's output, also kept in log
 }
 
 asan() {
-  local bin=$root/build-asan/osprey
-  phase "asan build" build build-asan "-fsanitize=address,undefined -fno-sanitize-recover=undefined" \
-    osprey_tests osprey_cli
-  phase "asan osprey_tests" gtests build-asan/gtest.log build-asan/tests/osprey_tests || true
-  phase "asan cli errors" logged build-asan/cli.log env OSPREY_BIN="$bin" \
+  local dir=${OSPREY_FUZZ_BUILD:-build-fuzz}
+  local bin=$root/$dir/osprey log=$dir/asan
+  phase "asan build" scripts/fuzz.sh --build osprey_tests osprey_concurrency_tests osprey_cli
+  phase "asan osprey_tests" gtests $log-gtest.log $dir/tests/osprey_tests || true
+  phase "asan concurrency tests" gtests $log-concurrency.log $dir/tests/osprey_concurrency_tests || true
+  phase "asan cli errors" logged $log-cli.log env OSPREY_BIN="$bin" \
     /usr/bin/python3 tests/models/check_cli_errors.py || true
-  phase "asan models" logged build-asan/models.log env OSPREY_BIN="$bin" \
-    OSPREY_WORK_DIR="$root/build-asan/model-check" /usr/bin/python3 tests/models/check_models.py || true
-  gtestCounts asan_unit_op_tests build-asan/gtest.log
-  echo "asan_cli_errors: $(grep -c '^ok ' build-asan/cli.log) passed, $(grep -c '^FAIL ' build-asan/cli.log) failed"
-  sed -n '/^model /,$p' build-asan/models.log >build-asan/models.rows
-  echo "asan_models: $(grep -cE '^\S+ +(ok|expected) ' build-asan/models.rows) passed," \
-    "$(grep -cE '^\S+ +(MISMATCH|UNEXPECTED|convert failed|run failed|shape) ' build-asan/models.rows) failed"
+  phase "asan models" logged $log-models.log env OSPREY_BIN="$bin" \
+    OSPREY_WORK_DIR="$root/$dir/model-check" /usr/bin/python3 tests/models/check_models.py || true
+  gtestCounts asan_unit_op_tests $log-gtest.log
+  gtestCounts asan_concurrency_tests $log-concurrency.log
+  echo "asan_cli_errors: $(grep -c '^ok ' $log-cli.log) passed, $(grep -c '^FAIL ' $log-cli.log) failed"
+  sed -n '/^model /,$p' $log-models.log >$log-models.rows
+  echo "asan_models: $(grep -cE '^\S+ +(ok|expected) ' $log-models.rows) passed," \
+    "$(grep -cE '^\S+ +(MISMATCH|UNEXPECTED|convert failed|run failed|shape) ' $log-models.rows) failed"
 }
 
 tsan() {
-  phase "tsan build" build build-tsan "-fsanitize=thread" osprey_tests
-  phase "tsan concurrency tests" gtests build-tsan/gtest.log build-tsan/tests/osprey_tests \
-    --gtest_filter='CpuThreadPool.*:ThreadSafety.*:SharedRuntimes.*:RunAsync.*' || true
+  phase "tsan build" build build-tsan "-fsanitize=thread" osprey_concurrency_tests
+  phase "tsan concurrency tests" gtests build-tsan/gtest.log build-tsan/tests/osprey_concurrency_tests || true
   gtestCounts tsan_concurrency_tests build-tsan/gtest.log
 }
 

@@ -15,6 +15,8 @@ if [[ "${1:-}" == "--tests" ]]; then
   packages+=(mesa-vulkan-drivers)
   # protoc compiles python/tests/caffe.proto for the Caffe model generator (caffe_models.py).
   packages+=(protobuf-compiler)
+  # scripts/test_python.sh builds the package for Debian's Python, in a venv.
+  packages+=(python3-dev python3-venv)
 fi
 missing=()
 for p in "${packages[@]}"; do

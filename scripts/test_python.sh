@@ -5,13 +5,16 @@
 #   scripts/test_python.sh [pytest arguments]
 # Models: $OSPREY_MODELS_DIR, else build/model-check/models (left by scripts/test.sh's ctest), else
 # generated here with the system Python's torch (scripts/setup.sh --tests); skipped without any.
+# The venv is Debian's Python with its system packages visible, for its torch (the Caffe model
+# generator twins PyTorch modules); everything the tests name is installed, newest, in the venv.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-python=${PYTHON:-python3}
+python=${PYTHON:-/usr/bin/python3}
+[[ -x $python ]] || python=python3
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
+if ! "$python" -m venv --system-site-packages "$work/venv" >/dev/null 2>&1; then
   # Debian's python3 needs python3-venv for venv's pip.
   sudo=""
   [[ $(id -u) -ne 0 ]] && sudo="sudo"
@@ -19,10 +22,14 @@ if ! "$python" -m venv "$work/venv" >/dev/null 2>&1; then
   $sudo apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends python3-venv >/dev/null
   rm -rf "$work/venv"
-  "$python" -m venv "$work/venv"
+  "$python" -m venv --system-site-packages "$work/venv"
 fi
 pip=("$work/venv/bin/python" -m pip)
-"${pip[@]}" install -q pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers  # onnx-ir: ORT's MatMulNBits quantizer; ai-edge-litert, flatbuffers: the TFLite tests
+# onnx-ir: ONNX Runtime's MatMulNBits quantizer; ai-edge-litert, flatbuffers: the TFLite tests;
+# tensorflow-cpu: the TFLite and TensorFlow model generators (one install for every test here).
+start=$SECONDS
+"${pip[@]}" install -q --upgrade pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers tensorflow-cpu
+echo "pip install of the test dependencies took $((SECONDS - start)) s"
 start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} "${pip[@]}" install -q .
 echo "pip install . took $((SECONDS - start)) s"
@@ -44,7 +51,15 @@ fi
 
 # Run from outside the source tree so that `import osprey` finds the installed package.
 cd "$work"
-OSPREY_MODELS_DIR="$models" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$OLDPWD/python/tests" "$@"
+# The tests that load TensorFlow run in a pytest of their own: lavapipe's LLVM (test_vulkan.py)
+# crashes in a process where TensorFlow has loaded its own.
+tests=$OLDPWD/python/tests
+tensorflow_tests=("$tests/test_tensorflow.py" "$tests/test_tflite_keras.py")
+OSPREY_MODELS_DIR="$models" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests" \
+  "${tensorflow_tests[@]/#/--ignore=}" "$@"
+start=$SECONDS
+TF_CPP_MIN_LOG_LEVEL=2 "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "${tensorflow_tests[@]}" "$@"
+echo "the TensorFlow-generated model tests took $((SECONDS - start)) s"
 
 # The README's Python example exactly as written, from the repository root, where it reads the
 # default model that scripts/quickstart.sh makes (made here when quickstart has not run).

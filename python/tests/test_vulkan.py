@@ -1,6 +1,8 @@
 """backend="vulkan" from Python: a small CNN with an op that falls back to the CPU, and a model
 run in planned stages (NonZero, If), against ONNX Runtime. Skipped where the build has no Vulkan
 backend or no Vulkan device is installed."""
+import sys
+
 import numpy as np
 import pytest
 from onnx import TensorProto, helper, numpy_helper
@@ -9,8 +11,14 @@ import osprey
 from conftest import assert_close, make_model, ort
 from test_runtime import staged_model
 
-pytestmark = pytest.mark.skipif(not osprey.available_backends().get("vulkan"),
-                                reason="no Vulkan backend in this build, or no Vulkan device installed")
+pytestmark = [
+    pytest.mark.skipif(not osprey.available_backends().get("vulkan"),
+                       reason="no Vulkan backend in this build, or no Vulkan device installed"),
+    # Mesa's lavapipe compiles shaders with its LLVM, which crashes once TensorFlow has loaded its
+    # own into the process; scripts/test_python.sh runs the TensorFlow tests in a pytest of their own.
+    pytest.mark.skipif("tensorflow" in sys.modules,
+                       reason="TensorFlow is loaded in this process, and lavapipe's LLVM crashes beside it"),
+]
 
 
 def cnn_model() -> bytes:
