@@ -34,17 +34,18 @@ bool foldNode(Graph& g, const Node& node, bool shapesOnly) {
     inputBytes += t.data.size;
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
-  std::vector<RasterPlan> rasters;
-  Status st = computeShapesAndLowering(node, in, out, &rasters);
+  // A failing op is left for the runtime, which reports it with the shapes it sees.
+  if (!computeShapes(node, in, out).isOk()) return false;
   size_t outputBytes = 0;
   bool stringOut = false;
   for (auto& o : out) {
     outputBytes += o.bytes();
     stringOut |= o.dtype == DataType::String;
   }
-  // A failing op is left for the runtime, which reports it with the shapes it sees.
-  if (!st.isOk() || stringOut || (outputBytes > inputBytes + kMaxGrowthBytes) ||
-      (rasters.empty() && !opDef(node.type).reference) || !worthFolding(node, in, out))
+  // Sizes are checked before lowering, whose regions can outnumber the output's elements.
+  if (stringOut || outputBytes > inputBytes + kMaxGrowthBytes || !worthFolding(node, in, out)) return false;
+  std::vector<RasterPlan> rasters;
+  if (!computeLowering(node, in, out, &rasters).isOk() || (rasters.empty() && !opDef(node.type).reference))
     return false;
   std::vector<std::shared_ptr<uint8_t>> blocks;
   for (auto& o : out) {

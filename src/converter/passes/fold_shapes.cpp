@@ -49,8 +49,9 @@ bool inferNode(const Graph& g, const Node& node, const std::vector<bool>& known,
     }
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
-  std::vector<RasterPlan> rasters;
-  if (!computeShapesAndLowering(node, in, out, &rasters).isOk()) return false;
+  // Shapes only: lowering adds nothing to them, and its regions can outnumber the elements of
+  // a large output (a fuzzer's Tile of huge multiples took gigabytes here).
+  if (!computeShapes(node, in, out).isOk()) return false;
   *outViews = std::move(out);
   return true;
 }
