@@ -205,41 +205,6 @@ Status ImportContext::alias(const NodeView& node, int k, const std::string& ref)
   return Status::ok();
 }
 
-std::string ImportContext::uniqueName(const std::string& hint) {
-  std::string name = hint;
-  while (names_.count(name)) name = hint + "__" + std::to_string(counter_++);
-  names_.insert(name);
-  return name;
-}
-
-int ImportContext::temp(const std::string& hint) {
-  TensorInfo t;
-  t.name = uniqueName(hint);
-  t.hasShape = false;
-  return graph_->addTensor(std::move(t));
-}
-
-int ImportContext::addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data,
-                               size_t bytes) {
-  TensorInfo t;
-  t.name = uniqueName(hint);
-  t.dtype = dtype;
-  t.shape = shape;
-  t.isConstant = true;
-  t.data = ConstantData::copyOf(data, bytes);
-  return graph_->addTensor(std::move(t));
-}
-
-int ImportContext::addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar) {
-  Shape shape = scalar ? Shape{} : Shape{static_cast<int64_t>(values.size())};
-  return addConstant(hint, DataType::Int64, shape, values.data(), values.size() * sizeof(int64_t));
-}
-
-int ImportContext::addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar) {
-  Shape shape = scalar ? Shape{} : Shape{static_cast<int64_t>(values.size())};
-  return addConstant(hint, DataType::Float32, shape, values.data(), values.size() * sizeof(float));
-}
-
 Node& ImportContext::addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs) {
   Node n;
   n.type = type;

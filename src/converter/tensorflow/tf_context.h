@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "converter/graph_writer.h"
 #include "converter/tensorflow/tf_proto.h"
 #include "core/graph.h"
 
@@ -44,10 +45,9 @@ struct NodeView {
   Status error(const std::string& what) const { return Status::invalidModel(label + ": " + what); }
 };
 
-class ImportContext {
+class ImportContext : public GraphWriter {
  public:
-  explicit ImportContext(Graph* graph) : graph_(graph) {}
-  Graph& graph() { return *graph_; }
+  explicit ImportContext(Graph* graph) : GraphWriter(graph) {}
 
   // The Osprey tensor holding value `ref` ("node:k") now, and how it is held.
   Status value(const std::string& ref, int* index, Held* held = nullptr);
@@ -71,14 +71,9 @@ class ImportContext {
   Status alias(const NodeView& node, int k, const std::string& ref);
   bool isDefined(const std::string& ref) const { return values_.count(ref) != 0; }
 
-  int temp(const std::string& hint);
-  int addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data, size_t bytes);
-  int addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar = false);
-  int addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar = false);
   Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
   // A value cast to int64 (shapes, axes and counts of Osprey ops are int64).
   int asInt64(int index, const std::string& hint);
-  std::string uniqueName(const std::string& hint);
 
   // How many nodes read each value ("node:k"), for folds that need a value's only reader.
   void setReaders(std::unordered_map<std::string, int> readers) { readers_ = std::move(readers); }
@@ -104,14 +99,11 @@ class ImportContext {
     int nchwCopy = -1;
   };
   Status find(const std::string& ref, Value** v);
-  Graph* graph_;
   ImportContext* outer_ = nullptr;
   std::vector<int> captured_;
   std::unordered_map<std::string, int> readers_;
   std::set<int> foldableConvs_;
   std::unordered_map<std::string, Value> values_;
-  std::set<std::string> names_;
-  int counter_ = 0;
 };
 
 // "node" -> "node:0"; "node:2" stays.

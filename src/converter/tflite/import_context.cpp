@@ -10,7 +10,7 @@ namespace osprey::tfl {
 
 ImportContext::ImportContext(Graph* graph, const tflite::Model* model, const tflite::SubGraph* subgraph,
                              const uint8_t* file, size_t fileSize)
-    : graph_(graph), model_(model), subgraph_(subgraph), file_(file), fileSize_(fileSize) {}
+    : GraphWriter(graph), model_(model), subgraph_(subgraph), file_(file), fileSize_(fileSize) {}
 
 namespace {
 
@@ -331,41 +331,6 @@ int ImportContext::define(int t, Held held) {
   const int produced = temp(graph_->tensors[index].name + ".float");
   pending_.push_back({t, produced, index});
   return produced;
-}
-
-std::string ImportContext::uniqueName(const std::string& hint) {
-  std::string name = hint;
-  while (names_.count(name)) name = hint + "__" + std::to_string(counter_++);
-  names_.insert(name);
-  return name;
-}
-
-int ImportContext::temp(const std::string& hint) {
-  TensorInfo t;
-  t.name = uniqueName(hint);
-  t.hasShape = false;
-  return graph_->addTensor(std::move(t));
-}
-
-int ImportContext::addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data,
-                               size_t bytes) {
-  TensorInfo t;
-  t.name = uniqueName(hint);
-  t.dtype = dtype;
-  t.shape = shape;
-  t.isConstant = true;
-  t.data = ConstantData::copyOf(data, bytes);
-  return graph_->addTensor(std::move(t));
-}
-
-int ImportContext::addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar) {
-  Shape shape = scalar ? Shape{} : Shape{static_cast<int64_t>(values.size())};
-  return addConstant(hint, DataType::Int64, shape, values.data(), values.size() * sizeof(int64_t));
-}
-
-int ImportContext::addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar) {
-  Shape shape = scalar ? Shape{} : Shape{static_cast<int64_t>(values.size())};
-  return addConstant(hint, DataType::Float32, shape, values.data(), values.size() * sizeof(float));
 }
 
 Node& ImportContext::addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "converter/graph_writer.h"
 #include "converter/tflite/tflite_reader.h"
 #include "core/graph.h"
 
@@ -45,14 +46,13 @@ struct OpView {
   int input(size_t i) const { return i < inputs.size() ? inputs[i] : -1; }
 };
 
-class ImportContext {
+class ImportContext : public GraphWriter {
  public:
   ImportContext(Graph* graph, const tflite::Model* model, const tflite::SubGraph* subgraph, const uint8_t* file,
                 size_t fileSize);
   // Reads every tensor of the subgraph (types, shapes, constants); checks buffer indices and
   // that each constant's bytes match its shape.
   Status readTensors();
-  Graph& graph() { return *graph_; }
   int tensorCount() const { return static_cast<int>(tensors_.size()); }
   const TfliteTensor& tensor(int t) const { return tensors_.at(t); }
   int rank(int t) const { return static_cast<int>(tensors_.at(t).shape.size()); }
@@ -98,14 +98,9 @@ class ImportContext {
   bool isDefined(int t) const;
   // Makes TFLite tensor `t` the constant `constantIndex` (values computed at import).
   void bindConstant(int t, int constantIndex);
-  int temp(const std::string& hint);
-  int addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data, size_t bytes);
-  int addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar = false);
-  int addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar = false);
   Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
   // A value cast to int64 (shape, axes and repeat operands of Osprey ops are int64).
   int asInt64(int index, const std::string& hint);
-  std::string uniqueName(const std::string& hint);
 
  private:
   Status rawValue(int t, int* index, Held* held);
@@ -121,15 +116,12 @@ class ImportContext {
     int tfliteCopy = -1;  // the value in the other layout, once made
     int nchwCopy = -1;
   };
-  Graph* graph_;
   const tflite::Model* model_;
   const tflite::SubGraph* subgraph_;
   const uint8_t* file_;
   size_t fileSize_;
   std::vector<TfliteTensor> tensors_;
   std::vector<Value> values_;
-  std::set<std::string> names_;
-  int counter_ = 0;
   const OpView* op_ = nullptr;
   bool dequantizeInputs_ = false, quantizeOutputs_ = false;
   std::map<int, int> dequantizedOf_;
