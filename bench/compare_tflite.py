@@ -16,9 +16,10 @@ Models missing from --models-dir are converted first (needs tensorflow, as the t
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
+
+from lockstep import Worker
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODELS = ["%s.%s" % (m, v) for m in ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet50",
@@ -45,31 +46,6 @@ def litert_worker(model, input_path, threads, warmup):
         print(f"{ms:.4f}", flush=True)
     times.sort()
     print(json.dumps({"min_ms": times[0], "median_ms": times[len(times) // 2], "max_ms": times[-1]}), flush=True)
-
-
-class Worker:
-    def __init__(self, cmd):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        line = self.proc.stdout.readline().strip()
-        while line and line != "ready" and not line.startswith("{"):
-            line = self.proc.stdout.readline().strip()
-        if line != "ready":
-            raise RuntimeError(f"{cmd[0]} did not start: {line} {self.proc.stderr.read()[-500:]}")
-
-    def step(self):
-        self.proc.stdin.write("run\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker died: {self.proc.stderr.read()[-500:]}")
-        return float(line)
-
-    def finish(self):
-        self.proc.stdin.close()
-        summary = json.loads(self.proc.stdout.readline())
-        self.proc.wait()
-        return summary
 
 
 def prepare(models_dir, name, variant):
