@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "ops/op_util.h"
+#include "ops/resize.h"
 
 namespace osprey {
 
@@ -200,20 +201,8 @@ double cubicKernel(double t, double A) {
   return 0.0;
 }
 
-struct Tap {
-  int64_t index;  // clamped into the input: samples beyond the border repeat the edge
-  double weight;
-};
-
-// The taps of every output coordinate of one axis: taps[first[x] .. first[x+1]).
-struct AxisTaps {
-  std::vector<size_t> first;
-  std::vector<Tap> taps;
-  std::vector<bool> outside;  // tf_crop_and_resize sampled beyond the input
-};
-
-AxisTaps axisTaps(const ResizeAttrs& a, const AxisResize& ax) {
-  AxisTaps t;
+ResizeAxisTaps axisTaps(const ResizeAttrs& a, const AxisResize& ax) {
+  ResizeAxisTaps t;
   t.first.push_back(0);
   const int64_t last = ax.inLen - 1;
   for (int64_t x = 0; x < ax.outLen; ++x) {
@@ -274,7 +263,7 @@ T fromDouble(double v) {
 }
 
 template <class T>
-void resample(const TensorView& x, const std::vector<AxisTaps>& taps, double extrapolation, TensorView& y) {
+void resample(const TensorView& x, const std::vector<ResizeAxisTaps>& taps, double extrapolation, TensorView& y) {
   const size_t rank = x.shape.size();
   const std::vector<int64_t> inStrides = [&] {
     std::vector<int64_t> s(rank, 1);
@@ -316,7 +305,7 @@ void resample(const TensorView& x, const std::vector<AxisTaps>& taps, double ext
   }
 }
 
-Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool*) {
+Status planTaps(const Node& node, const TensorViews& inputs, std::vector<ResizeAxisTaps>* taps, double* extrapolation) {
   ResizeAttrs a;
   OSPREY_RETURN_IF_ERROR(parseAttrs(node, inputs[0].rank(), &a));
   OSPREY_RETURN_IF_ERROR(checkRoi(a, inputs));
@@ -330,22 +319,35 @@ Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews&
       axes[a.axes[i]].roiEnd = roi[i + a.axes.size()];
     }
   }
-  // An empty Y never gets here (executeOnHost and the reference execution skip ops whose outputs
-  // are all empty); an empty X has no value to sample for a non-empty one.
-  if (inputs[0].elements() == 0)
-    return Status::invalidArgument("X " + shapeToString(inputs[0].shape) + " is empty; there is nothing to resize to " +
-                                   shapeToString(outputs[0].shape));
-  std::vector<AxisTaps> taps;
-  for (const AxisResize& ax : axes) taps.push_back(axisTaps(a, ax));
+  taps->clear();
+  for (const AxisResize& ax : axes) taps->push_back(axisTaps(a, ax));
+  *extrapolation = a.extrapolation;
+  return Status::ok();
+}
+
+Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool*) {
+  std::vector<ResizeAxisTaps> taps;
+  double extrapolation = 0;
+  OSPREY_RETURN_IF_ERROR(resizeTaps(node, inputs, &taps, &extrapolation));
   bool ok = dispatchNumeric(inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) resample<T>(inputs[0], taps, a.extrapolation, outputs[0]);
+    if constexpr (!std::is_same_v<T, bool>) resample<T>(inputs[0], taps, extrapolation, outputs[0]);
   });
   if (!ok) return Status::unsupported(dtypeError(inputs[0], "X"));
   return Status::ok();
 }
 
 }  // namespace
+
+Status resizeTaps(const Node& node, const TensorViews& inputs, std::vector<ResizeAxisTaps>* taps,
+                  double* extrapolation) {
+  OSPREY_RETURN_IF_ERROR(planTaps(node, inputs, taps, extrapolation));
+  // An empty Y never gets here (executeOnHost and the executions skip ops whose outputs are all
+  // empty); an empty X has no value to sample for a non-empty one.
+  if (inputs[0].elements() == 0)
+    return Status::invalidArgument("X " + shapeToString(inputs[0].shape) + " is empty; there is nothing to resize");
+  return Status::ok();
+}
 
 const OpDef kOpDef_Resize = {OpType::Resize, "Resize", 1, 4, 1, 1, resizeShape, resizeReference, nullptr,
                              (1u << 2) | (1u << 3), false};

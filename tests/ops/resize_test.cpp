@@ -352,6 +352,34 @@ TEST(ResizeOp, ScalesKnownOnlyAtRunTime) {
   expectNear(out[0], naiveResize(c, x), 1e-5, 1e-5);
 }
 
+// Float NCHW images take the CPU backend's separable kernel, not the reference: odd sizes, up and
+// down, every interpolation, against the reference kernel's own output.
+TEST(ResizeOp, CpuKernelRunsAndMatchesTheReference) {
+  const Tensor x = randomTensor(DataType::Float32, {2, 3, 13, 17}, 11, -2, 2);
+  std::vector<ResizeCase> cases(6);
+  cases[0].coord = "asymmetric", cases[0].nearestMode = "floor", cases[0].scales = {1, 1, 2, 2};
+  cases[1].mode = "linear", cases[1].scales = {1, 1, 1.7f, 2.3f};
+  cases[2].mode = "linear", cases[2].coord = "align_corners", cases[2].sizes = {2, 3, 7, 30};
+  cases[3].mode = "cubic", cases[3].scales = {1, 1, 1.5f, 0.6f};
+  cases[4].mode = "linear", cases[4].antialias = true, cases[4].scales = {1, 1, 0.4f, 0.45f};
+  cases[5].mode = "linear", cases[5].coord = "tf_crop_and_resize", cases[5].extrapolation = 9;
+  cases[5].roi = {0, 0, -0.2f, 0.1f, 1, 1, 0.8f, 1.3f}, cases[5].sizes = {2, 3, 9, 11};
+  for (size_t i = 0; i < cases.size(); ++i) {
+    SCOPED_TRACE("case " + std::to_string(i));
+    std::map<std::string, Tensor> feeds;
+    auto model = oneNodeModel(resizeNode(cases[i]), resizeInputs(cases[i], x), 1, &feeds);
+    std::shared_ptr<Interpreter> interp;
+    ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+    std::unique_ptr<Session> session;
+    ASSERT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+    std::vector<Tensor> y, ref;
+    ASSERT_TRUE(session->run(feeds, &y).isOk());
+    EXPECT_TRUE(session->stats().referenceOps.empty());
+    ASSERT_TRUE(referenceOp(resizeNode(cases[i]), resizeInputs(cases[i], x), 1, &ref).isOk());
+    expectNear(y[0], ref[0], 1e-5, 1e-5);
+  }
+}
+
 TEST(ResizeOp, BadAttributesAndInputsAreErrors) {
   Tensor x = randomTensor(DataType::Float32, {1, 1, 4, 4}, 14);
   auto fails = [&](const ResizeCase& c, std::vector<OpInput> inputs = {}) {

@@ -26,6 +26,7 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::Swish: return createSwishExecution;
     case OpType::LayerNormalization: return createLayerNormExecution;
     case OpType::Attention: return createAttentionExecution;
+    case OpType::Resize: return createResizeExecution;
     case OpType::QuantizeLinear:
     case OpType::DynamicQuantizeLinear:
     case OpType::DequantizeLinear: return createQuantizeLinearExecution;

@@ -58,6 +58,9 @@ std::unique_ptr<Execution> createAveragePoolExecution(CPUBackend* backend, const
 std::unique_ptr<Execution> createGlobalAveragePoolExecution(CPUBackend* backend, const OpRef& op,
                                                             const std::vector<RuntimeTensor*>& inputs,
                                                             const std::vector<RuntimeTensor*>& outputs);
+std::unique_ptr<Execution> createResizeExecution(CPUBackend* backend, const OpRef& op,
+                                                 const std::vector<RuntimeTensor*>& inputs,
+                                                 const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createReduceExecution(CPUBackend* backend, const OpRef& op,
                                                  const std::vector<RuntimeTensor*>& inputs,
                                                  const std::vector<RuntimeTensor*>& outputs);

@@ -1,0 +1,147 @@
+// Resize of float32 NCHW images (nearest, linear, cubic, antialiased; every coordinate mode):
+// the reference kernel's taps (resizeTaps), applied plane by plane in float and separably: each
+// output row blends its vertical taps' input rows, each resampled horizontally. The reference
+// instead visits every tap of every output element through N-d index arithmetic in double.
+// Resizes of the batch or channel axes go to the reference kernel.
+#include <algorithm>
+#include <vector>
+
+#include "backends/cpu/kernels/cpu_kernels.h"
+#include "core/thread_pool.h"
+#include "ops/resize.h"
+
+namespace osprey {
+
+namespace {
+
+// One axis's taps in float, flattened: output x reads index[first[x] .. first[x+1]).
+struct FloatTaps {
+  std::vector<int32_t> first, index;
+  std::vector<float> weight;
+  std::vector<uint8_t> outside;
+};
+
+FloatTaps toFloat(const ResizeAxisTaps& t) {
+  FloatTaps f;
+  for (size_t x = 0; x + 1 < t.first.size(); ++x) {
+    f.first.push_back(static_cast<int32_t>(f.index.size()));
+    f.outside.push_back(t.outside[x]);
+    for (size_t k = t.first[x]; k < t.first[x + 1]; ++k) {
+      f.index.push_back(static_cast<int32_t>(t.taps[k].index));
+      f.weight.push_back(static_cast<float>(t.taps[k].weight));
+    }
+  }
+  f.first.push_back(static_cast<int32_t>(f.index.size()));
+  return f;
+}
+
+// True when output x of the axis is input x alone: the axis is not resized.
+bool identity(const ResizeAxisTaps& t) {
+  for (size_t x = 0; x + 1 < t.first.size(); ++x)
+    if (t.outside[x] || t.first[x + 1] != t.first[x] + 1 || t.taps[t.first[x]].index != static_cast<int64_t>(x) ||
+        t.taps[t.first[x]].weight != 1.0)
+      return false;
+  return true;
+}
+
+class ResizeExecution : public Execution {
+ public:
+  ResizeExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), op_(op) {}
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    TensorViews in(inputs.size()), out(1);
+    for (size_t i = 0; i < inputs.size(); ++i) {
+      if (inputs[i]) inputs[i]->viewInto(&in[i]);
+      else in[i].present = false;
+    }
+    outputs[0]->viewInto(&out[0]);
+    if (out[0].elements() == 0) return Status::ok();
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    std::vector<ResizeAxisTaps> taps;
+    double extrapolation = 0;
+    OSPREY_RETURN_IF_ERROR(resizeTaps(*op_.node, in, &taps, &extrapolation));
+    if (!identity(taps[0]) || !identity(taps[1])) return opDef(OpType::Resize).reference(*op_.node, in, out, pool);
+    rows_ = toFloat(taps[2]);
+    cols_ = toFloat(taps[3]);
+    resample(in[0], static_cast<float>(extrapolation), out[0], pool);
+    return Status::ok();
+  }
+
+ private:
+  void resample(const TensorView& x, float outsideValue, TensorView& y, ThreadPool* pool) const {
+    const int64_t planes = y.shape[0] * y.shape[1], inH = x.shape[2], inW = x.shape[3];
+    const int64_t outH = y.shape[2], outW = y.shape[3];
+    const float* src = x.as<const float>();
+    float* dst = y.as<float>();
+    // Columns of at most two taps (nearest, linear without antialiasing) as two uniform arrays,
+    // a missing second tap weighing 0: the row loop then has no inner loop of varying length.
+    int32_t maxTaps = 0;
+    bool unitWeights = true;
+    for (size_t ox = 0; ox + 1 < cols_.first.size(); ++ox) maxTaps = std::max(maxTaps, cols_.first[ox + 1] - cols_.first[ox]);
+    for (float w : cols_.weight) unitWeights = unitWeights && w == 1.f;
+    std::vector<int32_t> i0(outW, 0), i1(outW, 0);
+    std::vector<float> w0(outW, 0.f), w1(outW, 0.f);
+    if (maxTaps <= 2)
+      for (int64_t ox = 0; ox < outW; ++ox) {
+        const int32_t k = cols_.first[ox], n = cols_.first[ox + 1] - k;
+        if (n > 0) i0[ox] = i1[ox] = cols_.index[k], w0[ox] = cols_.weight[k];
+        if (n > 1) i1[ox] = cols_.index[k + 1], w1[ox] = cols_.weight[k + 1];
+      }
+    const bool gather = maxTaps == 1 && unitWeights;
+    if (planes * outH * outW < 4096) pool = nullptr;
+    parallelFor(pool, planes * outH, [&](int64_t begin, int64_t end) {
+      std::vector<float> row(outW);
+      for (int64_t r = begin; r < end; ++r) {
+        const int64_t plane = r / outH, oy = r % outH;
+        float* yr = dst + r * outW;
+        if (rows_.outside[oy]) {
+          std::fill(yr, yr + outW, outsideValue);
+          continue;
+        }
+        const int32_t firstTap = rows_.first[oy], lastTap = rows_.first[oy + 1];
+        float* acc = gather && lastTap - firstTap == 1 ? yr : row.data();
+        for (int32_t v = firstTap; v < lastTap; ++v) {
+          const float* xr = src + (plane * inH + rows_.index[v]) * inW;
+          const float wy = rows_.weight[v];
+          const bool first = v == firstTap;
+          if (gather && acc == yr) {
+            for (int64_t ox = 0; ox < outW; ++ox) yr[ox] = xr[i0[ox]];
+          } else if (maxTaps <= 2) {
+            for (int64_t ox = 0; ox < outW; ++ox) {
+              const float h = wy * (w0[ox] * xr[i0[ox]] + w1[ox] * xr[i1[ox]]);
+              acc[ox] = first ? h : acc[ox] + h;
+            }
+          } else {
+            for (int64_t ox = 0; ox < outW; ++ox) {
+              float h = 0.f;
+              for (int32_t k = cols_.first[ox]; k < cols_.first[ox + 1]; ++k) h += cols_.weight[k] * xr[cols_.index[k]];
+              acc[ox] = first ? wy * h : acc[ox] + wy * h;
+            }
+          }
+        }
+        if (acc != yr)
+          for (int64_t ox = 0; ox < outW; ++ox) yr[ox] = acc[ox];
+        for (int64_t ox = 0; ox < outW; ++ox)
+          if (cols_.outside[ox]) yr[ox] = outsideValue;
+      }
+    });
+  }
+
+  OpRef op_;
+  FloatTaps rows_, cols_;
+};
+
+}  // namespace
+
+std::unique_ptr<Execution> createResizeExecution(CPUBackend* backend, const OpRef& op,
+                                                 const std::vector<RuntimeTensor*>& inputs,
+                                                 const std::vector<RuntimeTensor*>& outputs) {
+  if (!op.node || inputs.empty() || !inputs[0] || inputs[0]->dtype != DataType::Float32) return nullptr;
+  if (inputs[0]->shape.size() != 4 || inputs[0]->layout != Layout::NCHW) return nullptr;
+  if (outputs.empty() || !outputs[0] || outputs[0]->layout != Layout::NCHW) return nullptr;
+  const int64_t kMaxIndex = int64_t{1} << 31;  // taps hold int32 indices
+  if (inputs[0]->shape[2] >= kMaxIndex || inputs[0]->shape[3] >= kMaxIndex) return nullptr;
+  return std::make_unique<ResizeExecution>(backend, op);
+}
+
+}  // namespace osprey
