@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "backends/cpu/kernels/nc8hw8.h"
+#include "core/run_limits.h"
 #include "geometry/raster.h"
 #include "ops/evaluate.h"
 #include "core/layout.h"
@@ -207,6 +208,12 @@ void CPUBackend::onResizeBegin() {
 
 Status CPUBackend::onResizeEnd() {
   size_t need = planner_.plan();
+  // Checked here, before the allocation, as well as by the session after it: an arena past the
+  // limit would otherwise be allocated first (a fuzzer's model asked for gigabytes under 64 MiB).
+  const uint64_t limit = config_.memoryLimit ? config_.memoryLimit : physicalMemoryBytes();
+  if (need > limit)
+    return Status::outOfMemory("the plan needs " + std::to_string(need) + " bytes for its activations alone, more than " +
+                               "the session's memory limit of " + std::to_string(limit) + " bytes (BackendConfig::memoryLimit)");
   if (need > arenaCapacity_) {
     arena_ = alignedAlloc(need);
     if (!arena_) return Status::outOfMemory("cannot allocate the activation arena of " + std::to_string(need) + " bytes");
