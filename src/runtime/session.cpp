@@ -159,12 +159,16 @@ Status SessionImpl::checkTensorFits(const std::string& what, DataType dtype, con
                              " bytes (BackendConfig::memoryLimit)");
 }
 
+std::string SessionImpl::planName() const {
+  std::string shapes;
+  for (auto& [name, shape] : shapes_) shapes += (shapes.empty() ? "" : ", ") + name + " " + shapeToString(shape);
+  return "the plan for input shapes " + shapes;
+}
+
 Status SessionImpl::checkPlanFits() const {
   const uint64_t total = uint64_t{stats_.arenaPeakBytes} + stats_.staticBytes + foldedBytes_;
   if (total <= memoryLimit_) return Status::ok();
-  std::string shapes;
-  for (auto& [name, shape] : shapes_) shapes += (shapes.empty() ? "" : ", ") + name + " " + shapeToString(shape);
-  return Status::outOfMemory("the plan for input shapes " + shapes + " needs " + std::to_string(total) +
+  return Status::outOfMemory(planName() + " needs " + std::to_string(total) +
                              " bytes (activations " + std::to_string(stats_.arenaPeakBytes) + ", weights " +
                              std::to_string(stats_.staticBytes) + ", folded constants " + std::to_string(foldedBytes_) +
                              "), more than the session's memory limit of " + std::to_string(memoryLimit_) +

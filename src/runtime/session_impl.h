@@ -173,6 +173,8 @@ class SessionImpl {
   // Refuses a tensor whose shape overflows or whose bytes exceed memoryLimit_; `what` names it.
   Status checkTensorFits(const std::string& what, DataType dtype, const Shape& shape) const;
   Status checkPlanFits() const;
+  // "the plan for input shapes x [1, 3, 224, 224]": what the errors of planning are about.
+  std::string planName() const;
   Status storeOutputs(std::vector<Tensor>* outputs) const;
   uint8_t* allocateFolded(size_t bytes);
   // Memory::Low: the activation arenas of this stage and the later ones give their pages back

@@ -250,8 +250,8 @@ Status SessionImpl::planMemory() {
     for (auto* t : cmd.outputs) releaseIfDone(t, true);
   }
   for (auto& [t, mem] : live) memory_.push_back(std::move(mem));
-  OSPREY_RETURN_IF_ERROR(main_->onResizeEnd());
-  if (backup_) OSPREY_RETURN_IF_ERROR(backup_->onResizeEnd());
+  OSPREY_RETURN_IF_ERROR(main_->onResizeEnd().withContext(planName()));
+  if (backup_) OSPREY_RETURN_IF_ERROR(backup_->onResizeEnd().withContext(planName()));
   for (auto& [part, p] : partOf_) {
     const MemChunk& whole = *p.whole->chunk;
     MemChunk& chunk = *part->chunk;

@@ -212,8 +212,8 @@ Status CPUBackend::onResizeEnd() {
   // limit would otherwise be allocated first (a fuzzer's model asked for gigabytes under 64 MiB).
   const uint64_t limit = config_.memoryLimit ? config_.memoryLimit : physicalMemoryBytes();
   if (need > limit)
-    return Status::outOfMemory("the plan needs " + std::to_string(need) + " bytes for its activations alone, more than " +
-                               "the session's memory limit of " + std::to_string(limit) + " bytes (BackendConfig::memoryLimit)");
+    return Status::outOfMemory("its activations alone need " + std::to_string(need) + " bytes, more than the " +
+                               "session's memory limit of " + std::to_string(limit) + " bytes (BackendConfig::memoryLimit)");
   if (need > arenaCapacity_) {
     arena_ = alignedAlloc(need);
     if (!arena_) return Status::outOfMemory("cannot allocate the activation arena of " + std::to_string(need) + " bytes");
