@@ -13,9 +13,10 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
+
+from lockstep import Worker
 
 DEFAULT_MODELS = ["mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "shufflenet_v2_x1_0",
                   "efficientnet_b0", "bert_base_l12_seq128", "vit_tiny_p16_224"]
@@ -45,29 +46,6 @@ def ort_worker(model, input_path, threads, warmup):
     times.sort()
     print(json.dumps({"min_ms": times[0], "median_ms": times[len(times) // 2], "max_ms": times[-1],
                       "peak_rss_bytes": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024}), flush=True)
-
-
-class Worker:
-    def __init__(self, cmd):
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                     text=True, bufsize=1)
-        line = self.proc.stdout.readline().strip()
-        if line != "ready":
-            raise RuntimeError(f"{cmd[0]} did not start: {line} {self.proc.stderr.read()}")
-
-    def step(self):
-        self.proc.stdin.write("run\n")
-        self.proc.stdin.flush()
-        line = self.proc.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker died: {self.proc.stderr.read()}")
-        return float(line)
-
-    def finish(self):
-        self.proc.stdin.close()
-        summary = json.loads(self.proc.stdout.readline())
-        self.proc.wait()
-        return summary
 
 
 def main():
