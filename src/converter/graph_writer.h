@@ -11,7 +11,10 @@ namespace osprey {
 
 class GraphWriter {
  public:
-  explicit GraphWriter(Graph* graph) : graph_(graph) {}
+  // Node names as the model gives them (TFLite's are its own), or made unique as tensor names
+  // are (a TensorFlow importer names several nodes after one NodeDef).
+  enum class NodeNames { AsGiven, Unique };
+  GraphWriter(Graph* graph, NodeNames nodeNames) : graph_(graph), nodeNames_(nodeNames) {}
   Graph& graph() { return *graph_; }
   // `hint`, or `hint__N` when a tensor or node already has that name.
   std::string uniqueName(const std::string& hint);
@@ -20,11 +23,16 @@ class GraphWriter {
   int addConstant(const std::string& hint, DataType dtype, const Shape& shape, const void* data, size_t bytes);
   int addInt64Constant(const std::string& hint, const std::vector<int64_t>& values, bool scalar = false);
   int addFloatConstant(const std::string& hint, const std::vector<float>& values, bool scalar = false);
+  Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
+  // A value cast to int64 (shapes, axes and counts of Osprey ops are int64): int32 constants
+  // widened here, anything else through a Cast.
+  int asInt64(int index, const std::string& hint);
 
  protected:
   Graph* graph_;
 
  private:
+  NodeNames nodeNames_;
   std::set<std::string> names_;
   int counter_ = 0;
 };

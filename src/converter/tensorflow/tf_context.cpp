@@ -205,32 +205,4 @@ Status ImportContext::alias(const NodeView& node, int k, const std::string& ref)
   return Status::ok();
 }
 
-Node& ImportContext::addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs) {
-  Node n;
-  n.type = type;
-  n.name = uniqueName(name);
-  n.inputs = std::move(inputs);
-  n.outputs = std::move(outputs);
-  graph_->nodes.push_back(std::move(n));
-  return graph_->nodes.back();
-}
-
-int ImportContext::asInt64(int index, const std::string& hint) {
-  const TensorInfo& t = graph_->tensors[index];
-  if (t.isConstant && t.dtype == DataType::Int64) return index;
-  if (t.isConstant && t.dtype == DataType::Int32) {
-    std::vector<int64_t> wide(static_cast<size_t>(shapeElements(t.shape)));
-    for (size_t i = 0; i < wide.size(); ++i) {
-      int32_t v;
-      std::memcpy(&v, t.data.bytes.get() + i * 4, 4);
-      wide[i] = v;
-    }
-    const Shape shape = t.shape;
-    return addConstant(hint, DataType::Int64, shape, wide.data(), wide.size() * 8);
-  }
-  int out = temp(hint);
-  addNode(OpType::Cast, hint + "_int64", {index}, {out}).setInt("to", static_cast<int64_t>(DataType::Int64));
-  return out;
-}
-
 }  // namespace osprey::tf

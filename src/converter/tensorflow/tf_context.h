@@ -47,7 +47,7 @@ struct NodeView {
 
 class ImportContext : public GraphWriter {
  public:
-  explicit ImportContext(Graph* graph) : GraphWriter(graph) {}
+  explicit ImportContext(Graph* graph) : GraphWriter(graph, NodeNames::Unique) {}
 
   // The Osprey tensor holding value `ref` ("node:k") now, and how it is held.
   Status value(const std::string& ref, int* index, Held* held = nullptr);
@@ -71,9 +71,6 @@ class ImportContext : public GraphWriter {
   Status alias(const NodeView& node, int k, const std::string& ref);
   bool isDefined(const std::string& ref) const { return values_.count(ref) != 0; }
 
-  Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
-  // A value cast to int64 (shapes, axes and counts of Osprey ops are int64).
-  int asInt64(int index, const std::string& hint);
 
   // How many nodes read each value ("node:k"), for folds that need a value's only reader.
   void setReaders(std::unordered_map<std::string, int> readers) { readers_ = std::move(readers); }

@@ -10,7 +10,7 @@ namespace osprey::tfl {
 
 ImportContext::ImportContext(Graph* graph, const tflite::Model* model, const tflite::SubGraph* subgraph,
                              const uint8_t* file, size_t fileSize)
-    : GraphWriter(graph), model_(model), subgraph_(subgraph), file_(file), fileSize_(fileSize) {}
+    : GraphWriter(graph, NodeNames::AsGiven), model_(model), subgraph_(subgraph), file_(file), fileSize_(fileSize) {}
 
 namespace {
 
@@ -331,33 +331,6 @@ int ImportContext::define(int t, Held held) {
   const int produced = temp(graph_->tensors[index].name + ".float");
   pending_.push_back({t, produced, index});
   return produced;
-}
-
-Node& ImportContext::addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs) {
-  Node n;
-  n.type = type;
-  n.name = name;
-  n.inputs = std::move(inputs);
-  n.outputs = std::move(outputs);
-  graph_->nodes.push_back(std::move(n));
-  return graph_->nodes.back();
-}
-
-int ImportContext::asInt64(int index, const std::string& hint) {
-  const TensorInfo& t = graph_->tensors[index];
-  if (t.isConstant && t.dtype == DataType::Int64) return index;
-  if (t.isConstant && t.dtype == DataType::Int32) {
-    std::vector<int64_t> wide(static_cast<size_t>(shapeElements(t.shape)));
-    for (size_t i = 0; i < wide.size(); ++i) {
-      int32_t v;
-      std::memcpy(&v, t.data.bytes.get() + i * 4, 4);
-      wide[i] = v;
-    }
-    return addConstant(hint, DataType::Int64, t.shape, wide.data(), wide.size() * 8);
-  }
-  int out = temp(hint);
-  addNode(OpType::Cast, hint + "_int64", {index}, {out}).setInt("to", static_cast<int64_t>(DataType::Int64));
-  return out;
 }
 
 Status applyActivation(ImportContext& ctx, const OpView& op, tflite::ActivationFunctionType act, int produced, int out) {

@@ -98,9 +98,6 @@ class ImportContext : public GraphWriter {
   bool isDefined(int t) const;
   // Makes TFLite tensor `t` the constant `constantIndex` (values computed at import).
   void bindConstant(int t, int constantIndex);
-  Node& addNode(OpType type, const std::string& name, std::vector<int> inputs, std::vector<int> outputs);
-  // A value cast to int64 (shape, axes and repeat operands of Osprey ops are int64).
-  int asInt64(int index, const std::string& hint);
 
  private:
   Status rawValue(int t, int* index, Held* held);
