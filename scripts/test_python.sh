@@ -30,6 +30,15 @@ pip=("$work/venv/bin/python" -m pip)
 start=$SECONDS
 "${pip[@]}" install -q --upgrade pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers tensorflow-cpu
 echo "pip install of the test dependencies took $((SECONDS - start)) s"
+# Pretrained .tflite files inside a PyPI wheel (test_tflite_wheels.py): MediaPipe 0.10.14's
+# fourteen face, hand, pose and segmentation models; only the wheel is fetched, not installed.
+wheels=$work/wheels
+if "${pip[@]}" download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
+    -d "$wheels" mediapipe==0.10.14 >/dev/null 2>&1; then
+  export OSPREY_TFLITE_WHEELS=$wheels
+else
+  echo "could not download MediaPipe's wheel: test_tflite_wheels.py will skip"
+fi
 start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} "${pip[@]}" install -q .
 echo "pip install . took $((SECONDS - start)) s"

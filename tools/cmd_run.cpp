@@ -15,6 +15,10 @@ std::string fileSafe(const std::string& name) {
   std::string s = name;
   for (char& c : s)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-' && c != '.') c = '_';
+  // TFLite names join every fused op's name with ';': keep the file name under NAME_MAX (255),
+  // its start and its end (the layout suffix); the NNNN_ prefix keeps it unique.
+  constexpr size_t kKeep = 100;
+  if (s.size() > 2 * kKeep) s = s.substr(0, kKeep) + "~" + s.substr(s.size() - kKeep);
   return s;
 }
 

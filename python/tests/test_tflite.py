@@ -312,6 +312,64 @@ def test_fp16_weights_dequantize(rng, tmp_path):
     run_both(m, [randn(rng, 1, 6, 6, 3)], tmp_path)
 
 
+def sparse_weights(rng, *shape, keep=0.3):
+    w = randn(rng, *shape)
+    return w * (rng.uniform(size=shape) < keep)
+
+
+@pytest.mark.parametrize("formats,block_map,block_sizes", [("DS", [], []), ("SD", [], []), ("SS", [], []),
+                                                           ("DSD", [1], [4]), ("DSDD", [0, 1], [2, 4])])
+def test_sparse_weights_densify(rng, tmp_path, formats, block_map, block_sizes):
+    m = ModelBuilder()
+    x = m.input([3, 12])
+    ws = m.sparse_const(sparse_weights(rng, 8, 12), formats, block_map, block_sizes)
+    w = m.tensor([8, 12])
+    m.op("DENSIFY", [ws], [w])
+    y = m.output(m.tensor([3, 8]))
+    m.op("FULLY_CONNECTED", [x, w, m.const(randn(rng, 8))], [y], "FullyConnectedOptions")
+    run_both(m, [randn(rng, 3, 12)], tmp_path)
+
+
+def test_sparse_fp16_conv_weights(rng, tmp_path):
+    """MediaPipe's sparse detectors: fp16 1x1 conv weights, CSR over the input channels."""
+    m = ModelBuilder()
+    x = m.input([1, 5, 7, 16])
+    ws = m.sparse_const(sparse_weights(rng, 8, 1, 1, 16).astype(np.float16), "DDDS")
+    w16, w = m.tensor([8, 1, 1, 16], np.float16), m.tensor([8, 1, 1, 16])
+    m.op("DENSIFY", [ws], [w16])
+    m.op("DEQUANTIZE", [w16], [w])
+    y = m.output(m.tensor([1, 5, 7, 8]))
+    m.op("CONV_2D", [x, w, m.const(randn(rng, 8))], [y], "Conv2DOptions", padding=SAME, stride_w=1, stride_h=1)
+    run_both(m, [randn(rng, 1, 5, 7, 16)], tmp_path)
+
+
+def test_corrupt_sparsity_is_an_error(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([3, 12])
+    ws = m.sparse_const(sparse_weights(rng, 8, 12), "DS", name="weights")
+    m.tensors[ws]["sparsity"]["levels"][1][3][0] = 12  # a column index past the 12 columns
+    w = m.tensor([8, 12])
+    m.op("DENSIFY", [ws], [w])
+    y = m.output(m.tensor([3, 8]))
+    m.op("FULLY_CONNECTED", [x, w], [y], "FullyConnectedOptions")
+    with pytest.raises(Exception, match="sparse constant tensor 'weights': sparsity level 1: index 12 is outside its size 12"):
+        osprey.InferenceSession(m.build())
+
+
+@pytest.mark.parametrize("padding,stride", [(1, 2), (2, 2), (1, 1)])
+def test_mediapipe_transpose_conv_bias(rng, tmp_path, padding, stride):
+    """The custom op Convolution2DTransposeBias (MediaPipe; LiteRT runs it in XNNPACK)."""
+    m = ModelBuilder()
+    x = m.input([1, 5, 7, 3])
+    out_h = 5 * stride if padding == 1 else (5 - 1) * stride + 3
+    out_w = 7 * stride if padding == 1 else (7 - 1) * stride + 3
+    y = m.output(m.tensor([1, out_h, out_w, 4]))
+    options = np.array([padding, stride, stride], np.int32).tobytes()
+    m.op("CUSTOM", [x, m.const(randn(rng, 4, 3, 3, 3)), m.const(randn(rng, 4))], [y],
+         custom_code="Convolution2DTransposeBias", custom_options=options)
+    run_both(m, [randn(rng, 1, 5, 7, 3)], tmp_path)
+
+
 def cnn(rng):
     """conv -> depthwise -> pool -> add -> concat -> mean -> fully connected -> softmax."""
     m = ModelBuilder()

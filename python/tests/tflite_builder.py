@@ -72,17 +72,68 @@ class ModelBuilder:
         self.buffers.append(array.tobytes())
         return self.tensor(array.shape, array.dtype, name or "const%d" % len(self.tensors), len(self.buffers) - 1)
 
+    def sparse_const(self, array, formats: str, block_map: Sequence[int] = (), block_sizes: Sequence[int] = (),
+                     name: Optional[str] = None) -> int:
+        """A constant stored as TFLite sparsity: `formats` has one letter per traversal level
+        (the dimensions, then the blocks), D dense or S CSR; the order is the natural one."""
+        array = np.ascontiguousarray(array)
+        sparsity, values = encode_sparse(array, formats, list(block_map), list(block_sizes))
+        self.buffers.append(np.asarray(values, array.dtype).tobytes())
+        t = self.tensor(array.shape, array.dtype, name or "sparse%d" % len(self.tensors), len(self.buffers) - 1)
+        self.tensors[t]["sparsity"] = sparsity
+        return t
+
     def op(self, code: str, inputs: Sequence[int], outputs: Sequence[int], options: Optional[str] = None,
-           custom_code: Optional[str] = None, **fields) -> None:
+           custom_code: Optional[str] = None, custom_options: bytes = b"", **fields) -> None:
         builtin = getattr(_table("BuiltinOperator").BuiltinOperator, code)
         key = (builtin, custom_code)
         if key not in self.opcodes:
             self.opcodes.append(key)
+        fields = dict(fields, _custom_options=custom_options) if custom_options else fields
         self.operators.append((self.opcodes.index(key), list(inputs), list(outputs), options, fields))
 
     def output(self, t: int) -> int:
         self.outputs.append(t)
         return t
+
+    @staticmethod
+    def _sparsity(b, int_vector, sparsity):
+        levels = []
+        for fmt, size, segments, indices in sparsity["levels"]:
+            D = _table("DimensionMetadata")
+            vectors = []
+            for values in (segments, indices):
+                if values is None:
+                    vectors.append(None)
+                    continue
+                V = _table("Int32Vector")
+                vec = int_vector(V.StartValuesVector, values)
+                V.Start(b)
+                V.AddValues(b, vec)
+                vectors.append(V.End(b))
+            D.Start(b)
+            D.AddFormat(b, fmt)
+            D.AddDenseSize(b, size)
+            if vectors[0] is not None:
+                union = _table("SparseIndexVector").SparseIndexVector.Int32Vector
+                D.AddArraySegmentsType(b, union)
+                D.AddArraySegments(b, vectors[0])
+                D.AddArrayIndicesType(b, union)
+                D.AddArrayIndices(b, vectors[1])
+            levels.append(D.End(b))
+        P = _table("SparsityParameters")
+        order = int_vector(P.StartTraversalOrderVector, sparsity["traversal_order"])
+        block_map = int_vector(P.StartBlockMapVector, sparsity["block_map"]) if sparsity["block_map"] else None
+        P.StartDimMetadataVector(b, len(levels))
+        for level in reversed(levels):
+            b.PrependUOffsetTRelative(level)
+        metadata = b.EndVector()
+        P.Start(b)
+        P.AddTraversalOrder(b, order)
+        if block_map is not None:
+            P.AddBlockMap(b, block_map)
+        P.AddDimMetadata(b, metadata)
+        return P.End(b)
 
     def build(self) -> bytes:
         import flatbuffers
@@ -133,6 +184,7 @@ class ModelBuilder:
                 Q.AddZeroPoint(b, zero)
                 Q.AddQuantizedDimension(b, q.get("quantized_dimension", 0))
                 quant = Q.End(b)
+            sparsity = self._sparsity(b, int_vector, t["sparsity"]) if t.get("sparsity") else None
             T = _table("Tensor")
             T.Start(b)
             T.AddShape(b, shape)
@@ -141,14 +193,21 @@ class ModelBuilder:
             T.AddName(b, name)
             if quant is not None:
                 T.AddQuantization(b, quant)
+            if sparsity is not None:
+                T.AddSparsity(b, sparsity)
             tensors.append(T.End(b))
         operators = []
         for opcode, ins, outs, options, fields in self.operators:
+            fields = dict(fields)
+            custom = fields.pop("_custom_options", b"")
             opt = table(options, fields) if options else None
             O = _table("Operator")
             in_vec = int_vector(O.StartInputsVector, ins)
             out_vec = int_vector(O.StartOutputsVector, outs)
+            custom_vec = b.CreateByteVector(custom) if custom else None
             O.Start(b)
+            if custom_vec is not None:
+                O.AddCustomOptions(b, custom_vec)
             O.AddOpcodeIndex(b, opcode)
             O.AddInputs(b, in_vec)
             O.AddOutputs(b, out_vec)
@@ -223,3 +282,47 @@ class ModelBuilder:
             Mo.AddSignatureDefs(b, sigs)
         b.Finish(Mo.End(b), file_identifier=b"TFL3")
         return bytes(b.Output())
+
+
+def encode_sparse(array, formats: str, block_map: List[int], block_sizes: List[int]):
+    """TFLite's sparse encoding of `array` (as its converter writes it): a CSR level keeps the
+    indices whose subtree holds a nonzero; dense levels keep every element, zeros included."""
+    import itertools
+    rank = array.ndim
+    sizes = list(array.shape)
+    for d, size in zip(block_map, block_sizes):
+        sizes[d] //= size
+    sizes += list(block_sizes)
+    assert len(formats) == len(sizes)
+
+    def element(position):
+        index = list(position[:rank])
+        for j, d in enumerate(block_map):
+            index[d] = index[d] * block_sizes[j] + position[rank + j]
+        return array[tuple(index)]
+
+    def any_nonzero(position):
+        rest = [range(n) for n in sizes[len(position):]]
+        return any(element(list(position) + list(tail)) != 0 for tail in itertools.product(*rest))
+
+    segments = [[0] for _ in sizes]
+    indices = [[] for _ in sizes]
+    values = []
+
+    def walk(position):
+        level = len(position)
+        if level == len(sizes):
+            values.append(element(position))
+            return
+        for i in range(sizes[level]):
+            if formats[level] == "D" or any_nonzero(position + [i]):
+                if formats[level] == "S":
+                    indices[level].append(i)
+                walk(position + [i])
+        if formats[level] == "S":
+            segments[level].append(len(indices[level]))
+
+    walk([])
+    levels = [(0, n, None, None) if f == "D" else (1, 0, segments[i], indices[i])
+              for i, (f, n) in enumerate(zip(formats, sizes))]
+    return dict(traversal_order=list(range(len(sizes))), block_map=list(block_map), levels=levels), values

@@ -1,6 +1,7 @@
 // Convolutions, pools, dense layers, resizing and space/depth moves. Image ops read and write
 // NCHW; their weights are moved into Osprey's layouts once, here.
 #include <algorithm>
+#include <cstring>
 
 #include "converter/tflite/layout.h"
 #include "converter/tflite/op_importers.h"
@@ -114,27 +115,27 @@ Status importDepthwiseConv(ImportContext& ctx, const OpView& op) {
 
 // Inputs: output shape, filters [O, H, W, I], input, optional bias. TFLite pads SAME with
 // floor(total / 2) at the start; the exact output size is kept with output_padding.
-Status importTransposeConv(ImportContext& ctx, const OpView& op) {
-  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
-  const auto* o = op.op->builtin_options_as_TransposeConvOptions();
-  if (!o) return missingOptions(op, "TransposeConvOptions");
-  OSPREY_RETURN_IF_ERROR(checkWindow(op, {o->stride_h(), o->stride_w()}));
-  std::string padMode;  // validated here; the pads below follow TFLite's rule for SAME and VALID
-  OSPREY_RETURN_IF_ERROR(autoPad(op, o->padding(), &padMode));
-  std::vector<int64_t> outShape;
-  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(0), &outShape).withContext(op.name + " output shape"));
-  const Shape& xs = ctx.tensor(op.input(2)).shape;
-  const Shape& ws = ctx.tensor(op.input(1)).shape;
+struct TransposeConvWindow {
+  tflite::Padding padding;
+  int64_t strides[2];
+  tflite::ActivationFunctionType activation;
+};
+
+// TRANSPOSE_CONV and MediaPipe's Convolution2DTransposeBias: NHWC input, OHWI weights, an
+// optional bias, the output's height and width given; pads as TFLite derives them from those.
+Status emitTransposeConv(ImportContext& ctx, const OpView& op, int input, int weights, size_t biasPosition,
+                         const std::vector<int64_t>& outShape, const TransposeConvWindow& window) {
+  const Shape& xs = ctx.tensor(input).shape;
+  const Shape& ws = ctx.tensor(weights).shape;
   if (outShape.size() != 4 || xs.size() != 4 || ws.size() != 4 || xs[1] <= 0 || xs[2] <= 0)
     return Status::unsupported(op.name + ": needs a 4-value output shape and a known input height and width");
   int x, w;
-  OSPREY_RETURN_IF_ERROR(ctx.asNchw(op.input(2), &x));
-  OSPREY_RETURN_IF_ERROR(weightsIn(ctx, op, op.input(1), {3, 0, 1, 2}, &w));  // OHWI -> IOHW
+  OSPREY_RETURN_IF_ERROR(ctx.asNchw(input, &x));
+  OSPREY_RETURN_IF_ERROR(weightsIn(ctx, op, weights, {3, 0, 1, 2}, &w));  // OHWI -> IOHW
   std::vector<int64_t> begin(2), end(2), extra(2, 0);
-  const int64_t strides[2] = {o->stride_h(), o->stride_w()};
   for (int d = 0; d < 2; ++d) {
-    const int64_t total = (xs[1 + d] - 1) * strides[d] + ws[1 + d] - outShape[1 + d];
-    begin[d] = o->padding() == tflite::Padding_SAME ? std::max<int64_t>(total, 0) / 2 : 0;
+    const int64_t total = (xs[1 + d] - 1) * window.strides[d] + ws[1 + d] - outShape[1 + d];
+    begin[d] = window.padding == tflite::Padding_SAME ? std::max<int64_t>(total, 0) / 2 : 0;
     end[d] = total - begin[d];
     if (end[d] < 0) {
       extra[d] = -end[d];
@@ -142,16 +143,60 @@ Status importTransposeConv(ImportContext& ctx, const OpView& op) {
     }
   }
   std::vector<int> ins = {x, w};
-  OSPREY_RETURN_IF_ERROR(optionalBias(ctx, op, 3, &ins));
+  OSPREY_RETURN_IF_ERROR(optionalBias(ctx, op, biasPosition, &ins));
   const int out = ctx.define(op.outputs[0], Held::Nchw);
-  const int produced = outputFor(ctx, o->fused_activation_function(), out);
+  const int produced = outputFor(ctx, window.activation, out);
   Node& n = ctx.addNode(OpType::ConvTranspose, op.name, ins, {produced});
   n.setInts("kernel_shape", {ws[1], ws[2]});
-  n.setInts("strides", {strides[0], strides[1]});
+  n.setInts("strides", {window.strides[0], window.strides[1]});
   n.setInts("pads", {begin[0], begin[1], end[0], end[1]});
   n.setInts("output_padding", extra);
-  return applyActivation(ctx, op, o->fused_activation_function(), produced, out);
+  return applyActivation(ctx, op, window.activation, produced, out);
 }
+
+Status importTransposeConv(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  const auto* o = op.op->builtin_options_as_TransposeConvOptions();
+  if (!o) return missingOptions(op, "TransposeConvOptions");
+  OSPREY_RETURN_IF_ERROR(checkWindow(op, {o->stride_h(), o->stride_w()}));
+  std::string padMode;  // validated here; emitTransposeConv derives the pads
+  OSPREY_RETURN_IF_ERROR(autoPad(op, o->padding(), &padMode));
+  std::vector<int64_t> outShape;
+  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(0), &outShape).withContext(op.name + " output shape"));
+  return emitTransposeConv(ctx, op, op.input(2), op.input(1), 3, outShape,
+                           {o->padding(), {o->stride_h(), o->stride_w()}, o->fused_activation_function()});
+}
+
+}  // namespace
+
+// MediaPipe's custom op: its options are the raw C struct TfLiteTransposeConvParams
+// {padding (1 SAME, 2 VALID), stride_width, stride_height}, and the output size follows
+// TFLite's rule for a convolution run backwards (SAME: stride x input; VALID: adds the filter).
+Status importTransposeConvBias(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  const auto* bytes = op.op->custom_options();
+  int32_t params[3];
+  if (!bytes || bytes->size() < sizeof params)
+    return Status::invalidModel(op.name + ": Convolution2DTransposeBias needs 12 bytes of options (padding, stride "
+                                "width, stride height); it has " + std::to_string(bytes ? bytes->size() : 0));
+  std::memcpy(params, bytes->data(), sizeof params);
+  if (params[0] != 1 && params[0] != 2)
+    return Status::invalidModel(op.name + ": padding " + std::to_string(params[0]) + " is neither SAME (1) nor VALID (2)");
+  OSPREY_RETURN_IF_ERROR(checkWindow(op, {params[1], params[2]}));
+  const tflite::Padding padding = params[0] == 1 ? tflite::Padding_SAME : tflite::Padding_VALID;
+  const Shape& xs = ctx.tensor(op.input(0)).shape;
+  const Shape& ws = ctx.tensor(op.input(1)).shape;
+  if (xs.size() != 4 || ws.size() != 4)
+    return Status::invalidModel(op.name + ": input and weights must have 4 dimensions");
+  std::vector<int64_t> outShape = {xs[0], 0, 0, ws[0]};
+  const int64_t strides[2] = {params[2], params[1]};
+  for (int d = 0; d < 2; ++d)
+    outShape[1 + d] = padding == tflite::Padding_SAME ? strides[d] * xs[1 + d] : strides[d] * (xs[1 + d] - 1) + ws[1 + d];
+  return emitTransposeConv(ctx, op, op.input(0), op.input(1), 2, outShape,
+                           {padding, {strides[0], strides[1]}, tflite::ActivationFunctionType_NONE});
+}
+
+namespace {
 
 Status importPool(ImportContext& ctx, const OpView& op, OpType type) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));

@@ -136,6 +136,15 @@ bool quantizedType(DataType t) { return t == DataType::Int8 || t == DataType::UI
 
 // Float16 weights and integer tensors with scales become float. Constants are converted here,
 // so that the ops reading them (a convolution's filters) see constants.
+// The sparse constant was expanded when it was read (sparsity.h): DENSIFY names it again.
+Status importDensify(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));
+  if (!ctx.isConstant(op.input(0)))
+    return Status::invalidModel(op.name + ": input '" + ctx.tensor(op.input(0)).name + "' must be a constant");
+  ctx.bindConstant(op.outputs[0], ctx.tensor(op.input(0)).constant);
+  return Status::ok();
+}
+
 Status importDequantize(ImportContext& ctx, const OpView& op) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));
   const int src = op.input(0);
@@ -239,6 +248,7 @@ void addElementwiseImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_RSQRT] = importRsqrt;
   t[tflite::BuiltinOperator_CAST] = importCast;
   t[tflite::BuiltinOperator_DEQUANTIZE] = importDequantize;
+  t[tflite::BuiltinOperator_DENSIFY] = importDensify;
   t[tflite::BuiltinOperator_QUANTIZE] = importQuantize;
   t[tflite::BuiltinOperator_RELU6] = [](ImportContext& c, const OpView& o) { return importClip(c, o, 0.f, 6.f); };
   t[tflite::BuiltinOperator_RELU_N1_TO_1] = [](ImportContext& c, const OpView& o) { return importClip(c, o, -1.f, 1.f); };

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "converter/tflite/layout.h"
+#include "converter/tflite/sparsity.h"
 
 namespace osprey::tfl {
 
@@ -71,8 +72,6 @@ Status ImportContext::readTensors() {
     if (src->shape_signature() && src->shape_signature()->size() == t.shape.size())
       for (size_t d = 0; d < t.shape.size(); ++d)
         if (src->shape_signature()->Get(static_cast<flatbuffers::uoffset_t>(d)) < 0) t.shape[d] = -1;
-    if (src->sparsity())
-      return Status::unsupported("tensor '" + t.name + "' is sparse, which Osprey does not import yet");
     OSPREY_RETURN_IF_ERROR(readQuantization(src->quantization(), &t));
     BufferBytes bytes;
     OSPREY_RETURN_IF_ERROR_IN(bufferBytes(*model_, src->buffer(), file_, fileSize_, &bytes), "tensor '" + t.name + "'");
@@ -82,6 +81,14 @@ Status ImportContext::readTensors() {
                                  ", which Osprey does not import");
     for (int64_t d : t.shape)
       if (d < 0) return Status::invalidModel("constant tensor '" + t.name + "' has an unknown dimension");
+    if (src->sparsity()) {
+      std::vector<uint8_t> dense;
+      OSPREY_RETURN_IF_ERROR(
+          densify(t.name, *src->sparsity(), t.shape, dataTypeSize(t.dtype), bytes.data, bytes.size, &dense));
+      t.constant = addConstant(t.name, t.dtype, t.shape, dense.data(), dense.size());
+      values_[i].index = t.constant;
+      continue;
+    }
     if (!shapeBytesFit(t.shape, dataTypeSize(t.dtype)) ||
         static_cast<size_t>(shapeElements(t.shape)) * dataTypeSize(t.dtype) != bytes.size)
       return Status::invalidModel("constant tensor '" + t.name + "' of shape " + shapeToString(t.shape) + " and type " +

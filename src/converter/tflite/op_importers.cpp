@@ -15,6 +15,15 @@ OpImporter findImporter(tflite::BuiltinOperator code) {
   return it == table.end() ? nullptr : it->second;
 }
 
+OpImporter findCustomImporter(const std::string& customCode) {
+  // Custom ops that real models ship with, where they are plain compositions of builtins.
+  static const std::unordered_map<std::string, OpImporter> table = {
+      {"Convolution2DTransposeBias", importTransposeConvBias},  // MediaPipe's segmentation models
+  };
+  auto it = table.find(customCode);
+  return it == table.end() ? nullptr : it->second;
+}
+
 Status requireInputs(const OpView& op, size_t count) {
   if (op.inputs.size() < count)
     return Status::invalidModel(op.name + " has " + std::to_string(op.inputs.size()) + " inputs; it needs " +

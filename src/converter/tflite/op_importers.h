@@ -2,6 +2,7 @@
 // (ONNX semantics), keeping 4-D activations NCHW where it can (import_context.h).
 // Status::unsupported from an importer lists the op as unsupported, with its message.
 #pragma once
+#include <string>
 #include <unordered_map>
 
 #include "converter/tflite/import_context.h"
@@ -13,11 +14,15 @@ using ImporterTable = std::unordered_map<int32_t, OpImporter>;
 
 // Null when Osprey cannot import the builtin.
 OpImporter findImporter(tflite::BuiltinOperator code);
+// Null when Osprey does not know the custom op by that custom code.
+OpImporter findCustomImporter(const std::string& customCode);
 
 void addConvImporters(ImporterTable& table);         // conv, pools, dense, resize, space/depth
 void addElementwiseImporters(ImporterTable& table);  // unary, binary, activations, casts
 void addShapeImporters(ImporterTable& table);        // reshape, concat, slice, pad, gather ...
 void addReduceImporters(ImporterTable& table);       // reductions, softmax, arg max/min
+
+Status importTransposeConvBias(ImportContext& ctx, const OpView& op);  // custom Convolution2DTransposeBias
 
 // Shared helpers.
 Status requireInputs(const OpView& op, size_t count);

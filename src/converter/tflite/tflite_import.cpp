@@ -48,7 +48,10 @@ Status readOperator(const tflite::Model& model, const tflite::Operator* op, int 
   view->op = op;
   view->code = builtinCodeOf(*code);
   view->name = builtinName(view->code) + "_" + std::to_string(index);
-  if (code->custom_code()) *customCode = code->custom_code()->str();
+  if (code->custom_code()) {
+    *customCode = code->custom_code()->str();
+    if (view->code == tflite::BuiltinOperator_CUSTOM) view->name = *customCode + "_" + std::to_string(index);
+  }
   auto readIndices = [&](const flatbuffers::Vector<int32_t>* list, bool optionalAllowed, std::vector<int>* out,
                          const char* role) {
     if (!list) return Status::ok();
@@ -132,13 +135,10 @@ Status importTfliteModel(const uint8_t* data, size_t size, Model* out, int* oper
     OpView op;
     std::string customCode;
     OSPREY_RETURN_IF_ERROR(readOperator(*model, ops->Get(i), i, tensorCount, &op, &customCode));
-    if (op.code == tflite::BuiltinOperator_CUSTOM) {
-      ++unsupported["custom '" + customCode + "'"];
-      continue;
-    }
-    const OpImporter importer = findImporter(op.code);
+    const bool custom = op.code == tflite::BuiltinOperator_CUSTOM;
+    const OpImporter importer = custom ? findCustomImporter(customCode) : findImporter(op.code);
     if (!importer) {
-      ++unsupported[builtinName(op.code)];
+      ++unsupported[custom ? "custom '" + customCode + "'" : builtinName(op.code)];
       continue;
     }
     if (const char* type = quantizedOperand(ctx, op)) {
