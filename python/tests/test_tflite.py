@@ -370,6 +370,61 @@ def test_mediapipe_transpose_conv_bias(rng, tmp_path, padding, stride):
     run_both(m, [randn(rng, 1, 5, 7, 3)], tmp_path)
 
 
+def test_gather_nd_embedding_lookup(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([4, 5, 3])
+    ids = m.input([6], np.int32)
+    g = m.output(m.tensor([3, 3]))
+    m.op("GATHER_ND", [x, m.const(np.array([[0, 1], [3, 4], [2, 0]], np.int32))], [g])
+    e = m.output(m.tensor([6, 5, 3]))
+    m.op("EMBEDDING_LOOKUP", [ids, x], [e])
+    run_both(m, [randn(rng, 4, 5, 3), np.array([3, 0, 1, 1, 2, 3], np.int32)], tmp_path)
+
+
+def test_topk_cumsum_broadcast_zeros_like(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([3, 11])
+    values, indices = m.output(m.tensor([3, 4])), m.output(m.tensor([3, 4], np.int32))
+    m.op("TOPK_V2", [x, m.const(np.array(4, np.int32))], [values, indices])
+    for exclusive, reverse in [(False, False), (True, False), (False, True), (True, True)]:
+        c = m.output(m.tensor([3, 11]))
+        m.op("CUMSUM", [x, m.const(np.array(1, np.int32))], [c], "CumsumOptions", exclusive=exclusive, reverse=reverse)
+    b = m.output(m.tensor([2, 3, 11]))
+    m.op("BROADCAST_TO", [x, m.const(np.array([2, 3, 11], np.int32))], [b], version=2)
+    z = m.output(m.tensor([3, 11]))
+    m.op("ZEROS_LIKE", [x], [z])
+    feed = randn(rng, 3, 11)
+    feed[1, 3] = feed[1, 7]  # a tie: the lower index comes first
+    run_both(m, [feed], tmp_path)
+
+
+def test_select_v1_rows(rng, tmp_path):
+    m = ModelBuilder()
+    cond = m.input([4], np.bool_)
+    x, y = m.input([4, 3]), m.input([4, 3])
+    out = m.output(m.tensor([4, 3]))
+    m.op("SELECT", [cond, x, y], [out])
+    run_both(m, [np.array([True, False, False, True]), randn(rng, 4, 3), randn(rng, 4, 3)], tmp_path)
+
+
+@pytest.mark.parametrize("time_major,peephole,activation", [(False, False, TANH), (True, True, TANH),
+                                                              (False, True, RELU)])
+def test_unidirectional_sequence_lstm(rng, tmp_path, time_major, peephole, activation):
+    batch, steps, features, units = 2, 7, 5, 6
+    m = ModelBuilder()
+    x = m.input([steps, batch, features] if time_major else [batch, steps, features])
+    ins = [x]
+    ins += [m.const(randn(rng, units, features) * 0.5) for _ in range(4)]
+    ins += [m.const(randn(rng, units, units) * 0.5) for _ in range(4)]
+    ins += [m.const(randn(rng, units) * 0.5) for _ in range(3)] if peephole else [-1, -1, -1]
+    ins += [m.const(randn(rng, units)) for _ in range(4)]
+    ins += [-1, -1, m.variable([batch, units]), m.variable([batch, units])]
+    y = m.output(m.tensor([steps, batch, units] if time_major else [batch, steps, units]))
+    m.op("UNIDIRECTIONAL_SEQUENCE_LSTM", ins, [y], "UnidirectionalSequenceLSTMOptions",
+         fused_activation_function=activation, time_major=time_major)
+    run_both(m, [randn(rng, *([steps, batch, features] if time_major else [batch, steps, features]))], tmp_path)
+
+
 def cnn(rng):
     """conv -> depthwise -> pool -> add -> concat -> mean -> fully connected -> softmax."""
     m = ModelBuilder()

@@ -62,6 +62,12 @@ class ModelBuilder:
                                  name=name or "t%d" % len(self.tensors), quantization=quantization))
         return len(self.tensors) - 1
 
+    def variable(self, shape: Sequence[int], dtype=np.float32, name: Optional[str] = None) -> int:
+        """A state tensor an op keeps between invocations (TFLite's is_variable)."""
+        t = self.tensor(shape, dtype, name)
+        self.tensors[t]["variable"] = True
+        return t
+
     def input(self, shape: Sequence[int], dtype=np.float32, name: Optional[str] = None) -> int:
         t = self.tensor(shape, dtype, name or "input%d" % len(self.inputs))
         self.inputs.append(t)
@@ -84,9 +90,9 @@ class ModelBuilder:
         return t
 
     def op(self, code: str, inputs: Sequence[int], outputs: Sequence[int], options: Optional[str] = None,
-           custom_code: Optional[str] = None, custom_options: bytes = b"", **fields) -> None:
+           custom_code: Optional[str] = None, custom_options: bytes = b"", version: int = 1, **fields) -> None:
         builtin = getattr(_table("BuiltinOperator").BuiltinOperator, code)
-        key = (builtin, custom_code)
+        key = (builtin, custom_code, version)
         if key not in self.opcodes:
             self.opcodes.append(key)
         fields = dict(fields, _custom_options=custom_options) if custom_options else fields
@@ -195,6 +201,8 @@ class ModelBuilder:
                 T.AddQuantization(b, quant)
             if sparsity is not None:
                 T.AddSparsity(b, sparsity)
+            if t.get("variable"):
+                T.AddIsVariable(b, True)
             tensors.append(T.End(b))
         operators = []
         for opcode, ins, outs, options, fields in self.operators:
@@ -216,13 +224,13 @@ class ModelBuilder:
                 O.AddBuiltinOptions(b, opt)
             operators.append(O.End(b))
         opcodes = []
-        for builtin, custom in self.opcodes:
+        for builtin, custom, version in self.opcodes:
             custom_off = b.CreateString(custom) if custom else None
             C = _table("OperatorCode")
             C.Start(b)
             C.AddDeprecatedBuiltinCode(b, min(builtin, 127))
             C.AddBuiltinCode(b, builtin)
-            C.AddVersion(b, 1)
+            C.AddVersion(b, version)
             if custom_off is not None:
                 C.AddCustomCode(b, custom_off)
             opcodes.append(C.End(b))

@@ -75,6 +75,7 @@ Status ImportContext::readTensors() {
     OSPREY_RETURN_IF_ERROR(readQuantization(src->quantization(), &t));
     BufferBytes bytes;
     OSPREY_RETURN_IF_ERROR_IN(bufferBytes(*model_, src->buffer(), file_, fileSize_, &bytes), "tensor '" + t.name + "'");
+    t.variable = src->is_variable();
     if (bytes.size == 0 || src->is_variable()) continue;
     if (t.dtype == DataType::Undefined)
       return Status::unsupported("constant tensor '" + t.name + "' has TFLite type " + tensorTypeName(t.tfliteType) +

@@ -34,6 +34,7 @@ struct TfliteTensor {
   std::vector<int64_t> zeroPoints;
   int quantizedDimension = 0;
   int constant = -1;  // the Osprey constant holding its data, TFLite order; -1 if none
+  bool variable = false;  // state an op keeps between invocations (zeros at the start)
 };
 
 // One operator as the importers see it.

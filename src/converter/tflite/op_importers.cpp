@@ -9,6 +9,8 @@ OpImporter findImporter(tflite::BuiltinOperator code) {
     addElementwiseImporters(t);
     addShapeImporters(t);
     addReduceImporters(t);
+    addIndexingImporters(t);
+    addRecurrentImporters(t);
     return t;
   }();
   auto it = table.find(static_cast<int32_t>(code));

@@ -21,6 +21,8 @@ void addConvImporters(ImporterTable& table);         // conv, pools, dense, resi
 void addElementwiseImporters(ImporterTable& table);  // unary, binary, activations, casts
 void addShapeImporters(ImporterTable& table);        // reshape, concat, slice, pad, gather ...
 void addReduceImporters(ImporterTable& table);       // reductions, softmax, arg max/min
+void addIndexingImporters(ImporterTable& table);     // gather_nd, top-k, cumsum, broadcast, select
+void addRecurrentImporters(ImporterTable& table);    // the fused sequence LSTM
 
 Status importTransposeConvBias(ImportContext& ctx, const OpView& op);  // custom Convolution2DTransposeBias
 

@@ -1,0 +1,138 @@
+// Indexing, sorting and filling ops: GATHER_ND, EMBEDDING_LOOKUP, TOPK_V2, CUMSUM, BROADCAST_TO,
+// ZEROS_LIKE and SELECT (v1). They read and write TFLite's own layout.
+#include "converter/tflite/layout.h"
+#include "converter/tflite/op_importers.h"
+
+namespace osprey::tfl {
+
+namespace {
+
+Status importGatherNd(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  int params, indices;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &params));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &indices));
+  indices = ctx.asInt64(indices, op.name + "_indices");
+  ctx.addNode(OpType::GatherND, op.name, {params, indices}, {ctx.define(op.outputs[0], Held::AsTflite)});
+  return Status::ok();
+}
+
+// EMBEDDING_LOOKUP(ids, table): rows of the table, as Gather on axis 0.
+Status importEmbeddingLookup(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  if (ctx.tensor(op.input(1)).quantized)
+    return Status::unsupported("a quantized table (its per-row scales are not read)");
+  int ids, table;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &ids));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &table));
+  ctx.addNode(OpType::Gather, op.name, {table, ids}, {ctx.define(op.outputs[0], Held::AsTflite)}).setInt("axis", 0);
+  return Status::ok();
+}
+
+// TOPK_V2(x, k): the k largest along the last axis, sorted, ties to the lower index (as ONNX's
+// TopK); the indices come out int32 as TFLite declares them.
+Status importTopK(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  if (op.outputs.size() != 2) return Status::invalidModel(op.name + " needs two outputs (values, indices)");
+  int x, k;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &x));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &k));
+  if (ctx.rank(op.input(1)) == 0) {
+    const int vector = ctx.temp(op.name + "_k");
+    ctx.addNode(OpType::Reshape, op.name + "_k", {ctx.asInt64(k, op.name + "_k64"), ctx.addInt64Constant(op.name + "_k_shape", {1})},
+                {vector});
+    k = vector;
+  } else {
+    k = ctx.asInt64(k, op.name + "_k64");
+  }
+  const int values = ctx.define(op.outputs[0], Held::AsTflite);
+  const int indices = ctx.define(op.outputs[1], Held::AsTflite);
+  const DataType indexType = ctx.tensor(op.outputs[1]).dtype;
+  const int wide = indexType == DataType::Int64 ? indices : ctx.temp(op.name + "_indices64");
+  Node& n = ctx.addNode(OpType::TopK, op.name, {x, k}, {values, wide});
+  n.setInt("axis", -1);
+  n.setInt("largest", 1);
+  n.setInt("sorted", 1);
+  if (wide != indices)
+    ctx.addNode(OpType::Cast, op.name + "_indices", {wide}, {indices}).setInt("to", static_cast<int64_t>(indexType));
+  return Status::ok();
+}
+
+Status importCumsum(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  const auto* o = op.op->builtin_options_as_CumsumOptions();
+  int x, axis;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &x));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &axis));
+  Node& n = ctx.addNode(OpType::CumSum, op.name, {x, ctx.asInt64(axis, op.name + "_axis")},
+                        {ctx.define(op.outputs[0], Held::AsTflite)});
+  n.setInt("exclusive", o && o->exclusive() ? 1 : 0);
+  n.setInt("reverse", o && o->reverse() ? 1 : 0);
+  return Status::ok();
+}
+
+Status importBroadcastTo(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  int x, shape;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &x));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &shape));
+  ctx.addNode(OpType::Expand, op.name, {x, ctx.asInt64(shape, op.name + "_shape")},
+              {ctx.define(op.outputs[0], Held::AsTflite)});
+  return Status::ok();
+}
+
+// A scalar 0 of `type`.
+int zeroOfType(ImportContext& ctx, const std::string& name, DataType type) {
+  const uint8_t zeros[8] = {};
+  return ctx.addConstant(name, type, {}, zeros, dataTypeSize(type));
+}
+
+// ZEROS_LIKE: the input's shape filled with zeros of its type (Mul by zero would keep NaN and
+// infinity).
+Status importZerosLike(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));
+  int x;
+  Held held;
+  OSPREY_RETURN_IF_ERROR(ctx.value(op.input(0), &x, &held));
+  const DataType type = ctx.tensor(op.outputs[0]).dtype;
+  const int shape = ctx.temp(op.name + "_shape");
+  ctx.addNode(OpType::Shape, op.name + "_shape", {x}, {shape});
+  if (dataTypeSize(type) > 8 || dataTypeSize(type) == 0) return Status::unsupported("output type " + tensorTypeName(ctx.tensor(op.outputs[0]).tfliteType));
+  const int fill = zeroOfType(ctx, op.name + "_zero", type);
+  ctx.addNode(OpType::Expand, op.name, {fill, shape}, {ctx.define(op.outputs[0], held)});
+  return Status::ok();
+}
+
+// SELECT (v1): like SELECT_V2, except that a 1-D condition over a higher-rank x picks whole
+// rows (its first dimension).
+Status importSelectV1(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  int cond, x, y;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &cond));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &x));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &y));
+  const int rank = ctx.rank(op.input(1));
+  if (ctx.rank(op.input(0)) == 1 && rank > 1) {
+    std::vector<int64_t> shape(rank, 1);
+    shape[0] = -1;
+    const int rows = ctx.temp(op.name + "_rows");
+    ctx.addNode(OpType::Reshape, op.name + "_rows", {cond, ctx.addInt64Constant(op.name + "_rows_shape", shape)}, {rows});
+    cond = rows;
+  }
+  ctx.addNode(OpType::Where, op.name, {cond, x, y}, {ctx.define(op.outputs[0], Held::AsTflite)});
+  return Status::ok();
+}
+
+}  // namespace
+
+void addIndexingImporters(ImporterTable& t) {
+  t[tflite::BuiltinOperator_GATHER_ND] = importGatherNd;
+  t[tflite::BuiltinOperator_EMBEDDING_LOOKUP] = importEmbeddingLookup;
+  t[tflite::BuiltinOperator_TOPK_V2] = importTopK;
+  t[tflite::BuiltinOperator_CUMSUM] = importCumsum;
+  t[tflite::BuiltinOperator_BROADCAST_TO] = importBroadcastTo;
+  t[tflite::BuiltinOperator_ZEROS_LIKE] = importZerosLike;
+  t[tflite::BuiltinOperator_SELECT] = importSelectV1;
+}
+
+}  // namespace osprey::tfl
