@@ -63,7 +63,7 @@ cd "$work"
 # The tests that load TensorFlow run in a pytest of their own: lavapipe's LLVM (test_vulkan.py)
 # crashes in a process where TensorFlow has loaded its own.
 tests=$OLDPWD/python/tests
-tensorflow_tests=("$tests/test_tensorflow.py" "$tests/test_tflite_keras.py")
+tensorflow_tests=("$tests/test_tensorflow.py" "$tests/test_tflite_keras.py" "$tests/test_tflite_control_flow.py")
 OSPREY_MODELS_DIR="$models" "$work/venv/bin/python" -m pytest -q -p no:cacheprovider "$tests" \
   "${tensorflow_tests[@]/#/--ignore=}" "$@"
 start=$SECONDS

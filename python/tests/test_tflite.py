@@ -425,6 +425,47 @@ def test_unidirectional_sequence_lstm(rng, tmp_path, time_major, peephole, activ
     run_both(m, [randn(rng, *([steps, batch, features] if time_major else [batch, steps, features]))], tmp_path)
 
 
+def while_model(body_index=2):
+    """v, i = WHILE(v, i): i < 5 (subgraph 1); v = v * 1.5 + 1, i = i + 1 (subgraph 2)."""
+    m = ModelBuilder()
+    v, i = m.input([2, 3]), m.input([], np.int32)
+    v_out, i_out = m.output(m.tensor([2, 3])), m.output(m.tensor([], np.int32))
+    m.op("WHILE", [v, i], [v_out, i_out], "WhileOptions", cond_subgraph_index=1, body_subgraph_index=body_index)
+    cond = m.subgraph()
+    cv, ci = cond.input([2, 3]), cond.input([], np.int32)
+    cond.op("LESS", [ci, cond.const(np.array(5, np.int32))], [cond.output(cond.tensor([], np.bool_))])
+    body = m.subgraph()
+    bv, bi = body.input([2, 3]), body.input([], np.int32)
+    scaled = body.tensor([2, 3])
+    body.op("MUL", [bv, body.const(np.full([2, 3], 1.5, np.float32))], [scaled], "MulOptions")
+    body.op("ADD", [scaled, body.const(np.ones([2, 3], np.float32))], [body.output(body.tensor([2, 3]))], "AddOptions")
+    body.op("ADD", [bi, body.const(np.array(1, np.int32))], [body.output(body.tensor([], np.int32))], "AddOptions")
+    return m
+
+
+@pytest.mark.parametrize("start", [0, 3, 7])
+def test_while(rng, tmp_path, start):
+    run_both(while_model(), [randn(rng, 2, 3), np.array(start, np.int32)], tmp_path)
+
+
+def test_if(rng, tmp_path):
+    m = ModelBuilder()
+    c, x = m.input([], np.bool_), m.input([4])
+    m.op("IF", [c, x], [m.output(m.tensor([4]))], "IfOptions", then_subgraph_index=1, else_subgraph_index=2)
+    for code in ("EXP", "NEG"):
+        branch = m.subgraph()
+        branch.op(code, [branch.input([4])], [branch.output(branch.tensor([4]))])
+    for flag in (True, False):
+        run_both(m, [np.array(flag), randn(rng, 4)], tmp_path)
+
+
+def test_recursive_subgraph_is_an_error(tmp_path):
+    with pytest.raises(osprey.InvalidModelError, match="subgraph 0 calls itself"):
+        osprey.InferenceSession(while_model(body_index=0).build())
+    with pytest.raises(osprey.InvalidModelError, match="subgraph 9 does not exist; the model has 3 subgraphs"):
+        osprey.InferenceSession(while_model(body_index=9).build())
+
+
 def cnn(rng):
     """conv -> depthwise -> pool -> add -> concat -> mean -> fully connected -> softmax."""
     m = ModelBuilder()

@@ -55,6 +55,15 @@ class ModelBuilder:
         self.inputs: List[int] = []
         self.outputs: List[int] = []
         self.signature: Optional[tuple] = None
+        self.subgraphs: List["ModelBuilder"] = []
+
+    def subgraph(self) -> "ModelBuilder":
+        """Another subgraph (index len(subgraphs) after the call) sharing this model's buffers and
+        operator codes, for WHILE and IF bodies."""
+        sub = ModelBuilder()
+        sub.buffers, sub.opcodes = self.buffers, self.opcodes
+        self.subgraphs.append(sub)
+        return sub
 
     def tensor(self, shape: Sequence[int], dtype=np.float32, name: Optional[str] = None, buffer: int = 0,
                quantization: Optional[dict] = None) -> int:
@@ -175,54 +184,76 @@ class ModelBuilder:
             if vec is not None:
                 Buffer.AddData(b, vec)
             buffers.append(Buffer.End(b))
-        tensors = []
-        for t in self.tensors:
-            name = b.CreateString(t["name"])
-            shape = int_vector(_table("Tensor").StartShapeVector, t["shape"])
-            quant = None
-            if t["quantization"]:
-                q = t["quantization"]
-                Q = _table("QuantizationParameters")
-                scale = int_vector(Q.StartScaleVector, q["scale"], "PrependFloat32")
-                zero = int_vector(Q.StartZeroPointVector, q["zero_point"], "PrependInt64")
-                Q.Start(b)
-                Q.AddScale(b, scale)
-                Q.AddZeroPoint(b, zero)
-                Q.AddQuantizedDimension(b, q.get("quantized_dimension", 0))
-                quant = Q.End(b)
-            sparsity = self._sparsity(b, int_vector, t["sparsity"]) if t.get("sparsity") else None
-            T = _table("Tensor")
-            T.Start(b)
-            T.AddShape(b, shape)
-            T.AddType(b, t["type"])
-            T.AddBuffer(b, t["buffer"])
-            T.AddName(b, name)
-            if quant is not None:
-                T.AddQuantization(b, quant)
-            if sparsity is not None:
-                T.AddSparsity(b, sparsity)
-            if t.get("variable"):
-                T.AddIsVariable(b, True)
-            tensors.append(T.End(b))
-        operators = []
-        for opcode, ins, outs, options, fields in self.operators:
-            fields = dict(fields)
-            custom = fields.pop("_custom_options", b"")
-            opt = table(options, fields) if options else None
-            O = _table("Operator")
-            in_vec = int_vector(O.StartInputsVector, ins)
-            out_vec = int_vector(O.StartOutputsVector, outs)
-            custom_vec = b.CreateByteVector(custom) if custom else None
-            O.Start(b)
-            if custom_vec is not None:
-                O.AddCustomOptions(b, custom_vec)
-            O.AddOpcodeIndex(b, opcode)
-            O.AddInputs(b, in_vec)
-            O.AddOutputs(b, out_vec)
-            if opt is not None:
-                O.AddBuiltinOptionsType(b, getattr(_table("BuiltinOptions").BuiltinOptions, options))
-                O.AddBuiltinOptions(b, opt)
-            operators.append(O.End(b))
+
+        def offsets_vector(start, items):
+            start(b, len(items))
+            for item in reversed(items):
+                b.PrependUOffsetTRelative(item)
+            return b.EndVector()
+
+        def subgraph(g):
+            tensors = []
+            for t in g.tensors:
+                name = b.CreateString(t["name"])
+                shape = int_vector(_table("Tensor").StartShapeVector, t["shape"])
+                quant = None
+                if t["quantization"]:
+                    q = t["quantization"]
+                    Q = _table("QuantizationParameters")
+                    scale = int_vector(Q.StartScaleVector, q["scale"], "PrependFloat32")
+                    zero = int_vector(Q.StartZeroPointVector, q["zero_point"], "PrependInt64")
+                    Q.Start(b)
+                    Q.AddScale(b, scale)
+                    Q.AddZeroPoint(b, zero)
+                    Q.AddQuantizedDimension(b, q.get("quantized_dimension", 0))
+                    quant = Q.End(b)
+                sparsity = g._sparsity(b, int_vector, t["sparsity"]) if t.get("sparsity") else None
+                T = _table("Tensor")
+                T.Start(b)
+                T.AddShape(b, shape)
+                T.AddType(b, t["type"])
+                T.AddBuffer(b, t["buffer"])
+                T.AddName(b, name)
+                if quant is not None:
+                    T.AddQuantization(b, quant)
+                if sparsity is not None:
+                    T.AddSparsity(b, sparsity)
+                if t.get("variable"):
+                    T.AddIsVariable(b, True)
+                tensors.append(T.End(b))
+            operators = []
+            for opcode, ins, outs, options, fields in g.operators:
+                fields = dict(fields)
+                custom = fields.pop("_custom_options", b"")
+                opt = table(options, fields) if options else None
+                O = _table("Operator")
+                in_vec = int_vector(O.StartInputsVector, ins)
+                out_vec = int_vector(O.StartOutputsVector, outs)
+                custom_vec = b.CreateByteVector(custom) if custom else None
+                O.Start(b)
+                if custom_vec is not None:
+                    O.AddCustomOptions(b, custom_vec)
+                O.AddOpcodeIndex(b, opcode)
+                O.AddInputs(b, in_vec)
+                O.AddOutputs(b, out_vec)
+                if opt is not None:
+                    O.AddBuiltinOptionsType(b, getattr(_table("BuiltinOptions").BuiltinOptions, options))
+                    O.AddBuiltinOptions(b, opt)
+                operators.append(O.End(b))
+
+            S = _table("SubGraph")
+            tensor_vec = offsets_vector(S.StartTensorsVector, tensors)
+            op_vec = offsets_vector(S.StartOperatorsVector, operators)
+            in_vec = int_vector(S.StartInputsVector, g.inputs)
+            out_vec = int_vector(S.StartOutputsVector, g.outputs)
+            S.Start(b)
+            S.AddTensors(b, tensor_vec)
+            S.AddInputs(b, in_vec)
+            S.AddOutputs(b, out_vec)
+            S.AddOperators(b, op_vec)
+            return S.End(b)
+
+        subgraphs = [subgraph(g) for g in [self] + self.subgraphs]
         opcodes = []
         for builtin, custom, version in self.opcodes:
             custom_off = b.CreateString(custom) if custom else None
@@ -235,23 +266,6 @@ class ModelBuilder:
                 C.AddCustomCode(b, custom_off)
             opcodes.append(C.End(b))
 
-        def offsets_vector(start, items):
-            start(b, len(items))
-            for item in reversed(items):
-                b.PrependUOffsetTRelative(item)
-            return b.EndVector()
-
-        S = _table("SubGraph")
-        tensor_vec = offsets_vector(S.StartTensorsVector, tensors)
-        op_vec = offsets_vector(S.StartOperatorsVector, operators)
-        in_vec = int_vector(S.StartInputsVector, self.inputs)
-        out_vec = int_vector(S.StartOutputsVector, self.outputs)
-        S.Start(b)
-        S.AddTensors(b, tensor_vec)
-        S.AddInputs(b, in_vec)
-        S.AddOutputs(b, out_vec)
-        S.AddOperators(b, op_vec)
-        subgraph = S.End(b)
         sigs = None
         if self.signature:
             M = _table("TensorMap")
@@ -277,7 +291,7 @@ class ModelBuilder:
             sigs = offsets_vector(_table("Model").StartSignatureDefsVector, [D.End(b)])
         Mo = _table("Model")
         codes_vec = offsets_vector(Mo.StartOperatorCodesVector, opcodes)
-        sub_vec = offsets_vector(Mo.StartSubgraphsVector, [subgraph])
+        sub_vec = offsets_vector(Mo.StartSubgraphsVector, subgraphs)
         buf_vec = offsets_vector(Mo.StartBuffersVector, buffers)
         desc = b.CreateString("osprey test model")
         Mo.Start(b)

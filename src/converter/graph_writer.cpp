@@ -6,8 +6,8 @@ namespace osprey {
 
 std::string GraphWriter::uniqueName(const std::string& hint) {
   std::string name = hint;
-  while (names_.count(name)) name = hint + "__" + std::to_string(counter_++);
-  names_.insert(name);
+  while (names_->used.count(name)) name = hint + "__" + std::to_string(names_->counter++);
+  names_->used.insert(name);
   return name;
 }
 

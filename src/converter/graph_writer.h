@@ -1,6 +1,7 @@
 // What every frontend's import context does to the graph it fills: tensors and constants with
 // names unique in the graph.
 #pragma once
+#include <memory>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,8 +15,11 @@ class GraphWriter {
   // Node names as the model gives them (TFLite's are its own), or made unique as tensor names
   // are (a TensorFlow importer names several nodes after one NodeDef).
   enum class NodeNames { AsGiven, Unique };
-  GraphWriter(Graph* graph, NodeNames nodeNames) : graph_(graph), nodeNames_(nodeNames) {}
+  GraphWriter(Graph* graph, NodeNames nodeNames)
+      : graph_(graph), nodeNames_(nodeNames), names_(std::make_shared<NameTable>()) {}
   Graph& graph() { return *graph_; }
+  // Another writer of the same graph (a subgraph inlined into it) takes names from one table.
+  void shareNamesWith(const GraphWriter& other) { names_ = other.names_; }
   // `hint`, or `hint__N` when a tensor or node already has that name.
   std::string uniqueName(const std::string& hint);
   // A tensor whose shape and type its producer sets.
@@ -32,9 +36,12 @@ class GraphWriter {
   Graph* graph_;
 
  private:
+  struct NameTable {
+    std::set<std::string> used;
+    int counter = 0;
+  };
   NodeNames nodeNames_;
-  std::set<std::string> names_;
-  int counter_ = 0;
+  std::shared_ptr<NameTable> names_;
 };
 
 }  // namespace osprey

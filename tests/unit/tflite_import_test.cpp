@@ -284,12 +284,12 @@ TEST(TfliteImport, UnsupportedOpsAreListedTogether) {
   m.ops.push_back({m.opcode(tflite::BuiltinOperator_LSH_PROJECTION), {x}, {a}, nullptr, tflite::BuiltinOptions_NONE});
   m.ops.push_back({m.opcode(tflite::BuiltinOperator_CUSTOM, "FancyOp"), {a}, {b}, nullptr, tflite::BuiltinOptions_NONE});
   m.ops.push_back({m.opcode(tflite::BuiltinOperator_LSH_PROJECTION), {b}, {c}, nullptr, tflite::BuiltinOptions_NONE});
-  m.ops.push_back({m.opcode(tflite::BuiltinOperator_WHILE), {c}, {d}, nullptr, tflite::BuiltinOptions_NONE});
+  m.ops.push_back({m.opcode(tflite::BuiltinOperator_CALL_ONCE), {c}, {d}, nullptr, tflite::BuiltinOptions_NONE});
   m.outputs = {d};
   Model model;
   Status st = convert(m.build(), &model);
   EXPECT_EQ(st.code(), StatusCode::Unsupported);
-  for (const char* part : {"LSH_PROJECTION x2", "custom 'FancyOp' x1", "WHILE x1"})
+  for (const char* part : {"LSH_PROJECTION x2", "custom 'FancyOp' x1", "CALL_ONCE x1"})
     EXPECT_NE(st.message().find(part), std::string::npos) << st.message();
 }
 

@@ -60,7 +60,7 @@ Status ImportContext::readTensors() {
   for (size_t i = 0; i < count; ++i) {
     const tflite::Tensor* src = list->Get(static_cast<flatbuffers::uoffset_t>(i));
     TfliteTensor& t = tensors_[i];
-    t.name = src && src->name() && src->name()->size() ? src->name()->str() : "tensor_" + std::to_string(i);
+    t.name = namePrefix_ + (src && src->name() && src->name()->size() ? src->name()->str() : "tensor_" + std::to_string(i));
     if (!src) return Status::invalidModel("tensor " + std::to_string(i) + " is null");
     t.tfliteType = src->type();
     t.dtype = dataTypeOf(src->type());
@@ -326,6 +326,18 @@ void ImportContext::bindConstant(int t, int constantIndex) {
   tensors_[t].constant = constantIndex;
   values_[t] = Value();
   values_[t].index = constantIndex;
+}
+
+void ImportContext::bindValue(int t, int index) {
+  values_[t] = Value();
+  values_[t].index = index;
+}
+
+void ImportContext::nestIn(const ImportContext& caller, int subgraphIndex, const std::string& prefix) {
+  shareNamesWith(caller);
+  namePrefix_ = prefix;
+  callers_ = caller.callers_;
+  callers_.push_back(subgraphIndex);
 }
 
 bool ImportContext::isDefined(int t) const { return values_[t].index >= 0; }

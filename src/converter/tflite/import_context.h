@@ -99,6 +99,17 @@ class ImportContext : public GraphWriter {
   bool isDefined(int t) const;
   // Makes TFLite tensor `t` the constant `constantIndex` (values computed at import).
   void bindConstant(int t, int constantIndex);
+  // Makes TFLite tensor `t` (a subgraph's input) the existing Osprey tensor `index`, TFLite order.
+  void bindValue(int t, int index);
+
+  // A subgraph (WHILE, IF) imported inside another: names get `prefix`, and `callers` lists the
+  // subgraphs on the way to it, so that a subgraph calling itself is an error, not a recursion.
+  void nestIn(const ImportContext& caller, int subgraphIndex, const std::string& prefix);
+  const std::string& namePrefix() const { return namePrefix_; }
+  const std::vector<int>& callers() const { return callers_; }
+  const tflite::Model& model() const { return *model_; }
+  const uint8_t* file() const { return file_; }
+  size_t fileSize() const { return fileSize_; }
 
  private:
   Status rawValue(int t, int* index, Held* held);
@@ -124,6 +135,8 @@ class ImportContext : public GraphWriter {
   bool dequantizeInputs_ = false, quantizeOutputs_ = false;
   std::map<int, int> dequantizedOf_;
   std::vector<Pending> pending_;
+  std::string namePrefix_;
+  std::vector<int> callers_ = {0};
 };
 
 // Applies a fused activation: `produced` (what the op wrote) -> `out`. With NONE, the caller

@@ -11,6 +11,7 @@ OpImporter findImporter(tflite::BuiltinOperator code) {
     addReduceImporters(t);
     addIndexingImporters(t);
     addRecurrentImporters(t);
+    addControlFlowImporters(t);
     return t;
   }();
   auto it = table.find(static_cast<int32_t>(code));

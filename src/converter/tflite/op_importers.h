@@ -4,6 +4,7 @@
 #pragma once
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "converter/tflite/import_context.h"
 
@@ -23,10 +24,15 @@ void addShapeImporters(ImporterTable& table);        // reshape, concat, slice, 
 void addReduceImporters(ImporterTable& table);       // reductions, softmax, arg max/min
 void addIndexingImporters(ImporterTable& table);     // gather_nd, top-k, cumsum, broadcast, select
 void addRecurrentImporters(ImporterTable& table);    // the fused sequence LSTM
+void addControlFlowImporters(ImporterTable& table);  // WHILE, IF
 
 Status importTransposeConvBias(ImportContext& ctx, const OpView& op);  // custom Convolution2DTransposeBias
 
 // Shared helpers.
+// Imports subgraph `index` into `target` (the caller's graph, or a Loop/If body): its inputs are
+// `inputs` (Osprey tensors of `target`, TFLite order), its outputs come back the same way.
+Status importSubgraphInto(const ImportContext& caller, int index, Graph* target, const std::vector<int>& inputs,
+                          const std::string& prefix, std::vector<int>* outputs);
 Status requireInputs(const OpView& op, size_t count);
 Status missingOptions(const OpView& op, const char* table);
 // A layout-preserving op of one input (activations, casts): the output is held as the input.

@@ -205,8 +205,26 @@ Status sliceInto(ImportContext& ctx, const OpView& op, int data, std::vector<int
   return Status::ok();
 }
 
+// SLICE with begin or size computed (TensorList reads and writes in rolled loops): ends =
+// begin + size, or the end where size is -1.
+Status importComputedSlice(ImportContext& ctx, const OpView& op) {
+  int x, begin, size;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &x));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &begin));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &size));
+  begin = ctx.asInt64(begin, op.name + "_begin");
+  size = ctx.asInt64(size, op.name + "_size");
+  const int sum = ctx.temp(op.name + "_sum"), all = ctx.temp(op.name + "_all"), ends = ctx.temp(op.name + "_ends");
+  ctx.addNode(OpType::Add, op.name + "_sum", {begin, size}, {sum});
+  ctx.addNode(OpType::Equal, op.name + "_all", {size, ctx.addInt64Constant(op.name + "_minus_one", {-1}, true)}, {all});
+  ctx.addNode(OpType::Where, op.name + "_ends", {all, ctx.addInt64Constant(op.name + "_max", {kMaxIndex}, true), sum}, {ends});
+  ctx.addNode(OpType::Slice, op.name, {x, begin, ends}, {ctx.define(op.outputs[0], Held::AsTflite)});
+  return Status::ok();
+}
+
 Status importSlice(ImportContext& ctx, const OpView& op) {  // data, begin, size (-1: to the end)
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  if (!ctx.isConstant(op.input(1)) || !ctx.isConstant(op.input(2))) return importComputedSlice(ctx, op);
   std::vector<int64_t> begin, size;
   OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), &begin).withContext(op.name + " begin"));
   OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(2), &size).withContext(op.name + " size"));

@@ -35,9 +35,9 @@ const char* quantizedOperand(const ImportContext& ctx, const OpView& op) {
   return nullptr;
 }
 
-Status readOperator(const tflite::Model& model, const tflite::Operator* op, int index, int tensorCount, OpView* view,
-                    std::string* customCode) {
-  const std::string where = "operator " + std::to_string(index);
+Status readOperator(const tflite::Model& model, const tflite::Operator* op, int index, int tensorCount,
+                    const std::string& prefix, OpView* view, std::string* customCode) {
+  const std::string where = prefix + "operator " + std::to_string(index);
   if (!op) return Status::invalidModel(where + " is null");
   const auto* codes = model.operator_codes();
   if (!codes || op->opcode_index() >= codes->size())
@@ -47,10 +47,10 @@ Status readOperator(const tflite::Model& model, const tflite::Operator* op, int 
   if (!code) return Status::invalidModel(where + " has a null operator code");
   view->op = op;
   view->code = builtinCodeOf(*code);
-  view->name = builtinName(view->code) + "_" + std::to_string(index);
+  view->name = prefix + builtinName(view->code) + "_" + std::to_string(index);
   if (code->custom_code()) {
     *customCode = code->custom_code()->str();
-    if (view->code == tflite::BuiltinOperator_CUSTOM) view->name = *customCode + "_" + std::to_string(index);
+    if (view->code == tflite::BuiltinOperator_CUSTOM) view->name = prefix + *customCode + "_" + std::to_string(index);
   }
   auto readIndices = [&](const flatbuffers::Vector<int32_t>* list, bool optionalAllowed, std::vector<int>* out,
                          const char* role) {
@@ -75,6 +75,94 @@ Status checkedTensorIndex(int32_t t, int count, const char* role) {
                                 " is out of range (the subgraph has " + std::to_string(count) + " tensors)");
   return Status::ok();
 }
+
+// Every operator of the subgraph through its importer; unsupported ones are collected, so that
+// one message lists them all with their counts.
+Status importOperators(ImportContext& ctx, const tflite::SubGraph& sg) {
+  const auto* ops = sg.operators();
+  const int count = ops ? static_cast<int>(ops->size()) : 0;
+  const int tensorCount = ctx.tensorCount();
+  std::map<std::string, int> unsupported;
+  Status firstError;
+  for (int i = 0; i < count; ++i) {
+    OpView op;
+    std::string customCode;
+    OSPREY_RETURN_IF_ERROR(readOperator(ctx.model(), ops->Get(i), i, tensorCount, ctx.namePrefix(), &op, &customCode));
+    const bool custom = op.code == tflite::BuiltinOperator_CUSTOM;
+    const OpImporter importer = custom ? findCustomImporter(customCode) : findImporter(op.code);
+    if (!importer) {
+      ++unsupported[custom ? "custom '" + customCode + "'" : builtinName(op.code)];
+      continue;
+    }
+    if (const char* type = quantizedOperand(ctx, op)) {
+      ++unsupported[builtinName(op.code) + " (quantized " + type + ")"];
+      continue;
+    }
+    Status st;
+    for (int t : op.outputs)
+      if (ctx.isDefined(t)) st = Status::invalidModel("tensor '" + ctx.tensor(t).name + "' is written twice (or is a constant)");
+    if (st.isOk()) {
+      ctx.beginOp(op);
+      st = importer(ctx, op);
+      ctx.endOp();
+    }
+    if (st.code() == StatusCode::Unsupported) {
+      ++unsupported[builtinName(op.code) + (st.message().empty() ? "" : " (" + st.message() + ")")];
+    } else if (!st.isOk() && firstError.isOk()) {
+      firstError = st.withContext(op.name);
+    }
+  }
+  if (!unsupported.empty()) {
+    std::string list;
+    for (auto& [name, n] : unsupported) list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(n);
+    return Status::unsupported("unsupported TFLite ops: " + list);
+  }
+  return firstError;
+}
+
+}  // namespace
+
+Status importSubgraphInto(const ImportContext& caller, int index, Graph* target, const std::vector<int>& inputs,
+                          const std::string& prefix, std::vector<int>* outputs) {
+  const tflite::Model& model = caller.model();
+  const int count = model.subgraphs() ? static_cast<int>(model.subgraphs()->size()) : 0;
+  const std::string where = "subgraph " + std::to_string(index);
+  if (index < 0 || index >= count)
+    return Status::invalidModel(where + " does not exist; the model has " + std::to_string(count) + " subgraphs");
+  for (int c : caller.callers())
+    if (c == index) return Status::invalidModel(where + " calls itself (through WHILE or IF)");
+  constexpr size_t kMaxNesting = 16;
+  if (caller.callers().size() >= kMaxNesting)
+    return Status::unsupported("control flow nested over " + std::to_string(kMaxNesting) + " deep");
+  const tflite::SubGraph* sg = model.subgraphs()->Get(static_cast<flatbuffers::uoffset_t>(index));
+  if (!sg) return Status::invalidModel(where + " is null");
+  ImportContext ctx(target, &model, sg, caller.file(), caller.fileSize());
+  ctx.nestIn(caller, index, prefix);
+  OSPREY_RETURN_IF_ERROR(ctx.readTensors().withContext(where));
+  const size_t inputCount = sg->inputs() ? sg->inputs()->size() : 0;
+  if (inputCount != inputs.size())
+    return Status::invalidModel(where + " takes " + std::to_string(inputCount) + " inputs; it is given " +
+                                std::to_string(inputs.size()));
+  for (size_t k = 0; k < inputCount; ++k) {
+    const int32_t t = sg->inputs()->Get(static_cast<flatbuffers::uoffset_t>(k));
+    OSPREY_RETURN_IF_ERROR(checkedTensorIndex(t, ctx.tensorCount(), "input").withContext(where));
+    if (ctx.isConstant(t) || ctx.isDefined(t))
+      return Status::invalidModel(where + ": input tensor '" + ctx.tensor(t).name + "' is a constant or listed twice");
+    ctx.bindValue(t, inputs[k]);
+  }
+  OSPREY_RETURN_IF_ERROR(importOperators(ctx, *sg).withContext(where));
+  outputs->clear();
+  if (sg->outputs())
+    for (int32_t t : *sg->outputs()) {
+      OSPREY_RETURN_IF_ERROR(checkedTensorIndex(t, ctx.tensorCount(), "output").withContext(where));
+      int v;
+      OSPREY_RETURN_IF_ERROR(ctx.asTflite(t, &v).withContext(where + " output"));
+      outputs->push_back(v);
+    }
+  return Status::ok();
+}
+
+namespace {
 
 // Names from the main subgraph's signature, where it has one, replace the tensor names of its
 // inputs and outputs.
@@ -129,42 +217,7 @@ Status importTfliteModel(const uint8_t* data, size_t size, Model* out, int* oper
 
   const auto* ops = sg->operators();
   *operatorCount = ops ? static_cast<int>(ops->size()) : 0;
-  std::map<std::string, int> unsupported;
-  Status firstError;
-  for (int i = 0; i < *operatorCount; ++i) {
-    OpView op;
-    std::string customCode;
-    OSPREY_RETURN_IF_ERROR(readOperator(*model, ops->Get(i), i, tensorCount, &op, &customCode));
-    const bool custom = op.code == tflite::BuiltinOperator_CUSTOM;
-    const OpImporter importer = custom ? findCustomImporter(customCode) : findImporter(op.code);
-    if (!importer) {
-      ++unsupported[custom ? "custom '" + customCode + "'" : builtinName(op.code)];
-      continue;
-    }
-    if (const char* type = quantizedOperand(ctx, op)) {
-      ++unsupported[builtinName(op.code) + " (quantized " + type + ")"];
-      continue;
-    }
-    Status st;
-    for (int t : op.outputs)
-      if (ctx.isDefined(t)) st = Status::invalidModel("tensor '" + ctx.tensor(t).name + "' is written twice (or is a constant)");
-    if (st.isOk()) {
-      ctx.beginOp(op);
-      st = importer(ctx, op);
-      ctx.endOp();
-    }
-    if (st.code() == StatusCode::Unsupported) {
-      ++unsupported[builtinName(op.code) + (st.message().empty() ? "" : " (" + st.message() + ")")];
-    } else if (!st.isOk() && firstError.isOk()) {
-      firstError = st.withContext(op.name);
-    }
-  }
-  if (!unsupported.empty()) {
-    std::string list;
-    for (auto& [name, count] : unsupported) list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(count);
-    return Status::unsupported("unsupported TFLite ops: " + list);
-  }
-  OSPREY_RETURN_IF_ERROR(firstError);
+  OSPREY_RETURN_IF_ERROR(importOperators(ctx, *sg));
 
   if (sg->outputs())
     for (int32_t t : *sg->outputs()) {
