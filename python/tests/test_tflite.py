@@ -633,6 +633,34 @@ def test_int8_ops_run_between_dequantize_and_quantize(rng, tmp_path):
     run_both(quantized_relu(np.int8), [x], tmp_path, rtol=0, atol=0)
 
 
+def every_byte_pair(dtype):
+    low = np.iinfo(dtype).min
+    values = np.arange(256) + low
+    return np.repeat(values, 256).reshape(1, 256, 256, 1).astype(dtype), np.tile(values, 256).reshape(1, 256, 256, 1).astype(dtype)
+
+
+@pytest.mark.parametrize("scales,zeros", [((0.0173, 0.0291, 0.0457), (3, -120, 7)),
+                                          ((0.5, 0.25, 1.0), (-128, 127, 0)),
+                                          ((0.1019, 0.0509, 0.0317), (0, 0, -5))])
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_int8_add_exact(tmp_path, scales, zeros, broadcast):
+    """LiteRT's integer ADD (fixed-point multipliers, rounding half up) over every pair of int8
+    values, byte for byte; with broadcast, B is one value per row (the repeated-operand loop)."""
+    m = ModelBuilder()
+    b_shape = [1, 256, 1, 1] if broadcast else [1, 256, 256, 1]
+    a = m.input([1, 256, 256, 1], np.int8)
+    b = m.input(b_shape, np.int8)
+    m.tensors[a]["quantization"] = dict(scale=[scales[0]], zero_point=[zeros[0]])
+    m.tensors[b]["quantization"] = dict(scale=[scales[1]], zero_point=[zeros[1]])
+    y = m.output(m.tensor([1, 256, 256, 1], np.int8, quantization=dict(scale=[scales[2]], zero_point=[zeros[2]])))
+    m.op("ADD", [a, b], [y], "AddOptions")
+    first, second = every_byte_pair(np.int8)
+    if broadcast:
+        second = first[:, :, :1, :]
+        first = every_byte_pair(np.int8)[1]
+    run_both(m, [first, second], tmp_path, rtol=0, atol=0)
+
+
 def test_int16_activations_are_unsupported(tmp_path):
     path = os.path.join(str(tmp_path), "int16.tflite")
     with open(path, "wb") as f:

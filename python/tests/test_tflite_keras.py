@@ -36,10 +36,6 @@ EXPECTED_FAILURES = {
                              "MEAN, which LiteRT computes with its own fixed-point and table algorithms and Osprey "
                              "as float between DequantizeLinear and QuantizeLinear: 22 of 516 elements differ, 19 "
                              "by one step, 3 by two",
-    ("resnet50", "int8"): "LiteRT's int8 ADD (XNNPACK: 22-bit fixed-point multipliers, rounding half up) and "
-                          "Osprey's QLinearAdd (float, half to even) round 7 of 32768 elements of conv3_block1_add "
-                          "one step apart (every op before it is equal); the 12 residual blocks after it amplify "
-                          "them: 68% of the output elements differ (423 by one step), by up to 50 steps",
     ("mobilenet_v3_small", "int8"): "not traced op by op yet (HARD_SWISH and the hard-sigmoid arithmetic run as "
                                     "float between DequantizeLinear and QuantizeLinear in Osprey, fixed point in "
                                     "LiteRT): 51 of 3898 elements differ, 28 by one step, the largest by 3",

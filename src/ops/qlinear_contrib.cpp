@@ -10,6 +10,8 @@
 //  - QLinearAdd:   v = fma(a, sA/sC, fma(b, sB/sC, zC - (sA/sC*zA + sB/sC*zB))); where one
 //                  operand repeats along the innermost broadcast span it is folded into the
 //                  constant first (fixed + x*ratio, then one fma), as ORT's scalar loops do.
+//                  With requantize = "fixed_point" (TFLite models): LiteRT's integer form,
+//                  ops/fixed_point_add.h.
 //  - QLinearMul:   v = float((a-zA)(b-zB)) * (sA*sB/sC) + zC.
 //  - Global pool:  v = float(sum - zX*n) * (sX / (sY*n)), clamped, + zY.
 //  - AveragePool:  dequantize, sum in float, divide by the count, nearbyint(v/sY + zY).
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/fixed_point_add.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/window.h"
@@ -77,7 +80,7 @@ Span innermostSpan(const Shape& a, const Shape& b, const Shape& out) {
 }
 
 template <bool kAdd>
-Status binaryKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool*) {
+Status binaryKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
   Shape shape;
   OSPREY_RETURN_IF_ERROR(binarySetup(in, &shape));
   const DataType t = in[0].dtype;
@@ -92,6 +95,13 @@ Status binaryKernel(const Node&, const TensorViews& in, TensorViews& out, Thread
       const int32_t product = (loadByte(a, ia) - zA) * (loadByte(b, ib) - zB);
       const float scaled = static_cast<float>(product) * ratio;
       storeByte(y, o, saturate(cvtps(scaled + zCf), t));
+    });
+    return Status::ok();
+  }
+  const FixedPointAdd fixedPoint = fixedPointAdd(sA, sB, sC, zA, zB);
+  if (node.getString("requantize", "") == "fixed_point" && fixedPoint.valid) {
+    forEachBroadcast(shape, stA, stB, [&](int64_t o, int64_t ia, int64_t ib) {
+      storeByte(y, o, saturate(fixedPoint.apply(loadByte(a, ia), loadByte(b, ib)) + zC, t));
     });
     return Status::ok();
   }

@@ -51,7 +51,7 @@ const Scales kScales[] = {{0.0173f, 0.0291f, 0.0457f, "ordinary"},
                           {0.31f, 0.47f, 0.011f, "saturating"},
                           {0.9f, 0.8f, 1e-9f, "beyond int32"}};
 
-void checkBinary(OpType type, DataType t, const Shape& sa, const Shape& sb, uint32_t seed) {
+void checkBinary(OpType type, DataType t, const Shape& sa, const Shape& sb, uint32_t seed, bool fixedPoint = false) {
   const bool signedType = t == DataType::Int8;
   const int ends[3][3] = {{0, 255, 128}, {255, 0, 0}, {131, 7, 255}};  // uint8 zA, zB, zC; int8 - 128
   for (const Scales& s : kScales)
@@ -62,7 +62,9 @@ void checkBinary(OpType type, DataType t, const Shape& sa, const Shape& sb, uint
                    shapeToString(sa) + " " + shapeToString(sb) + " scales " + s.what + " zero points " +
                    std::to_string(zA) + " " + std::to_string(zB) + " " + std::to_string(zC));
       const Tensor a = randomBytes(t, sa, seed++), b = randomBytes(t, sb, seed++);
-      expectMatchesReference(makeNode(type), {in(a), constant(scalar(s.a)), constant(zeroPoint(t, zA)), in(b),
+      Node node = makeNode(type);
+      if (fixedPoint) node.setString("requantize", "fixed_point");
+      expectMatchesReference(node, {in(a), constant(scalar(s.a)), constant(zeroPoint(t, zA)), in(b),
                                               constant(scalar(s.b)), constant(zeroPoint(t, zB)),
                                               constant(scalar(s.c)), constant(zeroPoint(t, zC))});
     }
@@ -95,6 +97,17 @@ TEST(CpuQuantizedElementwise, BinaryBroadcastForms) {
   for (OpType type : {OpType::QLinearAdd, OpType::QLinearMul})
     for (DataType t : kTypes)
       for (const auto& [sa, sb] : forms) checkBinary(type, t, sa, sb, seed += 16);
+}
+
+// LiteRT's integer Add (requantize = "fixed_point", ops/fixed_point_add.h) in every broadcast
+// form and at every size around the vector step; scales outside its range fall back to float.
+TEST(CpuQuantizedElementwise, FixedPointAddMatchesReference) {
+  const std::vector<std::pair<Shape, Shape>> forms = {{{1037}, {1037}}, {{33}, {33}}, {{1037}, {}},
+                                                      {{1}, {33}},     {{1, 13, 9, 11}, {13, 1, 1}},
+                                                      {{13, 1, 1}, {1, 13, 9, 11}}, {{5, 1}, {1, 6}}};
+  uint32_t seed = 5000;
+  for (DataType t : kTypes)
+    for (const auto& [sa, sb] : forms) checkBinary(OpType::QLinearAdd, t, sa, sb, seed += 16, true);
 }
 
 // Every pair of byte values, in each of the three loops (both vary; B repeats; A repeats). The

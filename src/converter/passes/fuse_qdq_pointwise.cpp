@@ -23,7 +23,10 @@ bool fuseBinary(Rewriter& rw, int k, OpType fusedType) {
                    y.scale, rw.zeroPoint(y, name + "_y_zp")});
   Node& fused = rw.g.nodes[k];
   fused.type = fusedType;
+  // The requantization a frontend asked for (ops/fixed_point_add.h) is all that carries over.
+  const std::string requantize = fused.getString("requantize", "");
   fused.attrs.clear();
+  if (!requantize.empty()) fused.setString("requantize", requantize);
   rw.takeOutput(k, y);
   return true;
 }

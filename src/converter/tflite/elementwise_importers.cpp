@@ -56,7 +56,11 @@ Status importBinary(ImportContext& ctx, const OpView& op, OpType type) {
   const auto act = fusedActivationOf(op);
   const int out = ctx.define(op.outputs[0], held);
   const int produced = outputFor(ctx, act, out);
-  ctx.addNode(type, op.name, ins, {produced});
+  Node& n = ctx.addNode(type, op.name, ins, {produced});
+  // A quantized ADD fused into QLinearAdd requantizes as LiteRT does (ops/fixed_point_add.h).
+  if (type == OpType::Add && ctx.readsQuantized(op.input(0)) && ctx.readsQuantized(op.input(1)) &&
+      ctx.writesQuantized(op.outputs[0]))
+    n.setString("requantize", "fixed_point");
   return applyActivation(ctx, op, act, produced, out);
 }
 

@@ -13,6 +13,7 @@
 
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/quantized_exec.h"
+#include "ops/fixed_point_add.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 
@@ -121,10 +122,31 @@ RunPlan planRuns(const Shape& a, const Shape& b, const Shape& out) {
 constexpr int64_t kPiece = 16384;
 constexpr int64_t kParallelMin = 32768;  // fewer output elements run on the calling thread
 
+// LiteRT's integer Add (ops/fixed_point_add.h) over one run; `repeated` is the other operand's
+// value when it repeats, folded into the bias as XNNPACK's vaddc does (exact in integers).
+template <class T>
+void fixedPointRun(const FixedPointAdd& p, const uint8_t* a, const uint8_t* b, bool bRepeats, int64_t n, int32_t zC,
+                   uint8_t* y) {
+  const T* x = reinterpret_cast<const T*>(a);
+  const T* other = reinterpret_cast<const T*>(b);
+  T* out = reinterpret_cast<T*>(y);
+  using Limits = std::numeric_limits<T>;
+  const int64_t bias = p.bias + (bRepeats ? other[0] * p.multiplierB : 0);
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t sum = bias + x[i] * p.multiplierA + (bRepeats ? 0 : other[i] * p.multiplierB);
+    const int32_t v = static_cast<int32_t>(sum >> p.shift) + zC;
+    out[i] = static_cast<T>(std::clamp<int32_t>(v, Limits::min(), Limits::max()));
+  }
+}
+
 class QuantizedBinaryExecution : public Execution {
  public:
-  QuantizedBinaryExecution(CPUBackend* backend, bool isAdd, bool isSigned, RunPlan plan)
-      : Execution(backend), isAdd_(isAdd), loops_(binaryLoops(isSigned)), plan_(std::move(plan)) {}
+  QuantizedBinaryExecution(CPUBackend* backend, bool isAdd, bool isSigned, RunPlan plan, bool fixedPoint)
+      : Execution(backend),
+        isAdd_(isAdd),
+        fixedPoint_(fixedPoint),
+        loops_(binaryLoops(isSigned)),
+        plan_(std::move(plan)) {}
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RunPlan& p = plan_;
@@ -141,6 +163,12 @@ class QuantizedBinaryExecution : public Execution {
     // Mul: one ratio and the output zero point, added after the product is scaled.
     const float mulRatio = sA * sB / sC, zCf = static_cast<float>(zC);
     const bool isSigned = inputs[0]->dtype == DataType::Int8;
+    FixedPointAdd fixedPoint, swapped;
+    if (fixedPoint_) {
+      fixedPoint = fixedPointAdd(sA, sB, sC, zA, zB);
+      swapped = fixedPoint;
+      std::swap(swapped.multiplierA, swapped.multiplierB);
+    }
     auto value = [isSigned](const uint8_t* x) {
       return isSigned ? static_cast<int32_t>(static_cast<int8_t>(*x)) : static_cast<int32_t>(*x);
     };
@@ -154,7 +182,14 @@ class QuantizedBinaryExecution : public Execution {
         const uint8_t* as = a + oa + (p.aRepeats ? 0 : begin);
         const uint8_t* bs = b + ob + (p.bRepeats ? 0 : begin);
         uint8_t* ys = y + run * p.inner + begin;
-        if (isAdd_) {
+        if (isAdd_ && fixedPoint.valid) {
+          // A repeated A is B's partner: swap so that the repeated operand is always the second.
+          const bool swap = p.aRepeats && !p.bRepeats;
+          const FixedPointAdd& q = swap ? swapped : fixedPoint;
+          const uint8_t *first = swap ? bs : as, *second = swap ? as : bs;
+          if (isSigned) fixedPointRun<int8_t>(q, first, second, p.bRepeats || p.aRepeats, n, zC, ys);
+          else fixedPointRun<uint8_t>(q, first, second, p.bRepeats || p.aRepeats, n, zC, ys);
+        } else if (isAdd_) {
           // The repeated value folded into the constant: fixed + x * ratio, rounded twice.
           if (p.bRepeats) {
             loops_.addRepeated(as, n, rA, fixed + static_cast<float>(value(bs)) * rB, ys);
@@ -178,7 +213,7 @@ class QuantizedBinaryExecution : public Execution {
  private:
   static float scaleOf(const RuntimeTensor* t) { return reinterpret_cast<const float*>(t->host())[0]; }
 
-  bool isAdd_;
+  bool isAdd_, fixedPoint_;
   const QuantizedBinaryLoops& loops_;
   RunPlan plan_;
 };
@@ -210,8 +245,9 @@ std::unique_ptr<Execution> createQuantizedBinaryExecution(CPUBackend* backend, c
     if (!isZeroPointOf(inputs, i, a->dtype)) return nullptr;
   Shape shape;
   if (!broadcastShapes(a->shape, b->shape, &shape).isOk() || shape != y->shape) return nullptr;
-  return std::make_unique<QuantizedBinaryExecution>(backend, op.type == OpType::QLinearAdd,
-                                                    a->dtype == DataType::Int8, planRuns(a->shape, b->shape, shape));
+  const bool fixedPoint = op.node->getString("requantize", "") == "fixed_point";
+  return std::make_unique<QuantizedBinaryExecution>(backend, op.type == OpType::QLinearAdd, a->dtype == DataType::Int8,
+                                                    planRuns(a->shape, b->shape, shape), fixedPoint);
 }
 
 }  // namespace osprey
