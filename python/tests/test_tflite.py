@@ -661,6 +661,23 @@ def test_int8_add_exact(tmp_path, scales, zeros, broadcast):
     run_both(m, [first, second], tmp_path, rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+def test_quantized_hard_swish_exact(tmp_path, dtype):
+    """TFLite's fixed-point HARD_SWISH over every code, byte for byte, at scales of real models
+    (the input range wider and narrower than the output's)."""
+    rng = np.random.default_rng(3)
+    low = np.iinfo(dtype).min
+    for _ in range(12):
+        s_in, s_out = float(rng.uniform(0.004, 0.12)), float(rng.uniform(0.004, 0.06))
+        z_in, z_out = int(rng.integers(low + 40, low + 216)), int(rng.integers(low, low + 40))
+        m = ModelBuilder()
+        x = m.input([256], dtype)
+        m.tensors[x]["quantization"] = dict(scale=[s_in], zero_point=[z_in])
+        y = m.output(m.tensor([256], dtype, quantization=dict(scale=[s_out], zero_point=[z_out])))
+        m.op("HARD_SWISH", [x], [y])
+        run_both(m, [(np.arange(256) + low).astype(dtype)], tmp_path, rtol=0, atol=0)
+
+
 def test_int16_activations_are_unsupported(tmp_path):
     path = os.path.join(str(tmp_path), "int16.tflite")
     with open(path, "wb") as f:

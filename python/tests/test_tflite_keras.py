@@ -36,9 +36,6 @@ EXPECTED_FAILURES = {
                              "MEAN, which LiteRT computes with its own fixed-point and table algorithms and Osprey "
                              "as float between DequantizeLinear and QuantizeLinear: 22 of 516 elements differ, 19 "
                              "by one step, 3 by two",
-    ("mobilenet_v3_small", "int8"): "not traced op by op yet (HARD_SWISH and the hard-sigmoid arithmetic run as "
-                                    "float between DequantizeLinear and QuantizeLinear in Osprey, fixed point in "
-                                    "LiteRT): 51 of 3898 elements differ, 28 by one step, the largest by 3",
 }
 
 

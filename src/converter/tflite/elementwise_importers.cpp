@@ -229,7 +229,7 @@ void addElementwiseImporters(ImporterTable& t) {
       {tflite::BuiltinOperator_ABS, OpType::Abs},           {tflite::BuiltinOperator_NEG, OpType::Neg},
       {tflite::BuiltinOperator_FLOOR, OpType::Floor},       {tflite::BuiltinOperator_CEIL, OpType::Ceil},
       {tflite::BuiltinOperator_ROUND, OpType::Round},       {tflite::BuiltinOperator_SIN, OpType::Sin},
-      {tflite::BuiltinOperator_COS, OpType::Cos},           {tflite::BuiltinOperator_HARD_SWISH, OpType::HardSwish},
+      {tflite::BuiltinOperator_COS, OpType::Cos},
       {tflite::BuiltinOperator_ELU, OpType::Elu},           {tflite::BuiltinOperator_LOGICAL_NOT, OpType::Not},
       {tflite::BuiltinOperator_SIGN, OpType::Sign},
   };
@@ -253,6 +253,11 @@ void addElementwiseImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_CAST] = importCast;
   t[tflite::BuiltinOperator_DEQUANTIZE] = importDequantize;
   t[tflite::BuiltinOperator_DENSIFY] = importDensify;
+  t[tflite::BuiltinOperator_HARD_SWISH] = [](ImportContext& c, const OpView& o) {
+    bool done;
+    OSPREY_RETURN_IF_ERROR(importQuantizedTable(c, o, &done));
+    return done ? Status::ok() : importSameLayout(c, o, OpType::HardSwish);
+  };
   t[tflite::BuiltinOperator_QUANTIZE] = importQuantize;
   t[tflite::BuiltinOperator_RELU6] = [](ImportContext& c, const OpView& o) { return importClip(c, o, 0.f, 6.f); };
   t[tflite::BuiltinOperator_RELU_N1_TO_1] = [](ImportContext& c, const OpView& o) { return importClip(c, o, -1.f, 1.f); };

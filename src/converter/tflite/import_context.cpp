@@ -263,6 +263,14 @@ Status ImportContext::codesAsNchw(int t, int* index) {
   return st;
 }
 
+Status ImportContext::codes(int t, int* index, Held* held) {
+  const bool saved = dequantizeInputs_;
+  dequantizeInputs_ = false;
+  Status st = value(t, index, held);
+  dequantizeInputs_ = saved;
+  return st;
+}
+
 int ImportContext::defineCodes(int t, Held held) {
   const bool saved = quantizeOutputs_;
   quantizeOutputs_ = false;

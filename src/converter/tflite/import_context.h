@@ -86,6 +86,7 @@ class ImportContext : public GraphWriter {
   // The integer codes themselves, for an op computed on them: tensor t in NCHW, and t defined
   // without a QuantizeLinear.
   Status codesAsNchw(int t, int* index);
+  Status codes(int t, int* index, Held* held);
   int defineCodes(int t, Held held);
   // Whether tensor `t` is read or written as float around an integer tensor in this op.
   bool readsQuantized(int t) const;

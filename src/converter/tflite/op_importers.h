@@ -27,6 +27,9 @@ void addRecurrentImporters(ImporterTable& table);    // the fused sequence LSTM
 void addControlFlowImporters(ImporterTable& table);  // WHILE, IF
 
 Status importTransposeConvBias(ImportContext& ctx, const OpView& op);  // custom Convolution2DTransposeBias
+// A quantized unary op that TFLite computes in fixed point, as a table of its exact results;
+// `done` stays false where the op or its quantization has no table (the caller imports it).
+Status importQuantizedTable(ImportContext& ctx, const OpView& op, bool* done);
 
 // Shared helpers.
 // Imports subgraph `index` into `target` (the caller's graph, or a Loop/If body): its inputs are
