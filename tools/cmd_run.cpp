@@ -105,7 +105,8 @@ int cmdRun(int argc, char** argv) {
     std::printf("input '%s': random %s %s (seed %u)\n", info.name.c_str(), dataTypeName(info.dtype),
                 shapeToString(it->second).c_str(), inputSeed - 1);
   }
-  TensorDump dump{args.get("dump-tensors")};
+  TensorDump dump;
+  dump.dir = args.get("dump-tensors");
   if (!dump.dir.empty() && !(st = makeDirectory(dump.dir))) return fail(st);
   std::vector<Tensor> outputs;
   std::vector<double> times;

@@ -29,6 +29,7 @@
 
 #include "core/thread_pool.h"
 #include "ops/fixed_point_add.h"
+#include "ops/qlinear_lookup.h"
 #include "ops/op_util.h"
 #include "ops/quant_util.h"
 #include "ops/window.h"
@@ -324,17 +325,26 @@ float mlasLogistic(float x) {
   return r < 0.f ? 0.f : (r > 1.f ? 1.f : r);
 }
 
-template <class Fn>
-Status lookupKernel(const TensorViews& in, TensorViews& out, Fn&& fn) {
-  const DataType t = in[0].dtype;
-  const float sX = scaleAt(in, 1), sY = scaleAt(in, 3);
-  const int32_t zX = zeroPointAt(in, 2), zY = zeroPointAt(in, 4);
-  int32_t table[256];
+}  // namespace
+
+bool qlinearLookupTable(const Node& node, DataType t, float sX, int32_t zX, float sY, int32_t zY, int32_t table[256]) {
+  const float alpha = node.getFloat("alpha", 0.01f);
+  const bool sigmoid = node.type == OpType::QLinearSigmoid;
+  if (!sigmoid && node.type != OpType::QLinearLeakyRelu) return false;
   for (int i = 0; i < 256; ++i) {
     const int32_t x = t == DataType::Int8 ? static_cast<int8_t>(static_cast<uint8_t>(i)) : i;
     const float dq = sX * static_cast<float>(x - zX);
-    table[i] = saturate(quantizeMlas(fn(dq), sY, zY, t), t);
+    const float v = sigmoid ? mlasLogistic(dq) : (dq >= 0.0f ? dq : alpha * dq);
+    table[i] = saturate(quantizeMlas(v, sY, zY, t), t);
   }
+  return true;
+}
+
+namespace {
+
+Status lookupKernel(const Node& node, const TensorViews& in, TensorViews& out) {
+  int32_t table[256];
+  qlinearLookupTable(node, in[0].dtype, scaleAt(in, 1), zeroPointAt(in, 2), scaleAt(in, 3), zeroPointAt(in, 4), table);
   const uint8_t* x = static_cast<const uint8_t*>(in[0].data);
   const int64_t n = in[0].elements();
   for (int64_t i = 0; i < n; ++i) storeByte(out[0], i, table[x[i]]);
@@ -344,14 +354,13 @@ Status lookupKernel(const TensorViews& in, TensorViews& out, Fn&& fn) {
 Status sigmoidKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
   TensorViews shapes = out;
   OSPREY_RETURN_IF_ERROR(lookupShape(node, in, shapes));
-  return lookupKernel(in, out, mlasLogistic);
+  return lookupKernel(node, in, out);
 }
 
 Status leakyReluKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool*) {
   TensorViews shapes = out;
   OSPREY_RETURN_IF_ERROR(lookupShape(node, in, shapes));
-  const float alpha = node.getFloat("alpha", 0.01f);
-  return lookupKernel(in, out, [alpha](float v) { return v >= 0.0f ? v : alpha * v; });
+  return lookupKernel(node, in, out);
 }
 
 // ---- QLinearConcat: Y_scale, Y_zp, then (X, X_scale, X_zp) per input; axis ----

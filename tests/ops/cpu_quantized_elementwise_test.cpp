@@ -9,6 +9,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backends/cpu/kernels/quantized_elementwise.h"
@@ -108,6 +109,28 @@ TEST(CpuQuantizedElementwise, FixedPointAddMatchesReference) {
   uint32_t seed = 5000;
   for (DataType t : kTypes)
     for (const auto& [sa, sb] : forms) checkBinary(OpType::QLinearAdd, t, sa, sb, seed += 16, true);
+}
+
+// QLinearSigmoid and QLinearLeakyRelu through the CPU's cached table: every code, sizes around
+// the parallel split, zero points at both ends, and a second run with other scales (the table
+// must be rebuilt).
+TEST(CpuQuantizedElementwise, LookupOpsMatchReference) {
+  uint32_t seed = 7000;
+  for (OpType type : {OpType::QLinearSigmoid, OpType::QLinearLeakyRelu})
+    for (DataType t : kTypes) {
+      const int low = static_cast<int>(byteLow(t));
+      for (const Shape& shape : {Shape{256}, Shape{1, 3, 7, 13}, Shape{2, 96, 17, 23}})
+        for (const auto& [sX, zX, sY, zY] : {std::tuple<float, int, float, int>{0.031f, 3, 0.0039f, 0},
+                                             {0.5f, 255, 0.01f, 255}, {0.0071f, 128, 0.2f, 17}}) {
+          SCOPED_TRACE(std::string(type == OpType::QLinearSigmoid ? "QLinearSigmoid " : "QLinearLeakyRelu ") +
+                       dataTypeName(t) + " " + shapeToString(shape));
+          Node node = makeNode(type);
+          if (type == OpType::QLinearLeakyRelu) node.setFloat("alpha", 0.13f);
+          expectMatchesReference(node, {in(randomBytes(t, shape, seed++)), constant(scalar(sX)),
+                                        constant(zeroPoint(t, low + zX)), constant(scalar(sY)),
+                                        constant(zeroPoint(t, low + zY))});
+        }
+    }
 }
 
 // Every pair of byte values, in each of the three loops (both vary; B repeats; A repeats). The

@@ -39,6 +39,8 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::DynamicQuantizeMatMul: return createQuantizedMatMulExecution;
     case OpType::QLinearAdd:
     case OpType::QLinearMul: return createQuantizedBinaryExecution;
+    case OpType::QLinearSigmoid:
+    case OpType::QLinearLeakyRelu: return createQuantizedLookupExecution;
     case OpType::MatMulNBits: return createMatMulNBitsExecution;
     default: return nullptr;
   }

@@ -15,6 +15,7 @@
 #include "backends/cpu/kernels/quantized_exec.h"
 #include "ops/fixed_point_add.h"
 #include "ops/op_util.h"
+#include "ops/qlinear_lookup.h"
 #include "ops/quant_util.h"
 
 namespace osprey {
@@ -218,6 +219,40 @@ class QuantizedBinaryExecution : public Execution {
   RunPlan plan_;
 };
 
+// QLinearSigmoid, QLinearLeakyRelu: the reference's table (ops/qlinear_lookup.h), built when
+// the scales or zero points change, then one byte load per element.
+class QuantizedLookupExecution : public Execution {
+ public:
+  QuantizedLookupExecution(CPUBackend* backend, const Node& node) : Execution(backend), node_(node) {}
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const RuntimeTensor* x = inputs[0];
+    const float sX = reinterpret_cast<const float*>(inputs[1]->host())[0];
+    const float sY = reinterpret_cast<const float*>(inputs[3]->host())[0];
+    const int32_t zX = byteAt(inputAt(inputs, 2), 0), zY = byteAt(inputAt(inputs, 4), 0);
+    if (!built_ || sX != sX_ || sY != sY_ || zX != zX_ || zY != zY_) {
+      int32_t table[256];
+      qlinearLookupTable(node_, x->dtype, sX, zX, sY, zY, table);
+      for (int i = 0; i < 256; ++i) table_[i] = static_cast<uint8_t>(table[i]);
+      sX_ = sX, sY_ = sY, zX_ = zX, zY_ = zY, built_ = true;
+    }
+    const uint8_t* in = x->host();
+    uint8_t* out = outputs[0]->host();
+    const int64_t n = x->elements();
+    ThreadPool* pool = n >= kParallelMin ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
+    parallelFor(pool, (n + kPiece - 1) / kPiece, [&](int64_t p0, int64_t p1) {
+      for (int64_t i = p0 * kPiece, end = std::min(n, p1 * kPiece); i < end; ++i) out[i] = table_[in[i]];
+    });
+    return Status::ok();
+  }
+
+ private:
+  Node node_;
+  uint8_t table_[256] = {};
+  float sX_ = 0, sY_ = 0;
+  int32_t zX_ = 0, zY_ = 0;
+  bool built_ = false;
+};
+
 // A per-tensor zero point of `dtype`, or none.
 bool isZeroPointOf(const std::vector<RuntimeTensor*>& inputs, size_t i, DataType dtype) {
   const RuntimeTensor* z = i < inputs.size() ? inputs[i] : nullptr;
@@ -225,6 +260,18 @@ bool isZeroPointOf(const std::vector<RuntimeTensor*>& inputs, size_t i, DataType
 }
 
 }  // namespace
+
+std::unique_ptr<Execution> createQuantizedLookupExecution(CPUBackend* backend, const OpRef& op,
+                                                          const std::vector<RuntimeTensor*>& inputs,
+                                                          const std::vector<RuntimeTensor*>& outputs) {
+  if (!op.node || (op.type != OpType::QLinearSigmoid && op.type != OpType::QLinearLeakyRelu)) return nullptr;
+  if (inputs.size() < 4 || inputs.size() > 5 || outputs.size() != 1 || !outputs[0]) return nullptr;
+  const RuntimeTensor *x = inputs[0], *y = outputs[0];
+  if (!isByteType(x) || y->dtype != x->dtype || y->shape != x->shape || y->layout != x->layout) return nullptr;
+  if (!isFloatScalar(inputs[1]) || !isFloatScalar(inputs[3])) return nullptr;
+  if (!isZeroPointOf(inputs, 2, x->dtype) || !isZeroPointOf(inputs, 4, x->dtype)) return nullptr;
+  return std::make_unique<QuantizedLookupExecution>(backend, *op.node);
+}
 
 QuantizedBinaryLoops quantizedBinaryLoopsScalar(bool isSigned) {
   return isSigned ? ScalarLoops<int8_t>::table() : ScalarLoops<uint8_t>::table();

@@ -15,6 +15,10 @@ namespace osprey {
 std::unique_ptr<Execution> createQuantizedBinaryExecution(CPUBackend* backend, const OpRef& op,
                                                           const std::vector<RuntimeTensor*>& inputs,
                                                           const std::vector<RuntimeTensor*>& outputs);
+// QLinearSigmoid and QLinearLeakyRelu through their 256-code table.
+std::unique_ptr<Execution> createQuantizedLookupExecution(CPUBackend* backend, const OpRef& op,
+                                                          const std::vector<RuntimeTensor*>& inputs,
+                                                          const std::vector<RuntimeTensor*>& outputs);
 // MaxPool of any dtype: the float execution (pool.cpp) for float32, the byte one for uint8/int8.
 std::unique_ptr<Execution> createMaxPoolAnyExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
