@@ -1,7 +1,8 @@
 // osprey bench MODEL [--input NAME=FILE]... [--backend B] [--threads N] [--warmup W] [--loops L]
 //                    [--per-op] [--json] [--trace FILE] [--step] [--gap-ms G] [--precision P] [--batch N]
 //                    [--shape NAME=DIMS]
-// Latency (min/median/max over L timed runs after W warm-up runs) and the process's peak RSS.
+// Latency (min/median/max over L timed runs after W warm-up runs) and the process's peak RSS; the
+// time to first result (load, session, first run) says whether --vulkan-cache had a file to load.
 // --per-op and --trace profile extra runs afterwards, so profiling never touches the latencies.
 // --step lets another process pace the timed runs (bench/compare_ort.py alternates engines):
 // "ready" after warm-up, then one run per line read from stdin, its time printed, until EOF.
@@ -25,6 +26,15 @@ namespace {
 
 double msSince(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// What --vulkan-cache holds before the runtime reads it: " (pipeline cache: N bytes to load)", or
+// " (pipeline cache: cold)" when the file is missing or empty; empty without the option.
+std::string pipelineCacheNote(const Args& args) {
+  if (!args.has("vulkan-cache")) return "";
+  std::ifstream file(args.get("vulkan-cache"), std::ios::binary | std::ios::ate);
+  const std::streamoff bytes = file ? static_cast<std::streamoff>(file.tellg()) : 0;
+  return bytes > 0 ? " (pipeline cache: " + std::to_string(bytes) + " bytes to load)" : " (pipeline cache: cold)";
 }
 
 // VmHWM is this process's own peak; getrusage's ru_maxrss keeps the peak of the process that
@@ -159,6 +169,8 @@ int cmdBench(int argc, char** argv) {
   };
 
   auto t0 = std::chrono::steady_clock::now();
+  const auto started = t0;  // time to first result: load, session (device, pipelines), first run
+  const std::string cacheNote = pipelineCacheNote(args);
   std::shared_ptr<Interpreter> interp;
   if (!(st = loadModel(args, "bench", &interp))) return fail(st);
   const double loadMs = msSince(t0);
@@ -173,6 +185,7 @@ int cmdBench(int argc, char** argv) {
   t0 = std::chrono::steady_clock::now();
   if (!(st = session->run(inputs, &outputs))) return fail(st);  // plans memory and packs weights
   const double firstMs = msSince(t0);
+  const double firstResultMs = msSince(started);
   // --device-io: inputs and outputs stay in the device's memory (IoBinding), as a server keeps
   // them: the runs below copy nothing between host and device.
   IoBinding io;
@@ -229,15 +242,16 @@ int cmdBench(int argc, char** argv) {
   if (args.has("json")) {
     std::printf("{\"model\":%s,\"backend\":%s,\"threads\":%d,\"warmup\":%d,\"loops\":%d,\"load_ms\":%.3f,"
                 "\"first_run_ms\":%.3f,\"min_ms\":%.4f,\"median_ms\":%.4f,\"max_ms\":%.4f,\"peak_rss_bytes\":%zu,"
-                "\"arena_peak_bytes\":%zu,\"executions\":%d,\"precision\":%s}\n",
+                "\"arena_peak_bytes\":%zu,\"executions\":%d,\"precision\":%s,\"first_result_ms\":%.3f}\n",
                 jsonString(args.positional[0]).c_str(), jsonString(forwardTypeName(schedule.backend)).c_str(),
                 schedule.threads, warmup, loops, loadMs, firstMs, minMs, medianMs, maxMs, rss, stats.arenaPeakBytes,
-                stats.executions, jsonString(args.get("precision", "normal")).c_str());
+                stats.executions, jsonString(args.get("precision", "normal")).c_str(), firstResultMs);
   } else {
     std::printf("%s: backend %s, %d thread(s), %d warm-up + %d timed runs\n", args.positional[0].c_str(),
                 forwardTypeName(schedule.backend), schedule.threads, warmup, loops);
     std::printf("load %.1f ms, first run %.2f ms; min %.3f / median %.3f / max %.3f ms\n", loadMs, firstMs, minMs,
                 medianMs, maxMs);
+    std::printf("time to first result: %.1f ms%s\n", firstResultMs, cacheNote.c_str());
     std::printf("peak RSS %.1f MB, arena peak %.2f MB, %d executions", rss / 1048576.0,
                 stats.arenaPeakBytes / 1048576.0, stats.executions);
     if (stats.hostOps > 0) std::printf(" in %d stages (%d data-dependent ops on the host)", stats.stages, stats.hostOps);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/dtype.h"
 #include "vulkan_test_util.h"
 
 namespace osprey::test {
@@ -85,17 +86,20 @@ std::map<std::string, Tensor> scaled(const std::map<std::string, Tensor>& feeds,
   return out;
 }
 
-// Runs `model` on the CPU and on Vulkan and compares (1e-4 relative); returns the Vulkan stats.
-// Vulkan runs the plan four times: the first run is captured, the second profiled (op by op), the
-// third and fourth replay the captured command buffers, the third on other inputs.
-SessionStats compareWithCpu(const std::shared_ptr<Model>& model, const std::map<std::string, Tensor>& feeds) {
+// Runs `model` on the CPU (fp32) and on Vulkan at `precision` and compares (tolerance(precision)
+// relative); returns the Vulkan stats. Vulkan runs the plan four times: the first run is captured,
+// the second profiled (op by op), the third and fourth replay the captured command buffers, the
+// third on other inputs.
+SessionStats compareWithCpu(const std::shared_ptr<Model>& model, const std::map<std::string, Tensor>& feeds,
+                            BackendConfig::Precision precision = BackendConfig::Precision::Normal,
+                            float fullPrecisionStem = 0.f) {
   std::shared_ptr<Interpreter> interp;
   Status st = Interpreter::fromModel(model, &interp);
   EXPECT_TRUE(st) << st.message();
   if (!st) return {};
   std::unique_ptr<Session> cpu, vk;
   EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &cpu));
-  st = createVulkanSession(*interp, &vk);
+  st = createVulkanSession(*interp, &vk, precision, fullPrecisionStem);
   EXPECT_TRUE(st) << st.message();
   if (!st) return {};
   const std::map<std::string, Tensor> other = scaled(feeds, -0.75f);
@@ -112,7 +116,7 @@ SessionStats compareWithCpu(const std::shared_ptr<Model>& model, const std::map<
       EXPECT_EQ(actual[o].shape(), expected[o].shape());
       for (int64_t i = 0; i < expected[o].elements(); ++i) {
         const double e = at(expected[o], i);
-        if (std::fabs(at(actual[o], i) - e) > 1e-4 * std::max(1.0, std::fabs(e))) {
+        if (std::fabs(at(actual[o], i) - e) > tolerance(precision) * std::max(1.0, std::fabs(e))) {
           ADD_FAILURE() << "run " << run << " output " << o << " element " << i << ": " << at(actual[o], i)
                         << " vs CPU " << e;
           return vk->stats();
@@ -123,8 +127,7 @@ SessionStats compareWithCpu(const std::shared_ptr<Model>& model, const std::map<
   return vk->stats();
 }
 
-TEST(VulkanModels, SmallCnn) {
-  OSPREY_REQUIRE_VULKAN();
+std::shared_ptr<Model> smallCnn() {
   GraphBuilder g;
   int x = g.input("image", {2, 3, 19, 17});
   x = g.op(conv({1, 1, 1, 1}, 1, "Relu"), {x, g.weights("w1", {16, 3, 3, 3}), g.weights("b1", {16})});
@@ -138,9 +141,53 @@ TEST(VulkanModels, SmallCnn) {
   x = g.op(withInt(OpType::Flatten, "axis", 1), {x});
   x = g.op(withInt(OpType::Gemm, "transB", 1), {x, g.weights("fc", {10, 24}), g.weights("fcb", {10})});
   x = g.op(withInt(OpType::Softmax, "axis", -1), {x});
-  const SessionStats stats =
-      compareWithCpu(g.finish(x), {{"image", randomTensor(DataType::Float32, {2, 3, 19, 17}, 7, -1, 1)}});
+  return g.finish(x);
+}
+
+std::map<std::string, Tensor> smallCnnFeeds() {
+  return {{"image", randomTensor(DataType::Float32, {2, 3, 19, 17}, 7, -1, 1)}};
+}
+
+TEST(VulkanModels, SmallCnn) {
+  OSPREY_REQUIRE_VULKAN();
+  const SessionStats stats = compareWithCpu(smallCnn(), smallCnnFeeds());
   EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
+}
+
+// Precision Low: every float tensor in fp16 (stem 0), then with BackendConfig's default fp32
+// stem, whose edge converts fp32 to fp16 between two Vulkan ops.
+TEST(VulkanModels, SmallCnnHalfPrecision) {
+  OSPREY_REQUIRE_VULKAN();
+  SessionStats stats = compareWithCpu(smallCnn(), smallCnnFeeds(), BackendConfig::Precision::Low);
+  EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
+  EXPECT_EQ(stats.fullPrecisionOps, 0);
+  stats = compareWithCpu(smallCnn(), smallCnnFeeds(), BackendConfig::Precision::Low, BackendConfig().fullPrecisionStem);
+  EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
+  if (vulkanHalfStorage()) {
+    EXPECT_GT(stats.fullPrecisionOps, 0);
+  }
+}
+
+// At fp16 storage a Relu's output is its input rounded to half: proof that the tensors really are
+// fp16 on the device (and that the conversions at upload and download round to nearest).
+TEST(VulkanModels, HalfStorageRoundsToHalf) {
+  OSPREY_REQUIRE_VULKAN();
+  if (!vulkanHalfStorage()) GTEST_SKIP() << "the device has no 16-bit storage: precision Low runs in fp32";
+  GraphBuilder g;
+  const int x = g.input("x", {7, 13});
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromModel(g.finish(g.op(makeNode(OpType::Relu), {x})), &interp));
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(createVulkanSession(*interp, &session, BackendConfig::Precision::Low));
+  const Tensor input = randomTensor(DataType::Float32, {7, 13}, 11, -1, 1);
+  std::vector<Tensor> out;
+  Status st = session->run({{"x", input}}, &out);
+  ASSERT_TRUE(st) << st.message();
+  ASSERT_EQ(out.size(), 1u);
+  for (int64_t i = 0; i < input.elements(); ++i) {
+    const float expected = std::max(0.f, halfToFloat(floatToHalf(input.data<float>()[i])));
+    EXPECT_EQ(out[0].data<float>()[i], expected) << "element " << i;
+  }
 }
 
 TEST(VulkanModels, TransformerBlock) {
@@ -167,8 +214,11 @@ TEST(VulkanModels, TransformerBlock) {
   f = g.op(makeNode(OpType::Gelu), {f});
   f = g.op(makeNode(OpType::MatMul), {f, g.weights("w2", {F, D})});
   const int y = g.op(makeNode(OpType::Add), {r1, f});
-  const SessionStats stats =
-      compareWithCpu(g.finish(y), {{"tokens", randomTensor(DataType::Float32, {B, T, D}, 8, -1, 1)}});
+  const std::shared_ptr<Model> model = g.finish(y);
+  const std::map<std::string, Tensor> feeds = {{"tokens", randomTensor(DataType::Float32, {B, T, D}, 8, -1, 1)}};
+  SessionStats stats = compareWithCpu(model, feeds);
+  EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
+  stats = compareWithCpu(model, feeds, BackendConfig::Precision::Low);  // fp16 storage
   EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
 }
 

@@ -24,12 +24,32 @@ VulkanOptions testVulkanOptions() {
   return o;
 }
 
-Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out) {
+Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out,
+                           BackendConfig::Precision precision, float fullPrecisionStem) {
   ScheduleConfig schedule;
   schedule.backend = ForwardType::Vulkan;
   BackendConfig config;
   config.vulkan = testVulkanOptions();
+  config.precision = precision;
+  config.fullPrecisionStem = fullPrecisionStem;
   return interp.createSession(schedule, config, out);
+}
+
+bool vulkanHalfStorage() {
+  const std::string wanted = testVulkanOptions().device;
+  for (const BackendDescription& b : availableBackends()) {
+    if (b.name != "vulkan") continue;
+    for (const std::string& d : b.devices) {
+      // Without a chosen device the runtime takes a GPU first; the tests' machines have one device.
+      if (!wanted.empty() && d.find(wanted) == std::string::npos) continue;
+      return d.find("16-bit storage yes") != std::string::npos;
+    }
+  }
+  return false;
+}
+
+double tolerance(BackendConfig::Precision precision) {
+  return precision == BackendConfig::Precision::Low ? 1e-2 : 1e-4;
 }
 
 std::string describeBackends(const SessionStats& stats) {
@@ -46,6 +66,16 @@ bool noFallback(const SessionStats& stats) {
 }
 
 void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs) {
+  {
+    SCOPED_TRACE("fp32");
+    checkAgainstReferenceAt(BackendConfig::Precision::Normal, node, inputs, numOutputs);
+  }
+  SCOPED_TRACE("fp16 (precision low)");
+  checkAgainstReferenceAt(BackendConfig::Precision::Low, node, inputs, numOutputs);
+}
+
+void checkAgainstReferenceAt(BackendConfig::Precision precision, const Node& node, const std::vector<OpInput>& inputs,
+                             int numOutputs) {
   std::vector<Tensor> expected;
   Status st = referenceOp(node, inputs, numOutputs, &expected);
   ASSERT_TRUE(st) << st.message();
@@ -54,7 +84,7 @@ void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs,
   std::shared_ptr<Interpreter> interp;
   ASSERT_TRUE(Interpreter::fromModel(model, &interp));
   std::unique_ptr<Session> session;
-  st = createVulkanSession(*interp, &session);
+  st = createVulkanSession(*interp, &session, precision);
   ASSERT_TRUE(st) << st.message();
   std::vector<Tensor> actual;
   st = session->run(feeds, &actual);
@@ -72,7 +102,7 @@ void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs,
         ASSERT_TRUE(std::isnan(av)) << "element " << i;
         continue;
       }
-      ASSERT_NEAR(av, ev, 1e-4 * std::max(1.0, std::fabs(ev)))
+      ASSERT_NEAR(av, ev, tolerance(precision) * std::max(1.0, std::fabs(ev)))
           << "output " << o << " element " << i << " of " << shapeToString(e.shape());
     }
   }

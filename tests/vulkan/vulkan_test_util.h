@@ -26,15 +26,30 @@ bool vulkanAvailable(std::string* why);
 // device (the library itself reads no environment).
 VulkanOptions testVulkanOptions();
 
-Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out);
+// A Vulkan session at `precision`. At Low, `fullPrecisionStem` is BackendConfig's share of the
+// convolution work kept in fp32 (0: every float tensor in fp16, as the per-kernel tests want).
+Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out,
+                           BackendConfig::Precision precision = BackendConfig::Precision::Normal,
+                           float fullPrecisionStem = 0.f);
+
+// True when the test device stores float tensors in fp16 at Precision::Low (16-bit storage);
+// elsewhere Low runs in fp32.
+bool vulkanHalfStorage();
+
+// The relative tolerance of results at `precision`: 1e-4 in fp32, 1e-2 in fp16 (issue #38).
+double tolerance(BackendConfig::Precision precision);
 
 // How many commands ran on each backend, e.g. "vulkan:Conv x1, cpu:Sin x1".
 std::string describeBackends(const SessionStats& stats);
 // True when every op of the run ran on Vulkan.
 bool noFallback(const SessionStats& stats);
 
-// Runs `node` on Vulkan in fp32 and checks each output against the op's reference kernel:
-// |a - e| <= 1e-4 * max(1, |e|), and that the op (or its Raster) ran on Vulkan, nothing on the CPU.
+// Runs `node` on Vulkan in fp32 and again at Precision::Low (fp16 storage) and checks each output
+// against the op's reference kernel: |a - e| <= tolerance * max(1, |e|) (1e-4, then 1e-2), and
+// that the op (or its Raster) ran on Vulkan, nothing on the CPU.
 void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs, int numOutputs = 1);
+// The same at one precision.
+void checkAgainstReferenceAt(BackendConfig::Precision precision, const Node& node, const std::vector<OpInput>& inputs,
+                             int numOutputs = 1);
 
 }  // namespace osprey::test

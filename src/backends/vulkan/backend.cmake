@@ -24,16 +24,26 @@ if(OSPREY_VULKAN)
   file(GLOB OSPREY_VULKAN_SHADERS CONFIGURE_DEPENDS ${OSPREY_VULKAN_DIR}/shaders/*.comp)
   file(GLOB OSPREY_VULKAN_SHADER_INCLUDES CONFIGURE_DEPENDS ${OSPREY_VULKAN_DIR}/shaders/*.glsl)
   set(OSPREY_SPIRV_FILES)
+  # Each shader is compiled twice from the one source: fp32 storage (name.spv) and, with
+  # -DOSP_FP16, float16_t storage of its float tensors (name_fp16.spv, BackendConfig precision Low).
   foreach(shader IN LISTS OSPREY_VULKAN_SHADERS)
     get_filename_component(name ${shader} NAME_WE)
-    set(spv ${OSPREY_SPIRV_DIR}/${name}.spv)
-    add_custom_command(
-      OUTPUT ${spv}
-      COMMAND ${CMAKE_COMMAND} -E make_directory ${OSPREY_SPIRV_DIR}
-      COMMAND ${OSPREY_GLSLC} --target-env=vulkan1.1 -O -I ${OSPREY_VULKAN_DIR}/shaders -o ${spv} ${shader}
-      DEPENDS ${shader} ${OSPREY_VULKAN_SHADER_INCLUDES}
-      COMMENT "Compiling Vulkan shader ${name}.comp")
-    list(APPEND OSPREY_SPIRV_FILES ${spv})
+    foreach(variant IN ITEMS fp32 fp16)
+      if(variant STREQUAL "fp16")
+        set(spv ${OSPREY_SPIRV_DIR}/${name}_fp16.spv)
+        set(defines -DOSP_FP16)
+      else()
+        set(spv ${OSPREY_SPIRV_DIR}/${name}.spv)
+        set(defines)
+      endif()
+      add_custom_command(
+        OUTPUT ${spv}
+        COMMAND ${CMAKE_COMMAND} -E make_directory ${OSPREY_SPIRV_DIR}
+        COMMAND ${OSPREY_GLSLC} --target-env=vulkan1.1 -O ${defines} -I ${OSPREY_VULKAN_DIR}/shaders -o ${spv} ${shader}
+        DEPENDS ${shader} ${OSPREY_VULKAN_SHADER_INCLUDES}
+        COMMENT "Compiling Vulkan shader ${name}.comp (${variant})")
+      list(APPEND OSPREY_SPIRV_FILES ${spv})
+    endforeach()
   endforeach()
   set(OSPREY_VULKAN_EMBEDDED ${OSPREY_GEN_DIR}/vulkan_shaders.cpp)
   add_custom_command(

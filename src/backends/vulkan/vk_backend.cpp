@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "backends/vulkan/vk_execution.h"
+#include "core/dtype.h"
 #include "core/layout.h"
 
 namespace osprey::vulkan {
@@ -30,6 +32,14 @@ class StaticMemObj : public MemObj {};
 
 bool isHost(const RuntimeTensor* t) { return t->constData || !t->backend || t->backend->type() == ForwardType::CPU; }
 
+void narrowToHalf(const float* from, uint16_t* to, size_t n) {
+  for (size_t i = 0; i < n; ++i) to[i] = floatToHalf(from[i]);
+}
+
+void widenFromHalf(const uint16_t* from, float* to, size_t n) {
+  for (size_t i = 0; i < n; ++i) to[i] = halfToFloat(from[i]);
+}
+
 }  // namespace
 
 VulkanBackend::VulkanBackend(VulkanRuntime* runtime, const BackendConfig& config)
@@ -37,6 +47,7 @@ VulkanBackend::VulkanBackend(VulkanRuntime* runtime, const BackendConfig& config
       runtime_(runtime),
       config_(config),
       planner_(std::max<size_t>(64, runtime->facts().minStorageBufferOffsetAlignment)) {
+  half_ = config.precision == BackendConfig::Precision::Low && runtime->facts().storage16;
   setupError_ = runtime_->allocateCommandBuffer(&commands_);
   if (setupError_) {
     VkFenceCreateInfo info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
@@ -47,12 +58,17 @@ VulkanBackend::VulkanBackend(VulkanRuntime* runtime, const BackendConfig& config
 VulkanBackend::~VulkanBackend() {
   (void)flush();
   dropCapturedRun();
+  conversions_.clear();  // their descriptor sets go back while the runtime is certainly alive
   if (fence_) vkDestroyFence(runtime_->device(), fence_, nullptr);
   runtime_->freeCommandBuffer(commands_);
 }
 
+size_t VulkanBackend::storageBytes(const RuntimeTensor* t) const {
+  return static_cast<size_t>(layoutElements(t->shape, t->layout)) * storageElementSize(t);
+}
+
 std::unique_ptr<MemObj> VulkanBackend::onAcquire(RuntimeTensor* tensor, StorageType storage) {
-  const size_t bytes = static_cast<size_t>(layoutElements(tensor->shape, tensor->layout)) * dataTypeSize(tensor->dtype);
+  const size_t bytes = storageBytes(tensor);
   tensor->backend = this;
   if (storage == StorageType::DYNAMIC) {
     tensor->chunk = planner_.acquire(bytes);
@@ -137,8 +153,8 @@ Status VulkanBackend::locate(const RuntimeTensor* t, VkBuffer* buffer, uint32_t*
     return Status::internal("Vulkan: tensor '" + (t ? t->name : std::string("?")) + "' has no Vulkan memory");
   *buffer = static_cast<const BufferSlot*>(t->chunk->device)->buffer;
   if (!*buffer) return Status::internal("Vulkan: tensor '" + t->name + "' is used before its memory is planned");
-  const size_t elem = dataTypeSize(t->dtype);
-  if (t->chunk->offset + t->bytes() > runtime_->facts().maxStorageBufferRange)
+  const size_t elem = storageElementSize(t);
+  if (t->chunk->offset + storageBytes(t) > runtime_->facts().maxStorageBufferRange)
     return Status::unsupported("Vulkan: tensor '" + t->name + "' ends past maxStorageBufferRange (" +
                                std::to_string(runtime_->facts().maxStorageBufferRange) + " bytes) of its buffer");
   *elementOffset = static_cast<uint32_t>(t->chunk->offset / elem);
@@ -215,9 +231,10 @@ Status VulkanBackend::stage(size_t bytes, size_t* offset) {
 }
 
 // Host -> device: the layout changes on the host (convertLayout, the one place that knows
-// layouts) straight into the staging buffer, then a copy is recorded.
+// layouts) straight into the staging buffer, then a copy is recorded. fp16 storage: the host's
+// float32 narrows to half first (weights so once, at resize), then the layout changes.
 Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
-  const size_t size = static_cast<size_t>(layoutElements(dst->shape, dst->layout)) * dataTypeSize(dst->dtype);
+  const size_t size = storageBytes(dst);
   if (size == 0) return Status::ok();
   const uint8_t* bytes = src->host();
   if (!bytes) return Status::internal("Vulkan upload of '" + src->name + "': the host tensor has no memory");
@@ -227,8 +244,15 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
   size_t at = 0;
   OSPREY_RETURN_IF_ERROR(stage(size, &at));
   uint8_t* staged = staging_->mapped() + at;
+  std::vector<uint16_t> half;
+  if (halfStorage(dst)) {
+    const size_t n = static_cast<size_t>(layoutElements(src->shape, src->layout));
+    half.resize(n);
+    narrowToHalf(reinterpret_cast<const float*>(bytes), half.data(), n);
+    bytes = reinterpret_cast<const uint8_t*>(half.data());
+  }
   if (src->layout != dst->layout)
-    OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, staged, dst->layout, src->shape, dataTypeSize(src->dtype)));
+    OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, staged, dst->layout, src->shape, storageElementSize(dst)));
   else
     std::memcpy(staged, bytes, size);
   VkCommandBuffer cmd;
@@ -240,7 +264,7 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
 }
 
 Status VulkanBackend::download(const RuntimeTensor* src, RuntimeTensor* dst) {
-  const size_t size = static_cast<size_t>(layoutElements(src->shape, src->layout)) * dataTypeSize(src->dtype);
+  const size_t size = storageBytes(src);
   if (size == 0) return Status::ok();
   uint8_t* out = dst->host();
   if (!out) return Status::internal("Vulkan download of '" + src->name + "': the host tensor has no memory");
@@ -255,7 +279,15 @@ Status VulkanBackend::download(const RuntimeTensor* src, RuntimeTensor* dst) {
   if (!replaying()) vkCmdCopyBuffer(cmd, buffer, staging_->buffer(), 1, &region);
   barrier();
   OSPREY_RETURN_IF_ERROR(flush());
-  return convertLayout(staging_->mapped() + at, src->layout, out, dst->layout, src->shape, dataTypeSize(src->dtype));
+  if (!halfStorage(src))
+    return convertLayout(staging_->mapped() + at, src->layout, out, dst->layout, src->shape, dataTypeSize(src->dtype));
+  // fp16 storage: the layout changes in half, then widens to the host's float32.
+  const size_t n = static_cast<size_t>(layoutElements(src->shape, dst->layout));
+  std::vector<uint16_t> half(n);
+  OSPREY_RETURN_IF_ERROR(convertLayout(staging_->mapped() + at, src->layout, reinterpret_cast<uint8_t*>(half.data()),
+                                       dst->layout, src->shape, 2));
+  widenFromHalf(half.data(), reinterpret_cast<float*>(out), n);
+  return Status::ok();
 }
 
 Status VulkanBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
@@ -267,8 +299,10 @@ Status VulkanBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst)
     return convertLayout(src->host(), src->layout, dst->host(), dst->layout, src->shape, dataTypeSize(src->dtype));
   if (srcHost) return upload(src, dst);
   if (dstHost) return download(src, dst);
+  if (src->layout == dst->layout && halfStorage(src) != halfStorage(dst)) return convertPrecision(src, dst);
   if (src->layout != dst->layout) {
-    // Device to device across layouts: through the host, where layout conversion lives.
+    // Device to device across layouts: through the host, where layout conversion lives (and,
+    // on the fp32 stem's edge, precision conversion: download widens, upload narrows).
     RuntimeTensor host = *src;
     host.backend = nullptr;
     host.layout = dst->layout;
@@ -281,7 +315,7 @@ Status VulkanBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst)
     OSPREY_RETURN_IF_ERROR(download(src, &host));
     return upload(&host, dst);
   }
-  const size_t size = static_cast<size_t>(layoutElements(src->shape, src->layout)) * dataTypeSize(src->dtype);
+  const size_t size = storageBytes(src);
   if (size == 0) return Status::ok();
   VkBuffer from, to;
   uint32_t ignored;
@@ -292,6 +326,28 @@ Status VulkanBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst)
   VkBufferCopy region{src->chunk->offset, dst->chunk->offset, size};
   if (!replaying()) vkCmdCopyBuffer(cmd, from, to, 1, &region);
   barrier();
+  return afterOp();
+}
+
+Status VulkanBackend::convertPrecision(const RuntimeTensor* src, RuntimeTensor* dst) {
+  const bool toHalf = halfStorage(dst);
+  const RuntimeTensor* f32 = toHalf ? src : dst;
+  const RuntimeTensor* stored = toHalf ? dst : src;
+  std::unique_ptr<Dispatch>& dispatch = conversions_[{src, dst}];
+  if (!dispatch) {
+    dispatch = std::make_unique<Dispatch>();
+    OSPREY_RETURN_IF_ERROR(dispatch->prepare(this, "convert", 2, stored));
+  }
+  std::vector<VkBuffer> buffers(2);
+  std::vector<uint32_t> offsets(2);
+  OSPREY_RETURN_IF_ERROR(locate(f32, &buffers[0], &offsets[0]));
+  OSPREY_RETURN_IF_ERROR(locate(stored, &buffers[1], &offsets[1]));
+  const int64_t n = layoutElements(src->shape, src->layout);
+  if (n > UINT32_MAX) return Status::unsupported("Vulkan: copy of '" + src->name + "' has more than 2^32 elements");
+  struct {
+    uint32_t f32Off, storedOff, n, toStored;
+  } push{offsets[0], offsets[1], static_cast<uint32_t>(n), toHalf ? 1u : 0u};
+  OSPREY_RETURN_IF_ERROR(dispatch->record(buffers, push, elementwiseGroups(n)));
   return afterOp();
 }
 

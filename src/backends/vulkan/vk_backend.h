@@ -6,14 +6,18 @@
 // run of a plan keeps its command buffers; later runs of the plan resubmit them, and only copy
 // their inputs into and their outputs out of the staging buffer.
 #pragma once
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/vulkan/vk_memory.h"
 #include "core/memory_planner.h"
 
 namespace osprey::vulkan {
+
+class Dispatch;
 
 // What MemChunk::device points at: the buffer a tensor lives in.
 struct BufferSlot {
@@ -40,6 +44,17 @@ class VulkanBackend : public Backend {
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
   size_t staticBytes() const override { return staticBytes_; }
 
+  // Precision Low on a device with storageBuffer16BitAccess: Float32 tensors are stored as fp16
+  // (the _fp16 shader variants), except those of the fp32 stem (RuntimeTensor::fullPrecision).
+  // Without 16-bit storage, Low runs in fp32.
+  bool honoursFullPrecision() const override { return half_; }
+  bool halfStorage(const RuntimeTensor* t) const {
+    return half_ && t && t->dtype == DataType::Float32 && !t->fullPrecision;
+  }
+  // Bytes per element of `t` on the device (2 for fp16 storage).
+  size_t storageElementSize(const RuntimeTensor* t) const { return halfStorage(t) ? 2 : dataTypeSize(t->dtype); }
+  size_t storageBytes(const RuntimeTensor* t) const;
+
   VulkanRuntime* runtime() const { return runtime_; }
   // Changes whenever a buffer that descriptor sets may point at is replaced (a new arena), so
   // that a set written for the old one is written again even if the new handle is equal.
@@ -63,6 +78,8 @@ class VulkanBackend : public Backend {
  private:
   Status upload(const RuntimeTensor* src, RuntimeTensor* dst);
   Status download(const RuntimeTensor* src, RuntimeTensor* dst);
+  // A copy between a float32 and an fp16 tensor of this backend (the fp32 stem's edge), by shader.
+  Status convertPrecision(const RuntimeTensor* src, RuntimeTensor* dst);
   // `bytes` of the staging buffer for this submission; flushes first when it is full.
   Status stage(size_t bytes, size_t* offset);
   void dropCapturedRun();
@@ -87,6 +104,10 @@ class VulkanBackend : public Backend {
   bool captureSpoiled_ = false;  // the staging buffer was replaced while capturing
   VkFence fence_ = VK_NULL_HANDLE;
   bool recording_ = false, profiling_ = false, inRun_ = false;
+  bool half_ = false;
+  // convert.comp's dispatches, one per (source, destination) pair: a descriptor set may not change
+  // between the dispatches of one command buffer, and captured runs replay the sets they used.
+  std::map<std::pair<const RuntimeTensor*, const RuntimeTensor*>, std::unique_ptr<Dispatch>> conversions_;
   uint64_t memoryGeneration_ = 0;
   Status setupError_;  // a command buffer or fence that could not be made, reported at first use
 };

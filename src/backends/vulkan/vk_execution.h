@@ -24,13 +24,15 @@ class Dispatch {
   ~Dispatch() {
     if (backend_) backend_->runtime()->freeSet(set_);
   }
-  Status prepare(VulkanBackend* backend, const std::string& shader, uint32_t bindings) {
+  // `storageOf`: the tensor whose storage picks the shader's variant, fp32 or fp16 (the pipeline
+  // gives a command all its float tensors in one precision).
+  Status prepare(VulkanBackend* backend, const std::string& shader, uint32_t bindings, const RuntimeTensor* storageOf) {
     if (backend_) backend_->runtime()->freeSet(set_);
     backend_ = backend;
-    shader_ = shader;
+    shader_ = backend->halfStorage(storageOf) ? shader + "_fp16" : shader;
     set_ = {};
     bound_.assign(bindings, VK_NULL_HANDLE);
-    OSPREY_RETURN_IF_ERROR(backend->runtime()->pipeline(shader, bindings, &pipeline_));
+    OSPREY_RETURN_IF_ERROR(backend->runtime()->pipeline(shader_, bindings, &pipeline_));
     return backend->runtime()->allocateSet(*pipeline_, &set_);
   }
   // Records the dispatch of `groups` workgroups over `buffers` with `push` (at most
@@ -131,6 +133,9 @@ OSPREY_VK_CREATOR(createRaster);
 OSPREY_VK_CREATOR(createReduce);
 OSPREY_VK_CREATOR(createBatchNorm);
 OSPREY_VK_CREATOR(createAttention);
+OSPREY_VK_CREATOR(createResize);
+OSPREY_VK_CREATOR(createConvTranspose);
+OSPREY_VK_CREATOR(createGather);
 #undef OSPREY_VK_CREATOR
 
 }  // namespace osprey::vulkan

@@ -59,6 +59,12 @@ VkExecutionCreator vkKernelCreator(OpType type) {
       return createRaster;
     case OpType::Attention:
       return createAttention;
+    case OpType::Resize:
+      return createResize;
+    case OpType::ConvTranspose:
+      return createConvTranspose;
+    case OpType::Gather:
+      return createGather;
     default:
       return nullptr;
   }

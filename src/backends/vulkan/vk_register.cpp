@@ -29,7 +29,9 @@ class VulkanRuntimeCreator : public RuntimeCreator {
     VkInstance instance = VK_NULL_HANDLE;
     if (!createInstance(false, &instance)) return out;  // no loader or driver: no devices
     for (auto& f : listDevices(instance))
-      if (f.computeQueueFamily != UINT32_MAX) out.push_back({f.name, f.summary() + ", precision low: fp32 (fp16 not yet)"});
+      if (f.computeQueueFamily != UINT32_MAX)
+        out.push_back({f.name, f.summary() + (f.storage16 ? ", precision low: fp16 storage"
+                                                          : ", precision low: fp32 (no 16-bit storage)")});
     vkDestroyInstance(instance, nullptr);
     return out;
   }

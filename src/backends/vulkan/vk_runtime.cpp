@@ -40,7 +40,11 @@ Status VulkanRuntime::init(const RuntimeOptions& options) {
   queueInfo.queueFamilyIndex = facts_.computeQueueFamily;
   queueInfo.queueCount = 1;
   queueInfo.pQueuePriorities = &priority;
+  // 16-bit storage is what the _fp16 shader variants use (BackendConfig precision Low).
+  VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+  storage16.storageBuffer16BitAccess = facts_.storage16 ? VK_TRUE : VK_FALSE;
   VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+  deviceInfo.pNext = &storage16;
   deviceInfo.queueCreateInfoCount = 1;
   deviceInfo.pQueueCreateInfos = &queueInfo;
   OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateDevice(facts_.physical, &deviceInfo, nullptr, &device_),

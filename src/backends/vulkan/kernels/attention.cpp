@@ -47,8 +47,8 @@ class AttentionExecution : public VkExecution {
  public:
   AttentionExecution(VulkanBackend* b, AttentionPush plan, int64_t batch, bool mask)
       : VkExecution(b), p_(plan), batch_(batch), mask_(mask) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), "attention", 6);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), "attention", 6, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     std::vector<VkBuffer> buffers;

@@ -28,7 +28,7 @@ class ConvExecution : public VkExecution {
   Status onResize(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     const int64_t C = in[0]->shape[1], OC = out[0]->shape[1];
     depthwise_ = group_ == C && OC % C == 0;
-    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : "conv2d_gemm", 5);
+    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : "conv2d_gemm", 5, out[0]);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
@@ -83,8 +83,8 @@ class PoolExecution : public VkExecution {
   PoolExecution(VulkanBackend* b, const Window& w, bool isMax, bool global, bool countIncludePad)
       : VkExecution(b), w_(w), isMax_(isMax), global_(global), countIncludePad_(countIncludePad) {}
 
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), global_ ? "global_pool" : "pool2d", 2);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), global_ ? "global_pool" : "pool2d", 2, out[0]);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {

@@ -21,8 +21,8 @@ struct UnaryPush {
 class UnaryExecution : public VkExecution {
  public:
   UnaryExecution(VulkanBackend* b, int code, float a, float bb) : VkExecution(b), code_(code), a_(a), b_(bb) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), "unary", 2);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), "unary", 2, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     std::vector<VkBuffer> buffers;
@@ -63,8 +63,8 @@ void broadcastStrides(const Shape& shape, int32_t* strides) {
 class BinaryExecution : public VkExecution {
  public:
   BinaryExecution(VulkanBackend* b, int code) : VkExecution(b), code_(code) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), "binary", 3);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), "binary", 3, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     std::vector<VkBuffer> buffers;
@@ -95,8 +95,8 @@ struct BatchNormPush {
 class BatchNormExecution : public VkExecution {
  public:
   BatchNormExecution(VulkanBackend* b, float eps) : VkExecution(b), eps_(eps) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), "batch_norm", 6);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), "batch_norm", 6, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     std::vector<VkBuffer> buffers;

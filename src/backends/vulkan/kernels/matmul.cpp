@@ -21,8 +21,8 @@ struct MatMulPush {
 class MatMulExecution : public VkExecution {
  public:
   MatMulExecution(VulkanBackend* b, MatMulPush plan) : VkExecution(b), p_(plan) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), "matmul", 4);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), "matmul", 4, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     std::vector<VkBuffer> buffers;

@@ -29,8 +29,8 @@ class LineExecution : public VkExecution {
  public:
   LineExecution(VulkanBackend* b, const char* shader, int64_t outer, int64_t axis, int64_t inner, int code)
       : VkExecution(b), shader_(shader), outer_(outer), axis_(axis), inner_(inner), code_(code) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), shader_, 2);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), shader_, 2, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     std::vector<VkBuffer> buffers;
@@ -58,8 +58,8 @@ class LayerNormExecution : public VkExecution {
  public:
   LayerNormExecution(VulkanBackend* b, int64_t rows, int64_t size, float eps)
       : VkExecution(b), rows_(rows), size_(size), eps_(eps) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
-    return dispatch_.prepare(vk(), "layer_norm", 4);
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
+    return dispatch_.prepare(vk(), "layer_norm", 4, out[0]);
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     const bool hasBias = in.size() > 2 && in[2];

@@ -24,16 +24,17 @@ struct FillPush {
 class RasterExecution : public VkExecution {
  public:
   RasterExecution(VulkanBackend* b, std::shared_ptr<const RasterPlan> plan) : VkExecution(b), plan_(std::move(plan)) {}
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) override {
+  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
     copies_.clear();
     for (size_t i = 0; i < plan_->regions.size(); ++i) {
       copies_.push_back(std::make_unique<Dispatch>());
-      OSPREY_RETURN_IF_ERROR(copies_.back()->prepare(vk(), "raster", 2));
+      OSPREY_RETURN_IF_ERROR(copies_.back()->prepare(vk(), "raster", 2, out[0]));
     }
-    return plan_->fill ? fill_.prepare(vk(), "fill", 1) : Status::ok();
+    return plan_->fill ? fill_.prepare(vk(), "fill", 1, out[0]) : Status::ok();
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
-    const uint32_t words = static_cast<uint32_t>(dataTypeSize(out[0]->dtype) / 4);
+    // 32-bit words per element; a float16_t element is one word of the fp16 variant.
+    const uint32_t words = vk()->halfStorage(out[0]) ? 1 : static_cast<uint32_t>(dataTypeSize(out[0]->dtype) / 4);
     if (plan_->fill) {
       std::vector<VkBuffer> buffers;
       std::vector<uint32_t> o;

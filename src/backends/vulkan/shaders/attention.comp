@@ -12,12 +12,12 @@
 #define MASK_ADDITIVE 1
 #define MASK_BOOL 2
 layout(local_size_x = GROUP) in;
-layout(std430, binding = 0) readonly buffer Q { float q[]; };
-layout(std430, binding = 1) readonly buffer K { float k[]; };
-layout(std430, binding = 2) readonly buffer V { float v[]; };
-layout(std430, binding = 3) readonly buffer MaskF { float maskF[]; };
+layout(std430, binding = 0) readonly buffer Q { SFLOAT q[]; };
+layout(std430, binding = 1) readonly buffer K { SFLOAT k[]; };
+layout(std430, binding = 2) readonly buffer V { SFLOAT v[]; };
+layout(std430, binding = 3) readonly buffer MaskF { SFLOAT maskF[]; };
 layout(std430, binding = 4) readonly buffer MaskB { uint maskB[]; };  // the same buffer, as bytes
-layout(std430, binding = 5) writeonly buffer O { float o[]; };
+layout(std430, binding = 5) writeonly buffer O { SFLOAT o[]; };
 layout(push_constant) uniform Push {
   uint qOff, kOff, vOff, maskOff, oOff;
   int qHeads, kvHeads, qSeq, kvSeq, dim, vDim;
@@ -50,7 +50,7 @@ void main() {
   const int maskKind = p.flags & 3;
   const bool causal = (p.flags & 4) != 0;
   const int qBase = int(p.qOff) + batch * p.qs[0] + head * p.qs[1] + row * p.qs[2];
-  for (int d = lid; d < p.dim; d += GROUP) qrow[d] = q[qBase + d];
+  for (int d = lid; d < p.dim; d += GROUP) qrow[d] = float(q[qBase + d]);
   barrier();
   const int kBase = int(p.kOff) + batch * p.ks[0] + kvHead * p.ks[1];
   const int maskRow = batch * p.ms[0] + head * p.ms[1] + row * p.ms[2];
@@ -60,10 +60,10 @@ void main() {
     if (!(causal && j > row) && (maskKind == MASK_NONE || j < p.maskLength)) {
       const int kRow = kBase + j * p.ks[2];
       float dot = 0.0;
-      for (int d = 0; d < p.dim; ++d) dot += qrow[d] * k[kRow + d];
+      for (int d = 0; d < p.dim; ++d) dot += qrow[d] * float(k[kRow + d]);
       s = dot * p.scale;
       const int m = maskRow + j * p.ms[3];
-      if (maskKind == MASK_ADDITIVE) s += maskF[p.maskOff + m];
+      if (maskKind == MASK_ADDITIVE) s += float(maskF[p.maskOff + m]);
       if (maskKind == MASK_BOOL) {
         const uint at = p.maskOff + uint(m);
         if (((maskB[at >> 2] >> (8u * (at & 3u))) & 0xffu) == 0u) s = NEG_INF;
@@ -85,7 +85,7 @@ void main() {
   const int oBase = int(p.oOff) + batch * p.os[0] + head * p.os[1] + row * p.os[2];
   for (int d = lid; d < p.vDim; d += GROUP) {
     float acc = 0.0;
-    for (int j = 0; j < p.kvSeq; ++j) acc += scores[j] * v[vBase + j * p.vs[2] + d];
-    o[oBase + d] = acc * inv;
+    for (int j = 0; j < p.kvSeq; ++j) acc += scores[j] * float(v[vBase + j * p.vs[2] + d]);
+    o[oBase + d] = SFLOAT(acc * inv);
   }
 }

@@ -4,9 +4,9 @@
 // (up to 6-D) index, with stride 0 along broadcast dims.
 #include "common.glsl"
 layout(local_size_x = ELEMENTWISE_GROUP) in;
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer A { SFLOAT a[]; };
+layout(std430, binding = 1) readonly buffer B { SFLOAT b[]; };
+layout(std430, binding = 2) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push {
   uint aOff, bOff, yOff, n;
   int op;
@@ -46,5 +46,5 @@ void main() {
     ai += coord * p.aStride[d];
     bi += coord * p.bStride[d];
   }
-  y[p.yOff + i] = binary_op(a[p.aOff + ai], b[p.bOff + bi]);
+  y[p.yOff + i] = SFLOAT(binary_op(float(a[p.aOff + ai]), float(b[p.bOff + bi])));
 }

@@ -3,6 +3,17 @@
 #ifndef OSPREY_COMMON_GLSL
 #define OSPREY_COMMON_GLSL
 
+// Float tensors are stored as SFLOAT: float, or float16_t when compiled with -DOSP_FP16
+// (BackendConfig precision Low, on devices with storageBuffer16BitAccess). Arithmetic stays in
+// fp32 either way: reads widen with float(), writes narrow with SFLOAT(), so the fp16 variant
+// needs only 16-bit storage, not shaderFloat16.
+#ifdef OSP_FP16
+#extension GL_EXT_shader_16bit_storage : require
+#define SFLOAT float16_t
+#else
+#define SFLOAT float
+#endif
+
 #define ACT_NONE 0
 #define ACT_RELU 1
 #define ACT_CLIP 2

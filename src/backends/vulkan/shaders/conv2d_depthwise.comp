@@ -18,8 +18,8 @@ void main() {
     if (ih < 0 || ih >= p.H) continue;
     for (int kw = 0; kw < p.KW; ++kw) {
       const int iw = ow * p.SW - p.PW + kw * p.DW;
-      if (iw >= 0 && iw < p.W) acc += x[xBase + ih * p.W + iw] * w[wBase + kh * p.KW + kw];
+      if (iw >= 0 && iw < p.W) acc += float(x[xBase + ih * p.W + iw]) * float(w[wBase + kh * p.KW + kw]);
     }
   }
-  y[p.yOff + (n * p.OC + oc) * P + pixel] = finish(acc, n, oc, pixel);
+  y[p.yOff + (n * p.OC + oc) * P + pixel] = SFLOAT(finish(acc, n, oc, pixel));
 }

@@ -25,13 +25,13 @@ void main() {
   float acc = 0.0;
   for (int k0 = 0; k0 < K; k0 += TILE) {
     const int kw_ = k0 + lx;  // the W tile: row ly (output channel), column lx (reduction)
-    tileW[ly][lx] = m < groupOut && kw_ < K ? w[p.wOff + oc * K + kw_] : 0.0;
+    tileW[ly][lx] = m < groupOut && kw_ < K ? float(w[p.wOff + oc * K + kw_]) : 0.0;
     const int kx = k0 + ly;  // the X tile: row ly (reduction), column lx (pixel)
     float v = 0.0;
     if (kx < K && pixel < P) {
       const int c = kx / (p.KH * p.KW), r = kx % (p.KH * p.KW);
       const int ih = oh * p.SH - p.PH + (r / p.KW) * p.DH, iw = ow * p.SW - p.PW + (r % p.KW) * p.DW;
-      if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = x[p.xOff + xBase + (c * p.H + ih) * p.W + iw];
+      if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = float(x[p.xOff + xBase + (c * p.H + ih) * p.W + iw]);
     }
     tileX[ly][lx] = v;
     barrier();
@@ -39,5 +39,5 @@ void main() {
     barrier();
   }
   if (m >= groupOut || pixel >= P) return;
-  y[p.yOff + (n * p.OC + oc) * P + pixel] = finish(acc, n, oc, pixel);
+  y[p.yOff + (n * p.OC + oc) * P + pixel] = SFLOAT(finish(acc, n, oc, pixel));
 }

@@ -4,8 +4,8 @@
 #include "common.glsl"
 #define GROUP 64
 layout(local_size_x = GROUP) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { SFLOAT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push { uint xOff, yOff; int rows, size, isMax; } p;
 
 shared float partial[GROUP];
@@ -16,7 +16,7 @@ void main() {
   float acc = p.isMax != 0 ? NEG_INF : 0.0;
   if (inRange)
     for (int i = lid; i < p.size; i += GROUP) {
-      const float v = x[p.xOff + row * p.size + i];
+      const float v = float(x[p.xOff + row * p.size + i]);
       acc = p.isMax != 0 ? max(acc, v) : acc + v;
     }
   partial[lid] = acc;
@@ -25,5 +25,5 @@ void main() {
     if (lid < s) partial[lid] = p.isMax != 0 ? max(partial[lid], partial[lid + s]) : partial[lid] + partial[lid + s];
     barrier();
   }
-  if (inRange && lid == 0) y[p.yOff + row] = p.isMax != 0 ? partial[0] : partial[0] / float(p.size);
+  if (inRange && lid == 0) y[p.yOff + row] = SFLOAT(p.isMax != 0 ? partial[0] : partial[0] / float(p.size));
 }

@@ -5,10 +5,10 @@
 #include "common.glsl"
 #define GROUP 64
 layout(local_size_x = GROUP) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) readonly buffer Scale { float scale[]; };
-layout(std430, binding = 2) readonly buffer Bias { float bias[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { SFLOAT x[]; };
+layout(std430, binding = 1) readonly buffer Scale { SFLOAT scale[]; };
+layout(std430, binding = 2) readonly buffer Bias { SFLOAT bias[]; };
+layout(std430, binding = 3) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push { uint xOff, scaleOff, biasOff, yOff; int rows, size, hasBias; float eps; } p;
 
 shared float partial[GROUP];
@@ -31,19 +31,19 @@ void main() {
   const int xb = int(p.xOff) + (inRange ? row : 0) * p.size;
   float s = 0.0;
   if (inRange)
-    for (int i = lid; i < p.size; i += GROUP) s += x[xb + i];
+    for (int i = lid; i < p.size; i += GROUP) s += float(x[xb + i]);
   const float mean = rowSum(s, lid) / float(p.size);
   float q = 0.0;
   if (inRange)
     for (int i = lid; i < p.size; i += GROUP) {
-      const float d = x[xb + i] - mean;
+      const float d = float(x[xb + i]) - mean;
       q += d * d;
     }
   const float inv = inversesqrt(rowSum(q, lid) / float(p.size) + p.eps);
   if (!inRange) return;
   for (int i = lid; i < p.size; i += GROUP) {
-    float v = (x[xb + i] - mean) * inv * scale[p.scaleOff + i];
-    if (p.hasBias != 0) v += bias[p.biasOff + i];
-    y[p.yOff + row * p.size + i] = v;
+    float v = (float(x[xb + i]) - mean) * inv * float(scale[p.scaleOff + i]);
+    if (p.hasBias != 0) v += float(bias[p.biasOff + i]);
+    y[p.yOff + row * p.size + i] = SFLOAT(v);
   }
 }

@@ -6,10 +6,10 @@
 #include "common.glsl"
 #define TILE 16
 layout(local_size_x = TILE, local_size_y = TILE) in;
-layout(std430, binding = 0) readonly buffer A { float a[]; };
-layout(std430, binding = 1) readonly buffer B { float b[]; };
-layout(std430, binding = 2) readonly buffer C { float c[]; };
-layout(std430, binding = 3) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer A { SFLOAT a[]; };
+layout(std430, binding = 1) readonly buffer B { SFLOAT b[]; };
+layout(std430, binding = 2) readonly buffer C { SFLOAT c[]; };
+layout(std430, binding = 3) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push {
   uint aOff, bOff, cOff, yOff;
   int M, N, K, batch;
@@ -31,14 +31,14 @@ void main() {
   float acc = 0.0;
   for (int k0 = 0; k0 < p.K; k0 += TILE) {
     const int ka = k0 + lx, kb = k0 + ly;
-    tileA[ly][lx] = row < p.M && ka < p.K ? a[p.aOff + aBase + row * p.aStride[1] + ka * p.aStride[2]] : 0.0;
-    tileB[ly][lx] = kb < p.K && col < p.N ? b[p.bOff + bBase + kb * p.bStride[1] + col * p.bStride[2]] : 0.0;
+    tileA[ly][lx] = row < p.M && ka < p.K ? float(a[p.aOff + aBase + row * p.aStride[1] + ka * p.aStride[2]]) : 0.0;
+    tileB[ly][lx] = kb < p.K && col < p.N ? float(b[p.bOff + bBase + kb * p.bStride[1] + col * p.bStride[2]]) : 0.0;
     barrier();
     for (int k = 0; k < TILE; ++k) acc += tileA[ly][k] * tileB[k][lx];
     barrier();
   }
   if (row >= p.M || col >= p.N) return;
   float v = p.alpha * acc;
-  if (p.hasC != 0) v += p.beta * c[p.cOff + n * p.cStride[0] + row * p.cStride[1] + col * p.cStride[2]];
-  y[p.yOff + (n * p.M + row) * p.N + col] = activate(v, p.act, p.actA, p.actB);
+  if (p.hasC != 0) v += p.beta * float(c[p.cOff + n * p.cStride[0] + row * p.cStride[1] + col * p.cStride[2]]);
+  y[p.yOff + (n * p.M + row) * p.N + col] = SFLOAT(activate(v, p.act, p.actA, p.actB));
 }

@@ -5,8 +5,8 @@
 // inside the explicitly padded input (not the extra room ceil_mode adds).
 #include "common.glsl"
 layout(local_size_x = ELEMENTWISE_GROUP) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { SFLOAT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push {
   uint xOff, yOff;
   int H, W, padEndH, padEndW;
@@ -31,7 +31,7 @@ void main() {
       const int iw = iw0 + kw * p.DW;
       if (inPadH && iw >= -p.PW && iw < p.W + p.padEndW) ++padded;
       if (ih < 0 || ih >= p.H || iw < 0 || iw >= p.W) continue;
-      const float v = x[xBase + ih * p.W + iw];
+      const float v = float(x[xBase + ih * p.W + iw]);
       acc = p.isMax != 0 ? max(acc, v) : acc + v;
       ++valid;
     }
@@ -42,5 +42,5 @@ void main() {
     const int count = p.countIncludePad != 0 ? padded : valid;
     acc = count != 0 ? acc / float(count) : QUIET_NAN;
   }
-  y[p.yOff + i] = acc;
+  y[p.yOff + i] = SFLOAT(acc);
 }

@@ -1,11 +1,17 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // Raster: one strided 3-D region copy (geometry lowering of Transpose, Concat, Slice, Reshape...)
-// of elements of `words` 32-bit words each, so one shader moves float32, int32 and int64.
+// of elements of `words` words each: 32-bit words, so one shader moves float32, int32 and int64;
+// in the fp16 variant, 16-bit words, for float tensors stored as float16_t (words = 1).
 #include "common.glsl"
+#ifdef OSP_FP16
+#define WORD float16_t
+#else
+#define WORD uint
+#endif
 layout(local_size_x = ELEMENTWISE_GROUP) in;
-layout(std430, binding = 0) readonly buffer Src { uint src[]; };
-layout(std430, binding = 1) writeonly buffer Dst { uint dst[]; };
+layout(std430, binding = 0) readonly buffer Src { WORD src[]; };
+layout(std430, binding = 1) writeonly buffer Dst { WORD dst[]; };
 layout(push_constant) uniform Push {
   uint srcOff, dstOff;             // in words
   int srcStride[3], srcStart;      // in elements, outermost first

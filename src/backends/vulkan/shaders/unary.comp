@@ -3,8 +3,8 @@
 // Unary ops: the fused-activation codes of common.glsl, plus the math ops numbered from 20.
 #include "common.glsl"
 layout(local_size_x = ELEMENTWISE_GROUP) in;
-layout(std430, binding = 0) readonly buffer X { float x[]; };
-layout(std430, binding = 1) writeonly buffer Y { float y[]; };
+layout(std430, binding = 0) readonly buffer X { SFLOAT x[]; };
+layout(std430, binding = 1) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push { uint xOff, yOff, n; int op; float a, b; } p;
 
 #define U_EXP 20
@@ -18,7 +18,7 @@ layout(push_constant) uniform Push { uint xOff, yOff, n; int op; float a, b; } p
 void main() {
   const uint i = flat_index();
   if (i >= p.n) return;
-  const float v = x[p.xOff + i];
+  const float v = float(x[p.xOff + i]);
   float r;
   switch (p.op) {
     case U_EXP: r = exp(v); break;
@@ -30,5 +30,5 @@ void main() {
     case U_ERF: r = erf_approx(v); break;
     default: r = activate(v, p.op, p.a, p.b); break;
   }
-  y[p.yOff + i] = r;
+  y[p.yOff + i] = SFLOAT(r);
 }
