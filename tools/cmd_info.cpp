@@ -12,7 +12,7 @@ namespace osprey::cli {
 
 int cmdConvert(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"input-shape"}, {"no-fold", "no-fuse"}, &args);
+  Status st = parseArgs(argc, argv, 2, {"input-shape", "signature"}, {"no-fold", "no-fuse"}, &args);
   if (!st) return fail(st);
   const bool caffe = !args.positional.empty() && isCaffePrototxt(args.positional[0]);
   if (args.positional.size() != (caffe ? 3u : 2u))
@@ -24,12 +24,15 @@ int cmdConvert(int argc, char** argv) {
   options.foldConstants = !args.has("no-fold");
   options.fuse = !args.has("no-fuse");
   if (!(st = inputShapesFromArgs(args, &options.inputShapes))) return fail(st);
+  options.signature = args.get("signature", "");
   Model model;
   ConvertReport report;
   const bool tensorflow = !caffe && isTensorflowModel(args.positional[0]);
   const bool tflite = !caffe && !tensorflow && isTfliteFile(args.positional[0]);
   if (!options.inputShapes.empty() && !tensorflow)
     return fail(Status::invalidArgument("--input-shape applies to TensorFlow models (.pb)"));
+  if (!options.signature.empty() && !tensorflow)
+    return fail(Status::invalidArgument("--signature applies to TensorFlow SavedModel directories"));
   st = caffe        ? convertCaffeFiles(args.positional[0], args.positional[1], &model, options, &report)
        : tensorflow ? convertTensorflowFile(args.positional[0], &model, options, &report)
        : tflite     ? convertTfliteFile(args.positional[0], &model, options, &report)

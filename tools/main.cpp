@@ -11,7 +11,8 @@ void usage() {
   std::fprintf(stderr,
                "usage: osprey <command> [options]\n"
                "  convert SRC.onnx DST.osp          convert an ONNX model (or SRC.tflite, or a Caffe\n"
-               "                                    deploy.prototxt and its net.caffemodel)\n"
+               "                                    deploy.prototxt and its net.caffemodel, a TensorFlow .pb\n"
+               "                                    or SavedModel directory: [--signature NAME])\n"
                "  run MODEL [--input NAME=FILE]... [--save-outputs DIR] [--backend cpu] [--threads N]\n"
                "        [--precision normal|high|low] [--memory-limit BYTES[K|M|G|T]] [--time-limit-ms MS]\n"
                "        [--dump-tensors DIR]        every op's outputs of the first run as DIR/NNNN_<name>.npy\n"

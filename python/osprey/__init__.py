@@ -482,13 +482,14 @@ class InferenceSession:
 
 def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[str]"], *,
             fold_constants: bool = True, fuse: bool = True,
-            weights: Union[str, "os.PathLike[str]", None] = None) -> ConvertReport:
+            weights: Union[str, "os.PathLike[str]", None] = None, signature: Optional[str] = None) -> ConvertReport:
     """Converts a model to Osprey's .osp format (what ``osprey convert SRC DST`` does).
 
     Args:
-        src: the .onnx or .tflite file, a frozen TensorFlow GraphDef (.pb), or a Caffe
-            deploy.prototxt.
+        src: the .onnx or .tflite file, a frozen TensorFlow GraphDef (.pb) or SavedModel
+            directory, or a Caffe deploy.prototxt.
         weights: a Caffe net's .caffemodel.
+        signature: the signature of a TensorFlow SavedModel (default: serving_default).
         dst: the .osp file to write.
         fold_constants: compute ops whose inputs are all constant at conversion.
         fuse: fold BatchNorm into Conv, fuse activations into Conv/Gemm, and rewrite the
@@ -499,7 +500,7 @@ def convert(src: Union[str, "os.PathLike[str]"], dst: Union[str, "os.PathLike[st
             names the node or file.
     """
     report = _osprey.convert(os.fspath(src), os.fspath(dst), fold_constants, fuse,
-                             "" if weights is None else os.fspath(weights))
+                             "" if weights is None else os.fspath(weights), signature or "")
     return ConvertReport(**report)
 
 

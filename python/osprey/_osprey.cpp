@@ -725,10 +725,11 @@ py::dict quantize(const std::string& src, const std::string& dst, const py::obje
 }
 
 py::dict convert(const std::string& src, const std::string& dst, bool foldConstants, bool fuse,
-                 const std::string& weights) {
+                 const std::string& weights, const std::string& signature) {
   ConvertOptions options;
   options.foldConstants = foldConstants;
   options.fuse = fuse;
+  options.signature = signature;
   ConvertReport report;
   size_t bytesWritten = 0;
   {
@@ -816,7 +817,7 @@ PYBIND11_MODULE(_osprey, m) {
            py::arg("after"))
       .def("stats", &PySession::stats);
   m.def("convert", &convert, py::arg("src"), py::arg("dst"), py::arg("fold_constants") = true, py::arg("fuse") = true,
-        py::arg("weights") = "");
+        py::arg("weights") = "", py::arg("signature") = "");
   m.def("quantize", &quantize, py::arg("src"), py::arg("dst"), py::arg("calibration"), py::arg("method"),
         py::arg("percentile"), py::arg("per_channel"), py::arg("dynamic"), py::arg("exclude"), py::arg("threads"),
         py::arg("weight_bits"), py::arg("block_size"));

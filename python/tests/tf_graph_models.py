@@ -1,8 +1,12 @@
-"""TensorFlow test models for Osprey's TensorFlow frontend, frozen to GraphDefs.
+"""TensorFlow test models for Osprey's TensorFlow frontend, frozen to GraphDefs or saved as
+SavedModel directories.
 
-Each builder returns (tf.function, example inputs). `freeze` turns a function into a frozen
-GraphDef (weights as Const nodes) with TensorFlow's own convert_variables_to_constants_v2, and
-`make` writes <dir>/<name>.pb with the inputs and TensorFlow's outputs for them. No weights are
+Each builder of MODELS returns (tf.function, example inputs). `freeze` turns a function into a
+frozen GraphDef (weights as Const nodes) with TensorFlow's own convert_variables_to_constants_v2,
+and `make` writes <dir>/<name>.pb with the inputs and TensorFlow's outputs for them. Each builder
+of SAVED_MODELS writes a SavedModel directory (tf.saved_model.save, or Keras' model.export) and
+returns its example inputs by signature input key; `make_saved` adds the outputs of the
+signature, run by TensorFlow from the reloaded directory, in output-key order. No weights are
 downloaded: every Keras application is built with weights=None and seeded initialisers.
 
     python tf_graph_models.py OUT_DIR [NAME ...]
@@ -145,6 +149,18 @@ def while_rnn(rng, steps=5, units=8):
     return fn.get_concrete_function(), [rng.standard_normal((steps, 1, 4)).astype(np.float32)]
 
 
+def cond_branches(rng):
+    """tf.cond on a computed predicate, each branch reading the input and a constant."""
+    w = tf.constant(rng.standard_normal((6, 6)).astype(np.float32) * 0.5)
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 6], tf.float32, name="x")])
+    def fn(x):
+        y = tf.matmul(x, w)
+        return tf.cond(tf.reduce_max(y) > 0.5, lambda: tf.nn.relu(y) * 2.0, lambda: tf.tanh(y) - w[0])
+
+    return fn.get_concrete_function(), [rng.standard_normal((2, 6)).astype(np.float32)]
+
+
 MODELS = {
     "mobilenet_v2": mobilenet_v2,
     "resnet50": resnet50,
@@ -153,18 +169,154 @@ MODELS = {
     "indexing": indexing,
     "image_ops": image_ops,
     "while_rnn": while_rnn,
+    "while_rnn_v2": while_rnn,
+    "cond_v2": cond_branches,
+}
+# Frozen without lowering their control flow: While and If stay, with function bodies.
+UNLOWERED = {"while_rnn_v2", "cond_v2"}
+
+
+class _Module(tf.Module):
+    """Variables and tf.functions, saved by tf.saved_model.save."""
+
+
+def _variable(rng, *shape, scale=0.5):
+    return tf.Variable(rng.standard_normal(shape).astype(np.float32) * scale)
+
+
+def saved_cnn(rng, path):
+    """A small Keras CNN (conv, batch norm, depthwise conv, pool, dense) by model.export."""
+    tf.keras.utils.set_random_seed(5)
+    k = tf.keras.layers
+    inp = tf.keras.Input((32, 32, 3), name="image")
+    x = k.ReLU(6.0)(k.BatchNormalization()(k.Conv2D(8, 3, strides=2, padding="same")(inp)))
+    x = k.ReLU(6.0)(k.BatchNormalization()(k.DepthwiseConv2D(3, padding="same")(x)))
+    x = k.Conv2D(16, 1)(x)
+    x = k.GlobalAveragePooling2D()(k.MaxPooling2D()(x))
+    m = _randomize_batch_norms(tf.keras.Model(inp, k.Dense(10)(x)), rng)
+    m.export(path, verbose=False)
+    return {"image": _image(rng, (1, 32, 32, 3))}
+
+
+def saved_mobilenet_v2(rng, path):
+    """Keras MobileNetV2 (alpha 0.35, 96x96) by model.export."""
+    tf.keras.utils.set_random_seed(1)
+    m = tf.keras.applications.MobileNetV2(input_shape=(96, 96, 3), alpha=0.35, weights=None, classes=10,
+                                          classifier_activation=None)
+    _randomize_batch_norms(m, rng)
+    m.export(path, verbose=False)
+    return {m.inputs[0].name: _image(rng, (1, 96, 96, 3))}
+
+
+def saved_bert_encoder(rng, path, layers=2, hidden=64, heads=4, seq=16, vocab=100):
+    """The BERT-style encoder of bert_encoder, by model.export."""
+    concrete, inputs = bert_encoder(rng, layers, hidden, heads, seq, vocab)
+    model = concrete._keep_alive[0]
+    model.export(path, verbose=False)
+    return {model.inputs[0].name: inputs[0]}
+
+
+def saved_while(rng, path, steps=5, units=8):
+    """A tf.while_loop RNN with variable weights: a v2 While op with function bodies."""
+    module = _Module()
+    module.wx, module.wh = _variable(rng, 4, units), _variable(rng, units, units)
+
+    @tf.function(input_signature=[tf.TensorSpec([steps, 1, 4], tf.float32, name="x")])
+    def run(x):
+        def body(i, h):
+            return i + 1, tf.tanh(tf.matmul(x[i], module.wx) + tf.matmul(h, module.wh))
+        _, h = tf.while_loop(lambda i, h: i < steps, body, [tf.constant(0), tf.zeros([1, units])])
+        return {"h": h}
+
+    module.run = run
+    tf.saved_model.save(module, path, signatures={"serving_default": run})
+    return {"x": rng.standard_normal((steps, 1, 4)).astype(np.float32)}
+
+
+def saved_cond(rng, path):
+    """tf.cond on a computed predicate: a v2 If (StatelessIf) with function branches."""
+    module = _Module()
+    module.w = _variable(rng, 6, 6)
+
+    @tf.function(input_signature=[tf.TensorSpec([2, 6], tf.float32, name="x")])
+    def run(x):
+        y = tf.matmul(x, module.w)
+        z = tf.cond(tf.reduce_sum(y) > 0, lambda: tf.nn.relu(y) * 2.0, lambda: tf.tanh(y) - module.w[0])
+        return {"z": z}
+
+    module.run = run
+    tf.saved_model.save(module, path, signatures={"serving_default": run})
+    return {"x": rng.standard_normal((2, 6)).astype(np.float32)}
+
+
+def saved_two_signatures(rng, path):
+    """Two signatures sharing a variable: serving_default (an affine map) and 'scores' (softmax)."""
+    module = _Module()
+    module.w, module.b = _variable(rng, 5, 3), _variable(rng, 3)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="features")])
+    def affine(features):
+        return {"logits": tf.matmul(features, module.w) + module.b}
+
+    @tf.function(input_signature=[tf.TensorSpec([None, 5], tf.float32, name="features")])
+    def scores(features):
+        logits = tf.matmul(features, module.w) + module.b
+        return {"probabilities": tf.nn.softmax(logits), "best": tf.reduce_max(logits, axis=1)}
+
+    module.affine, module.scores = affine, scores
+    tf.saved_model.save(module, path, signatures={"serving_default": affine, "scores": scores})
+    return {"features": rng.standard_normal((4, 5)).astype(np.float32)}
+
+
+def saved_tf1(rng, path):
+    """A TF1 graph (a reference variable and a resource variable) by simple_save: the restore is
+    Assigns from save/RestoreV2 in the graph itself, and the input Placeholder has the key's name."""
+    with tf.Graph().as_default() as g:
+        x = tf.compat.v1.placeholder(tf.float32, [None, 4], name="x")
+        w = tf.compat.v1.get_variable("w", initializer=rng.standard_normal((4, 3)).astype(np.float32),
+                                      use_resource=False)
+        b = tf.compat.v1.get_variable("b", initializer=rng.standard_normal(3).astype(np.float32), use_resource=True)
+        y = tf.nn.relu(tf.matmul(x, w) + b, name="y")
+        with tf.compat.v1.Session(graph=g) as session:
+            session.run(tf.compat.v1.global_variables_initializer())
+            tf.compat.v1.saved_model.simple_save(session, path, {"x": x}, {"y": y})
+    return {"x": rng.standard_normal((2, 4)).astype(np.float32)}
+
+
+SAVED_MODELS = {
+    "saved_cnn": saved_cnn,
+    "saved_mobilenet_v2": saved_mobilenet_v2,
+    "saved_bert_encoder": saved_bert_encoder,
+    "saved_while": saved_while,
+    "saved_cond": saved_cond,
+    "saved_two_signatures": saved_two_signatures,
+    "saved_tf1": saved_tf1,
 }
 
 
-def freeze(concrete):
-    frozen = convert_variables_to_constants_v2(concrete)
+def saved_outputs(path, inputs, signature="serving_default"):
+    """The signature's outputs, run by TensorFlow from the directory, in output-key order."""
+    fn = tf.saved_model.load(path).signatures[signature]
+    outputs = fn(**{k: tf.constant(v) for k, v in inputs.items()})
+    return [np.asarray(outputs[k]) for k in sorted(outputs)]
+
+
+def make_saved(name, out_dir, seed=0):
+    """Writes the SavedModel <out_dir>/<name>/; returns (path, inputs by key, TensorFlow's outputs)."""
+    path = os.path.join(out_dir, name)
+    inputs = SAVED_MODELS[name](np.random.default_rng(seed), path)
+    return path, inputs, saved_outputs(path, inputs)
+
+
+def freeze(concrete, lower_control_flow=True):
+    frozen = convert_variables_to_constants_v2(concrete, lower_control_flow=lower_control_flow)
     return frozen, frozen.graph.as_graph_def()
 
 
 def make(name, out_dir, seed=0):
     """Writes <out_dir>/<name>.pb; returns (path, inputs, TensorFlow's outputs)."""
     concrete, inputs = MODELS[name](np.random.default_rng(seed))
-    frozen, graph_def = freeze(concrete)
+    frozen, graph_def = freeze(concrete, lower_control_flow=name not in UNLOWERED)
     outputs = frozen(*[tf.constant(v) for v in inputs])
     outputs = outputs if isinstance(outputs, (list, tuple)) else [outputs]
     path = os.path.join(out_dir, name + ".pb")
@@ -176,7 +328,11 @@ def make(name, out_dir, seed=0):
 if __name__ == "__main__":
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for n in sys.argv[2:] or MODELS:
+    for n in sys.argv[2:] or list(MODELS) + list(SAVED_MODELS):
+        if n in SAVED_MODELS:
+            p, ins, outs = make_saved(n, out)
+            print(n, sorted(ins), [o.shape for o in outs], flush=True)
+            continue
         p, ins, outs = make(n, out)
         gd = tf.compat.v1.GraphDef()
         gd.ParseFromString(open(p, "rb").read())

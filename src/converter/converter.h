@@ -21,6 +21,8 @@ struct ConvertOptions {
   // Shapes of inputs the model leaves unknown, by input name (TensorFlow Placeholders); -1
   // keeps a dimension dynamic.
   std::map<std::string, Shape> inputShapes;
+  // The signature of a TensorFlow SavedModel to convert; empty: serving_default.
+  std::string signature;
 };
 
 struct ConvertReport {

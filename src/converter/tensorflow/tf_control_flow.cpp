@@ -242,4 +242,100 @@ Status lowerWhileFrame(ImportContext& ctx, const WhileFrame& f, const std::vecto
   return Status::ok();
 }
 
+namespace {
+
+// Imports one inlined branch as a subgraph whose inputs stand for its arguments.
+Status importBranch(ImportContext& ctx, const NodeView& node, const FunctionDef& fn, const std::vector<int>& args,
+                    const ImportFn& importNode, std::shared_ptr<Graph>* out) {
+  if (fn.inputArgs.size() != args.size())
+    return node.error("branch '" + fn.name + "' takes " + std::to_string(fn.inputArgs.size()) + " arguments, not " +
+                      std::to_string(args.size()));
+  std::vector<NodeDef> argDefs(args.size());
+  std::vector<NodeView> views(args.size() + fn.nodes.size());
+  for (size_t i = 0; i < views.size(); ++i) {
+    const NodeDef* def = i < args.size() ? &argDefs[i] : &fn.nodes[i - args.size()];
+    if (i < args.size()) argDefs[i].name = fn.inputArgs[i], argDefs[i].op = "_Arg";
+    views[i].def = def;
+    views[i].label = "node '" + def->name + "' (" + def->op + ")";
+    for (const std::string& in : def->inputs)
+      if (!in.empty() && in[0] != '^') views[i].inputs.push_back(canonicalRef(in));
+  }
+  NodeIndex byName;
+  for (size_t i = 0; i < views.size(); ++i)
+    if (!byName.emplace(views[i].name(), i).second)
+      return node.error("branch '" + fn.name + "' has two nodes named '" + views[i].name() + "'");
+  auto graph = std::make_shared<Graph>();
+  ImportContext b(graph.get());
+  for (size_t i = 0; i < args.size(); ++i) {
+    TensorInfo t;
+    t.name = b.uniqueName(fn.inputArgs[i]);
+    t.dtype = ctx.graph().tensors[args[i]].dtype;
+    t.hasShape = false;
+    const int index = graph->addTensor(std::move(t));
+    graph->inputs.push_back(index);
+    b.bind(views[i], 0, index, Held::AsTf, ctx.rank(node.input(i + 1)));
+  }
+  std::vector<std::string> rets;
+  std::vector<size_t> roots, order;
+  for (const std::string& arg : fn.outputArgs) {
+    auto ret = fn.ret.find(arg);
+    if (ret == fn.ret.end()) return node.error("branch '" + fn.name + "' returns nothing for '" + arg + "'");
+    auto producer = byName.find(refNode(ret->second));
+    if (producer == byName.end()) return node.error("branch '" + fn.name + "' returns '" + ret->second + "', which no node makes");
+    rets.push_back(ret->second);
+    roots.push_back(producer->second);
+  }
+  const auto deps = [&](size_t n) { return views[n].inputs; };
+  OSPREY_RETURN_IF_ERROR(orderNodes(views, byName, roots, deps, [&](size_t n) { return n < args.size(); }, &order));
+  for (size_t n : order) {
+    if (isControlFlowOp(views[n].def->op)) return Status::unsupported("while loops inside an If branch");
+    Status st = importNode(b, views[n]);
+    if (st.code() == StatusCode::Unsupported)
+      return Status::unsupported(views[n].def->op + (st.message().empty() ? "" : " (" + st.message() + ")"));
+    OSPREY_RETURN_IF_ERROR(st.withContext(views[n].label));
+  }
+  for (size_t j = 0; j < rets.size(); ++j) {
+    int v;
+    OSPREY_RETURN_IF_ERROR(b.asTf(rets[j], &v));
+    graph->outputs.push_back(distinctOutput(b, v, fn.outputArgs[j]));
+  }
+  *out = std::move(graph);
+  return Status::ok();
+}
+
+}  // namespace
+
+Status importFunctionalIf(ImportContext& ctx, const NodeView& node, const std::vector<FunctionDef>& branches,
+                          const ImportFn& importNode) {
+  OSPREY_RETURN_IF_ERROR(node.requireInputs(1));
+  std::vector<int> ins(node.inputs.size());
+  for (size_t i = 0; i < ins.size(); ++i) OSPREY_RETURN_IF_ERROR(ctx.asTf(node.input(i), &ins[i]));
+  const std::vector<int> args(ins.begin() + 1, ins.end());
+  std::shared_ptr<Graph> graphs[2];
+  const char* keys[2] = {"then_branch", "else_branch"};
+  for (int k = 0; k < 2; ++k) {
+    const AttrValue* a = node.attr(keys[k]);
+    const FunctionDef* fn = nullptr;
+    for (const FunctionDef& branch : branches)
+      if (a && a->kind == AttrValue::Kind::Func && branch.name == a->func) fn = &branch;
+    if (!fn) return node.error(std::string("its ") + keys[k] + " is not a function of the graph");
+    OSPREY_RETURN_IF_ERROR(importBranch(ctx, node, *fn, args, importNode, &graphs[k]));
+  }
+  if (graphs[0]->outputs.size() != graphs[1]->outputs.size())
+    return node.error("its branches return different numbers of values");
+  std::vector<int> outs;
+  for (size_t j = 0; j < graphs[0]->outputs.size(); ++j) outs.push_back(ctx.temp(node.name() + ":" + std::to_string(j)));
+  Node& n = ctx.addNode(OpType::If, node.name(), ins, outs);
+  n.setInt("num_captured", static_cast<int64_t>(args.size()));
+  for (int k = 0; k < 2; ++k) {
+    Attribute a;
+    a.name = keys[k];
+    a.kind = Attribute::Kind::Graph;
+    a.graph = graphs[k];
+    n.setAttr(std::move(a));
+  }
+  for (size_t j = 0; j < outs.size(); ++j) ctx.bind(node, static_cast<int>(j), outs[j], Held::AsTf, -1);
+  return Status::ok();
+}
+
 }  // namespace osprey::tf

@@ -43,4 +43,9 @@ using ImportFn = std::function<Status(ImportContext& ctx, const NodeView& node)>
 Status lowerWhileFrame(ImportContext& ctx, const WhileFrame& f, const std::vector<NodeView>& views,
                        const NodeIndex& byName, const ImportFn& importNode);
 
+// An If whose then_branch / else_branch name inlined functions of `branches` (tf_functions.h)
+// as one Osprey If: its subgraphs take the inputs after the condition, as captured values.
+Status importFunctionalIf(ImportContext& ctx, const NodeView& node, const std::vector<FunctionDef>& branches,
+                          const ImportFn& importNode);
+
 }  // namespace osprey::tf

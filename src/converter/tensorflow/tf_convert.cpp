@@ -4,16 +4,16 @@
 #include <fstream>
 
 #include "converter/converter.h"
+#include "converter/tensorflow/saved_model.h"
 #include "converter/tensorflow/tf_import.h"
 #include "core/files.h"
 
 namespace osprey {
 
-Status convertTensorflowBytes(const uint8_t* data, size_t size, const std::string& source, Model* out,
-                              const ConvertOptions& options, ConvertReport* report) {
-  auto start = std::chrono::steady_clock::now();
-  tf::GraphDef graphDef;
-  OSPREY_RETURN_IF_ERROR_IN(tf::parseGraphDef(data, size, &graphDef), source);
+namespace {
+
+Status convertGraphDef(tf::GraphDef&& graphDef, const std::string& source, Model* out, const ConvertOptions& options,
+                       ConvertReport* report, std::chrono::steady_clock::time_point start) {
   if (graphDef.nodes.empty()) return Status::invalidModel(source + ": the TensorFlow GraphDef has no nodes");
   ConvertReport r;
   r.tensorflowNodes = static_cast<int>(graphDef.nodes.size());
@@ -27,12 +27,27 @@ Status convertTensorflowBytes(const uint8_t* data, size_t size, const std::strin
   return Status::ok();
 }
 
+}  // namespace
+
+Status convertTensorflowBytes(const uint8_t* data, size_t size, const std::string& source, Model* out,
+                              const ConvertOptions& options, ConvertReport* report) {
+  auto start = std::chrono::steady_clock::now();
+  tf::GraphDef graphDef;
+  OSPREY_RETURN_IF_ERROR_IN(tf::parseGraphDef(data, size, &graphDef), source);
+  OSPREY_RETURN_IF_ERROR_IN(tf::inlineGraphFunctions(&graphDef), source);
+  return convertGraphDef(std::move(graphDef), source, out, options, report, start);
+}
+
 Status convertTensorflowFile(const std::string& path, Model* out, const ConvertOptions& options, ConvertReport* report) {
   std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    return Status::unsupported(path +
-                               ": TensorFlow SavedModel directories are not imported yet; freeze the model to a "
-                               "GraphDef (.pb) first (docs/tensorflow.md shows how)");
+  if (std::filesystem::is_directory(path, ec)) {
+    auto start = std::chrono::steady_clock::now();
+    tf::GraphDef graphDef;
+    OSPREY_RETURN_IF_ERROR(tf::loadSavedModel(path, options.signature, &graphDef));
+    return convertGraphDef(std::move(graphDef), path, out, options, report, start);
+  }
+  if (!options.signature.empty())
+    return Status::invalidArgument("--signature applies to TensorFlow SavedModel directories, not " + path);
   std::vector<uint8_t> bytes;
   OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
   return convertTensorflowBytes(bytes.data(), bytes.size(), path, out, options, report);

@@ -175,10 +175,15 @@ Status importGraphDef(const GraphDef& graphDef, const ImportOptions& options, Mo
     }
   }
   std::map<std::string, int> unsupported;
-  for (size_t n : reachable) {
-    const std::string& op = views[n].def->op;
-    if (op != "Placeholder" && op != "Const" && !isControlFlowOp(op) && !findImporter(op)) ++unsupported[op];
-  }
+  const bool functionalIf = graphDef.branchesInlined;  // If nodes whose branches are inlined functions
+  auto countUnsupported = [&](const std::string& op) {
+    if (op != "Placeholder" && op != "Const" && !isControlFlowOp(op) && !findImporter(op) && !(functionalIf && op == "If"))
+      ++unsupported[op];
+  };
+  for (size_t n : reachable) countUnsupported(views[n].def->op);
+  if (functionalIf)
+    for (const FunctionDef& branch : graphDef.library)
+      for (const NodeDef& n : branch.nodes) countUnsupported(n.op);
   auto listed = [&] {
     std::string list;
     for (auto& [name, count] : unsupported) list += (list.empty() ? "" : ", ") + name + " x" + std::to_string(count);
@@ -201,9 +206,11 @@ Status importGraphDef(const GraphDef& graphDef, const ImportOptions& options, Mo
   for (const NodeView& v : views)
     for (const std::string& in : v.inputs) ++readers[in];
   ctx.setReaders(std::move(readers));
-  const ImportFn importNode = [&](ImportContext& c, const NodeView& v) -> Status {
+  ImportFn importNode;
+  importNode = [&](ImportContext& c, const NodeView& v) -> Status {
     if (v.def->op == "Placeholder") return importPlaceholder(c, v, options);
     if (v.def->op == "Const") return importConst(c, v);
+    if (functionalIf && v.def->op == "If") return importFunctionalIf(c, v, graphDef.library, importNode);
     const OpImporter importer = findImporter(v.def->op);
     if (!importer) return Status::unsupported("");
     const size_t before = c.graph().nodes.size();

@@ -48,10 +48,14 @@ constexpr FieldSpec kGraphFields[] = {{1, "node", wire::kLen}, {2, "library", wi
 constexpr MessageSpec kGraph = {"GraphDef", kGraphFields, 2};
 constexpr FieldSpec kLibraryFields[] = {{1, "function", wire::kLen}};
 constexpr MessageSpec kLibrary = {"FunctionDefLibrary", kLibraryFields, 1};
-constexpr FieldSpec kFunctionFields[] = {{1, "signature", wire::kLen}};
-constexpr MessageSpec kFunction = {"FunctionDef", kFunctionFields, 1};
-constexpr FieldSpec kOpDefFields[] = {{1, "name", wire::kLen}};
-constexpr MessageSpec kOpDef = {"OpDef", kOpDefFields, 1};
+constexpr FieldSpec kFunctionFields[] = {{1, "signature", wire::kLen}, {3, "node_def", wire::kLen}, {4, "ret", wire::kLen}};
+constexpr MessageSpec kFunction = {"FunctionDef", kFunctionFields, 3};
+constexpr FieldSpec kOpDefFields[] = {{1, "name", wire::kLen}, {2, "input_arg", wire::kLen}, {3, "output_arg", wire::kLen}};
+constexpr MessageSpec kOpDef = {"OpDef", kOpDefFields, 3};
+constexpr FieldSpec kArgDefFields[] = {{1, "name", wire::kLen}};
+constexpr MessageSpec kArgDef = {"OpDef.ArgDef", kArgDefFields, 1};
+constexpr FieldSpec kRetFields[] = {{1, "key", wire::kLen}, {2, "value", wire::kLen}};
+constexpr MessageSpec kRet = {"FunctionDef.RetEntry", kRetFields, 2};
 constexpr FieldSpec kNodeFields[] = {{1, "name", wire::kLen}, {2, "op", wire::kLen}, {3, "input", wire::kLen},
                                      {5, "attr", wire::kLen}};
 constexpr MessageSpec kNode = {"NodeDef", kNodeFields, 4};
@@ -278,6 +282,41 @@ Status parseNode(Ctx& c, size_t begin, size_t end, NodeDef* node) {
   });
 }
 
+Status parseFunction(Ctx& c, size_t begin, size_t end, FunctionDef* fn) {
+  return eachField(c, kFunction, begin, end, [&](const Field& f) -> Status {
+    if (f.spec->number == 1)
+      return wire::nested(c, f, [&](size_t b, size_t e) {
+        return eachField(c, kOpDef, b, e, [&](const Field& sig) -> Status {
+          if (sig.spec->number == 1) {
+            fn->name = c.str(sig.begin, sig.end);
+            return Status::ok();
+          }
+          std::vector<std::string>& args = sig.spec->number == 2 ? fn->inputArgs : fn->outputArgs;
+          args.emplace_back();
+          return wire::nested(c, sig, [&](size_t ab, size_t ae) {
+            return eachField(c, kArgDef, ab, ae, [&](const Field& name) {
+              args.back() = c.str(name.begin, name.end);
+              return Status::ok();
+            });
+          });
+        });
+      });
+    if (f.spec->number == 3) {
+      fn->nodes.emplace_back();
+      return wire::nested(c, f, [&](size_t b, size_t e) { return parseNode(c, b, e, &fn->nodes.back()); });
+    }
+    std::string key, value;
+    OSPREY_RETURN_IF_ERROR(wire::nested(c, f, [&](size_t b, size_t e) {
+      return eachField(c, kRet, b, e, [&](const Field& k) {
+        (k.spec->number == 1 ? key : value) = c.str(k.begin, k.end);
+        return Status::ok();
+      });
+    }));
+    fn->ret[key] = value;
+    return Status::ok();
+  });
+}
+
 }  // namespace
 
 Status parseGraphDef(const uint8_t* data, size_t size, GraphDef* out) {
@@ -287,16 +326,8 @@ Status parseGraphDef(const uint8_t* data, size_t size, GraphDef* out) {
     if (f.spec->number == 2)
       return wire::nested(c, f, [&](size_t b, size_t e) {
         return eachField(c, kLibrary, b, e, [&](const Field& fn) {
-          return wire::nested(c, fn, [&](size_t fb, size_t fe) {
-            return eachField(c, kFunction, fb, fe, [&](const Field& sig) {
-              return wire::nested(c, sig, [&](size_t sb, size_t se) {
-                return eachField(c, kOpDef, sb, se, [&](const Field& name) {
-                  out->functions.push_back(c.str(name.begin, name.end));
-                  return Status::ok();
-                });
-              });
-            });
-          });
+          out->library.emplace_back();
+          return wire::nested(c, fn, [&](size_t fb, size_t fe) { return parseFunction(c, fb, fe, &out->library.back()); });
         });
       });
     NodeDef node;
@@ -304,6 +335,12 @@ Status parseGraphDef(const uint8_t* data, size_t size, GraphDef* out) {
     out->nodes.push_back(std::move(node));
     return Status::ok();
   });
+}
+
+Status parseTensorShape(const uint8_t* data, size_t size, const char* what, TensorShape* out) {
+  *out = TensorShape();
+  Ctx c{data, size, what, 4};
+  return parseShape(c, 0, size, out);
 }
 
 }  // namespace osprey::tf

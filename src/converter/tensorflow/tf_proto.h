@@ -66,12 +66,27 @@ struct NodeDef {
   }
 };
 
+// A function of the graph's library (function.proto): what StatefulPartitionedCall, While and
+// If name. Its nodes read arguments by name and other nodes' outputs as "node:out_arg:index".
+struct FunctionDef {
+  std::string name;
+  std::vector<std::string> inputArgs;   // the signature's input_arg names, in order
+  std::vector<std::string> outputArgs;  // the signature's output_arg names, in order
+  std::vector<NodeDef> nodes;
+  std::map<std::string, std::string> ret;  // output arg -> the value it returns
+};
+
 struct GraphDef {
   std::vector<NodeDef> nodes;
-  std::vector<std::string> functions;  // names of the library's functions (not imported yet)
+  std::vector<FunctionDef> library;
+  // The library holds only the inlined branches of If nodes (inlineFunctions made the graph),
+  // which the importer makes subgraphs; a library as parsed is not imported.
+  bool branchesInlined = false;
 };
 
 // Parses a serialized GraphDef (the caller names the file in errors).
 Status parseGraphDef(const uint8_t* data, size_t size, GraphDef* out);
+// Parses a serialized TensorShapeProto; `what` names the message in errors.
+Status parseTensorShape(const uint8_t* data, size_t size, const char* what, TensorShape* out);
 
 }  // namespace osprey::tf
