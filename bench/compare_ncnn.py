@@ -10,8 +10,15 @@ process, driven in lockstep with the others (bench/lockstep.py), the first engin
 iteration. Timings are host to host for both: inputs uploaded, outputs read back. Prints
 medians, ncnn's largest difference from the PyTorch reference, and Osprey's time over each.
 
+On a GPU machine --columns adds Osprey's other GPU backends and precisions to the same
+lockstep run (e.g. vulkan:normal,vulkan:low,cuda:normal,cuda:low,opencl:normal; --osprey-for
+cuda=BIN where a backend is in another build), and --batch N times N images per step: Osprey
+as one batch of N (random inputs, `osprey bench --batch`), ncnn as N extractions (it takes one
+image at a time). Ratios are each Osprey column over ncnn fp32, and `low` columns over ncnn fp16.
+
   bench/compare_ncnn.py --models-dir DIR [--ncnn-dir DIR] [--backend vulkan|cpu] [--threads 2]
-                        [--warmup 5] [--loops 40] [--osprey BIN] [--ncnn-python PY] [MODEL ...]
+                        [--warmup 5] [--loops 40] [--osprey BIN] [--ncnn-python PY] [--batch N]
+                        [--columns BACKEND:PRECISION,...] [--osprey-for BACKEND=BIN] [MODEL ...]
 """
 import argparse
 import json
@@ -27,7 +34,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODELS = ["mobilenet_v2", "resnet50", "vit_tiny_p16_224"]
 
 
-def ncnn_worker(param, weights, input_path, ref_path, gpu, fp16, threads, warmup):
+def ncnn_worker(param, weights, input_path, ref_path, gpu, fp16, threads, warmup, batch=1):
     """Speaks the protocol of `osprey bench --step`; the first line after "ready" is its error."""
     import ncnn
     import numpy as np
@@ -41,13 +48,18 @@ def ncnn_worker(param, weights, input_path, ref_path, gpu, fp16, threads, warmup
     x = np.ascontiguousarray(np.load(input_path)[0], dtype=np.float32)
     ref = np.load(ref_path)
 
-    def once():
+    def image():
         with net.create_extractor() as ex:
             ex.input("in0", ncnn.Mat(x).clone())
             _, out = ex.extract("out0")
             return np.array(out)
 
-    error = float(np.abs(once().reshape(ref.shape) - ref).max())
+    def once():
+        for _ in range(batch - 1):
+            image()
+        return image()
+
+    error = float(np.abs(once().reshape(ref.shape[1:]) - ref[0]).max())  # the first image's output
     for _ in range(max(warmup, 1)):
         once()
     print("ready", flush=True)
@@ -91,12 +103,17 @@ def main():
     p.add_argument("--osprey", default=os.path.join(HERE, "..", "build", "osprey"))
     p.add_argument("--ncnn-python", default=sys.executable, help="a python with ncnn and numpy")
     p.add_argument("--pnnx", default="pnnx")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--columns", help="Osprey columns BACKEND:PRECISION,... (default: --backend at normal precision)")
+    p.add_argument("--osprey-for", action="append", default=[], metavar="BACKEND=BIN")
     p.add_argument("--ncnn-worker", nargs=5, metavar=("PARAM", "BIN", "INPUT", "REF", "FP16"), help=argparse.SUPPRESS)
     a = p.parse_args()
     gpu = a.backend != "cpu"
     if a.ncnn_worker:
         param, weights, inp, ref, fp16 = a.ncnn_worker
-        return ncnn_worker(param, weights, inp, ref, gpu, fp16 == "1", a.threads, a.warmup)
+        return ncnn_worker(param, weights, inp, ref, gpu, fp16 == "1", a.threads, a.warmup, a.batch)
+    columns = [tuple(c.split(":")) for c in (a.columns or a.backend + ":normal").split(",")]
+    binaries = dict(item.split("=", 1) for item in a.osprey_for)
     if not a.models_dir:
         p.error("--models-dir is required")
 
@@ -105,34 +122,39 @@ def main():
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cpus, backend {a.backend}, "
           f"{a.threads} thread(s), warm-up {a.warmup}, {a.loops} alternating loops")
     modes = [("ncnn fp32", "0")] + ([("ncnn fp16", "1")] if gpu else [])
-    header = f"{'model':<20} {'osprey ms':>10}" + "".join(f" {m + ' ms':>13} {'ratio':>6} {'|diff|':>8}" for m, _ in modes)
+    names = [f"{b} {prec}" for b, prec in columns]
+    header = f"{'model':<18} {'batch':>5}" + "".join(f" {n:>14}" for n in names + [m for m, _ in modes])
+    header += "".join(f" {n + ' ratio':>18}" for n in names)
     print(header)
     print("-" * len(header))
     for name in a.models:
         base = os.path.join(a.models_dir, name)
         try:
             param, weights = ncnn_files(base + ".onnx", a.ncnn_dir, a.pnnx, np.load(base + ".input.npy").shape)
-            workers = [Worker([a.osprey, "bench", base + ".onnx", "--input", base + ".input.npy", "--backend", a.backend,
-                               "--threads", str(a.threads), "--warmup", str(a.warmup), "--loops", str(a.loops),
-                               "--step", "--json"])]
+            inputs = ["--input", base + ".input.npy"] if a.batch == 1 else ["--batch", str(a.batch)]
+            workers = [Worker([binaries.get(b, a.osprey), "bench", base + ".onnx", *inputs, "--backend", b, "--precision",
+                               prec, "--threads", str(a.threads), "--warmup", str(a.warmup), "--loops", str(a.loops),
+                               "--step", "--json"]) for b, prec in columns]
             errors = []
             for _, fp16 in modes:
                 w = Worker([a.ncnn_python, os.path.abspath(__file__), "--ncnn-worker", param, weights,
                             base + ".input.npy", base + ".ref.npy", fp16, "--backend", a.backend, "--threads",
-                            str(a.threads), "--warmup", str(a.warmup)])
+                            str(a.threads), "--warmup", str(a.warmup), "--batch", str(a.batch)])
                 errors.append(w.proc.stdout.readline().strip())
                 workers.append(w)
             for i in range(a.loops):
                 for k in range(len(workers)):
                     workers[(i + k) % len(workers)].step()
             medians = [w.finish()["median_ms"] for w in workers]
-        except (RuntimeError, OSError, ValueError, subprocess.CalledProcessError) as e:
-            print(f"{name:<20} error: {e}".splitlines()[0])
+        except (RuntimeError, OSError, ValueError, KeyError, subprocess.CalledProcessError) as e:
+            print(f"{name:<18} error: {e}".splitlines()[0])
             continue
-        row = f"{name:<20} {medians[0]:>10.2f}"
-        for median, error in zip(medians[1:], errors):
-            row += f" {median:>13.2f} {medians[0] / median:>6.2f} {error:>8}"
-        print(row, flush=True)
+        ncnn = dict(zip([m for m, _ in modes], medians[len(columns):]))
+        row = f"{name:<18} {a.batch:>5}" + "".join(f" {m:>14.3f}" for m in medians)
+        for (b, prec), m in zip(columns, medians):
+            against = ncnn.get("ncnn fp16" if prec == "low" else "ncnn fp32", ncnn["ncnn fp32"])
+            row += f" {m / against:>18.2f}"
+        print(row + "   ncnn |diff| " + " ".join(errors), flush=True)
 
 
 if __name__ == "__main__":
