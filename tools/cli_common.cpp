@@ -165,6 +165,9 @@ Status loadModel(const Args& args, const char* command, std::shared_ptr<Interpre
   LoadOptions options;
   options.mapFile = args.get("memory", "normal") == "low";
   if (args.positional.size() == 2) options.weights = args.positional[1];
+  options.signature = args.get("signature", "");
+  if (!options.signature.empty() && !isTensorflowModel(args.positional[0]))
+    return Status::invalidArgument("--signature applies to TensorFlow SavedModel directories");
   return Interpreter::fromFile(args.positional[0], options, out);
 }
 
@@ -251,7 +254,7 @@ std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
                            "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cuda-low-precision",
                            "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
                            "opencl-memory", "opencl-fp16-math", "opencl-profile", "vulkan-device", "vulkan-cache",
-                           "vulkan-validation"})
+                           "vulkan-validation", "signature"})
     if (std::find(valued.begin(), valued.end(), name) == valued.end()) valued.push_back(name);
   return valued;
 }

@@ -206,6 +206,8 @@ struct LoadOptions {
   // A Caffe network (a .prototxt path): its weights file. Empty: the .caffemodel of the same
   // name beside it, when there is one.
   std::string weights;
+  // A TensorFlow SavedModel directory: the signature to run. Empty: serving_default.
+  std::string signature;
 };
 
 class Interpreter {

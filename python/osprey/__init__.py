@@ -280,6 +280,7 @@ class InferenceSession:
         vulkan_device: an index or a name substring (default: the first GPU).
         vulkan_cache: file caching compiled Vulkan pipelines.
         vulkan_validation: turn on VK_LAYER_KHRONOS_validation where installed (default False).
+        signature: a TensorFlow SavedModel directory's signature to run (default serving_default).
 
     Raises:
         NotFoundError: the file does not exist.
@@ -320,6 +321,7 @@ class InferenceSession:
         vulkan_device: Union[str, int, None] = None,
         vulkan_cache: Optional[str] = None,
         vulkan_validation: Optional[bool] = None,
+        signature: Optional[str] = None,
     ) -> None:
         options = _options(
             memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
@@ -360,7 +362,7 @@ class InferenceSession:
                                         0 if memory_limit is None else int(memory_limit),
                                         0 if run_time_limit_ms is None else int(run_time_limit_ms),
                                         int(plan_cache_size), None if runtime is None else runtime._runtime,
-                                        options)
+                                        options, signature or "")
         self._inputs = [NodeArg._from_engine(t) for t in self._session.inputs()]
         self._outputs = [NodeArg._from_engine(t) for t in self._session.outputs()]
 

@@ -404,7 +404,7 @@ class PySession {
  public:
   PySession(const py::object& source, const std::string& backend, int threads, const std::string& precision,
             uint64_t memoryLimit, int64_t runTimeLimitMs, int planCacheSize, const PyRuntime* runtime,
-            const py::dict& options) {
+            const py::dict& options, const std::string& signature) {
     ScheduleConfig schedule;
     BackendConfig config;
     configsFrom(backend, threads, precision, memoryLimit, runTimeLimitMs, planCacheSize, options, &schedule, &config);
@@ -427,6 +427,7 @@ class PySession {
       create();
     } else {
       LoadOptions load;
+      load.signature = signature;
       std::string path;
       if (py::isinstance<py::tuple>(source)) {  // (deploy.prototxt, net.caffemodel)
         auto pair = source.cast<std::pair<std::string, std::string>>();
@@ -802,10 +803,10 @@ PYBIND11_MODULE(_osprey, m) {
       .def("garbage_collect", &PyRuntime::garbageCollect, py::arg("level") = 0);
   py::class_<PySession>(m, "Session")
       .def(py::init<const py::object&, const std::string&, int, const std::string&, uint64_t, int64_t, int,
-                    const PyRuntime*, const py::dict&>(),
+                    const PyRuntime*, const py::dict&, const std::string&>(),
            py::arg("source"), py::arg("backend"), py::arg("threads"), py::arg("precision"), py::arg("memory_limit") = 0,
            py::arg("run_time_limit_ms") = 0, py::arg("plan_cache_size") = BackendConfig().planCacheSize,
-           py::arg("runtime") = nullptr, py::arg("options") = py::dict())
+           py::arg("runtime") = nullptr, py::arg("options") = py::dict(), py::arg("signature") = "")
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("run", &PySession::run, py::arg("output_names"), py::arg("feed"))

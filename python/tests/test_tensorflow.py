@@ -194,12 +194,18 @@ def test_saved_model_signature_is_chosen(saved_models, tmp_path):
     assert [o.name for o in session.get_outputs()] == ["best", "probabilities"]
     for o, r in zip(session.run(None, inputs), refs):
         assert_close(o, r, "signature 'scores'")
+    direct = osprey.InferenceSession(path, threads=2, signature="scores")
+    assert [o.name for o in direct.get_outputs()] == ["best", "probabilities"]
+    for o, r in zip(direct.run(None, inputs), refs):
+        assert_close(o, r, "signature 'scores', run from the directory")
     if osprey_bin() is not None:
         cli = str(tmp_path / "cli.osp")
         subprocess.run([osprey_bin(), "convert", path, cli, "--signature", "scores"], check=True, capture_output=True)
         assert [o.name for o in osprey.InferenceSession(cli).get_outputs()] == ["best", "probabilities"]
         done = subprocess.run([osprey_bin(), "run", path], capture_output=True, text=True)
         assert done.returncode == 0 and "logits" in done.stdout, done.stdout + done.stderr
+        done = subprocess.run([osprey_bin(), "run", path, "--signature", "scores"], capture_output=True, text=True)
+        assert done.returncode == 0 and "probabilities" in done.stdout, done.stdout + done.stderr
 
 
 def test_saved_model_unknown_signature(saved_models, tmp_path):
@@ -209,6 +215,8 @@ def test_saved_model_unknown_signature(saved_models, tmp_path):
     message = str(e.value)
     assert "\n" not in message
     assert "no signature 'nope' (it has: scores, serving_default" in message, message
+    with pytest.raises(osprey.OspreyError, match="no signature 'nope'"):
+        osprey.InferenceSession(path, signature="nope")
 
 
 def copy_saved(path, tmp_path):

@@ -55,7 +55,9 @@ Status Interpreter::fromFile(const std::string& path, const LoadOptions& options
   }
   if (isTensorflowModel(path)) {  // a frozen GraphDef (.pb) or a SavedModel directory
     auto model = std::make_shared<Model>();
-    OSPREY_RETURN_IF_ERROR(convertTensorflowFile(path, model.get()));
+    ConvertOptions convert;
+    convert.signature = options.signature;
+    OSPREY_RETURN_IF_ERROR(convertTensorflowFile(path, model.get(), convert));
     *out = holding(std::move(model));
     return Status::ok();
   }
