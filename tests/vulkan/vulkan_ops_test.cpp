@@ -65,6 +65,19 @@ TEST(VulkanConv, LargeTilesGeneralGroupedPointwise) {
                         {in(rnd({1, 127, 15, 9}, 22)), constant(rnd({67, 127, 1, 1}, 23)), constant(rnd({67}, 24))});
 }
 
+// Enough 64x64 tiles (128 workgroups) for conv2d_gemm_wide.comp: partial tiles in both
+// directions, grouped, strided with a residual, 1x1 over many input channels.
+TEST(VulkanConv, WideTiles) {
+  OSPREY_REQUIRE_VULKAN();
+  checkAgainstReference(convNode({1, 1}, {1, 1, 1, 1}, {1, 1}, 1, "Relu"),
+                        {in(rnd({1, 13, 67, 61}, 30)), constant(rnd({131, 13, 3, 3}, 31)), constant(rnd({131}, 32))});
+  checkAgainstReference(convNode({2, 2}, {1, 0, 1, 0}, {1, 1}, 2),
+                        {in(rnd({2, 6, 130, 67}, 33)), constant(rnd({70, 3, 3, 2}, 34)), absent(),
+                         in(rnd({2, 70, 65, 33}, 35, -2, 2))});
+  checkAgainstReference(convNode({1, 1}, {0, 0, 0, 0}, {1, 1}, 1),
+                        {in(rnd({4, 127, 33, 31}, 36)), constant(rnd({65, 127, 1, 1}, 37)), constant(rnd({65}, 38))});
+}
+
 TEST(VulkanConv, WeightsAsActivation) {
   OSPREY_REQUIRE_VULKAN();
   Node n = convNode({1, 1}, {0, 1, 0, 1}, {1, 1}, 1);

@@ -28,7 +28,11 @@ class ConvExecution : public VkExecution {
   Status onResize(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     const int64_t C = in[0]->shape[1], OC = out[0]->shape[1];
     depthwise_ = group_ == C && OC % C == 0;
-    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : "conv2d_gemm", 5, out[0]);
+    const Shape& y = out[0]->shape;
+    wide_ = !depthwise_ && ceilDiv(y[2] * y[3], kWideTile) * ceilDiv(OC / group_, kWideTile) * y[0] * group_ >=
+                               kWideMinWorkgroups;
+    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : wide_ ? "conv2d_gemm_wide" : "conv2d_gemm", 5,
+                             out[0]);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
@@ -50,8 +54,10 @@ class ConvExecution : public VkExecution {
     std::array<uint32_t, 3> groups;
     if (depthwise_)
       groups = elementwiseGroups(out[0]->elements());
-    else
-      groups = {ceilDiv(y[2] * y[3], 16), ceilDiv(y[1] / group_, 16), static_cast<uint32_t>(x[0] * group_)};
+    else {
+      const int64_t tile = wide_ ? kWideTile : 16;
+      groups = {ceilDiv(y[2] * y[3], tile), ceilDiv(y[1] / group_, tile), static_cast<uint32_t>(x[0] * group_)};
+    }
     OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, groups));
     return vk()->afterOp();
   }
@@ -60,7 +66,10 @@ class ConvExecution : public VkExecution {
   Window w_;
   int64_t group_;
   FusedActivation act_;
-  bool depthwise_ = false;
+  // conv2d_gemm_wide.comp's 64x64 tiles, where there are enough of them to keep a GPU's compute
+  // units busy (128 workgroups: a large GPU has about as many units); 16x16 tiles otherwise.
+  static constexpr int64_t kWideTile = 64, kWideMinWorkgroups = 128;
+  bool depthwise_ = false, wide_ = false;
   Dispatch dispatch_;
 };
 
