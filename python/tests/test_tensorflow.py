@@ -19,7 +19,7 @@ from conftest import assert_close  # noqa: E402
 XFAIL = {}
 MODELS = ["mobilenet_v2", "resnet50", "efficientnet_b0", "bert_encoder", "indexing", "image_ops", "while_rnn",
           "while_rnn_v2", "cond_v2"]
-SAVED_MODELS = ["saved_cnn", "saved_mobilenet_v2", "saved_bert_encoder", "saved_while", "saved_cond",
+SAVED_MODELS = ["saved_cnn", "saved_mobilenet_v2", "saved_resnet50", "saved_efficientnet_b0", "saved_bert_encoder", "saved_while", "saved_cond",
                 "saved_two_signatures", "saved_tf1"]
 # Known gaps of SavedModels: name -> reason (pytest.mark.xfail, strict).
 SAVED_XFAIL = {}

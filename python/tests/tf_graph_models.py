@@ -208,6 +208,25 @@ def saved_mobilenet_v2(rng, path):
     return {m.inputs[0].name: _image(rng, (1, 96, 96, 3))}
 
 
+def saved_resnet50(rng, path):
+    """Keras ResNet-50 (64x64) by model.export."""
+    tf.keras.utils.set_random_seed(2)
+    m = tf.keras.applications.ResNet50(input_shape=(64, 64, 3), weights=None, classes=10, classifier_activation=None)
+    _randomize_batch_norms(m, rng)
+    m.export(path, verbose=False)
+    return {m.inputs[0].name: _image(rng, (1, 64, 64, 3))}
+
+
+def saved_efficientnet_b0(rng, path):
+    """Keras EfficientNet-B0 (64x64, its own rescaling of 0..255 pixels) by model.export."""
+    tf.keras.utils.set_random_seed(3)
+    m = tf.keras.applications.EfficientNetB0(input_shape=(64, 64, 3), weights=None, classes=10,
+                                             classifier_activation=None)
+    _randomize_batch_norms(m, rng)
+    m.export(path, verbose=False)
+    return {m.inputs[0].name: (rng.random((1, 64, 64, 3)) * 255).astype(np.float32)}
+
+
 def saved_bert_encoder(rng, path, layers=2, hidden=64, heads=4, seq=16, vocab=100):
     """The BERT-style encoder of bert_encoder, by model.export."""
     concrete, inputs = bert_encoder(rng, layers, hidden, heads, seq, vocab)
@@ -286,6 +305,8 @@ def saved_tf1(rng, path):
 SAVED_MODELS = {
     "saved_cnn": saved_cnn,
     "saved_mobilenet_v2": saved_mobilenet_v2,
+    "saved_resnet50": saved_resnet50,
+    "saved_efficientnet_b0": saved_efficientnet_b0,
     "saved_bert_encoder": saved_bert_encoder,
     "saved_while": saved_while,
     "saved_cond": saved_cond,
