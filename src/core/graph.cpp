@@ -92,6 +92,14 @@ void Node::setFloat(std::string name, float v) {
   setAttr(std::move(a));
 }
 
+void Node::setGraph(std::string name, std::shared_ptr<Graph> g) {
+  Attribute a;
+  a.name = std::move(name);
+  a.kind = Attribute::Kind::Graph;
+  a.graph = std::move(g);
+  setAttr(std::move(a));
+}
+
 void Node::setString(std::string name, std::string v) {
   Attribute a;
   a.name = std::move(name);

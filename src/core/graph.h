@@ -72,6 +72,7 @@ struct Node {
   void setString(std::string name, std::string v);
   void setInts(std::string name, std::vector<int64_t> v);
   void setFloats(std::string name, std::vector<float> v);
+  void setGraph(std::string name, std::shared_ptr<Graph> g);  // a Loop / If / Scan body
   void removeAttr(std::string_view name);
   // "op 'conv1' (Conv)" — used as error context everywhere.
   std::string describe() const;

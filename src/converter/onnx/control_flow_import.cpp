@@ -42,13 +42,6 @@ Node& addControlNode(ImportContext& ctx, const NodeProto& node, OpType type, con
   return n;
 }
 
-Attribute graphAttribute(const char* name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::Graph;
-  a.graph = std::move(g);
-  return a;
-}
 
 }  // namespace
 
@@ -63,8 +56,8 @@ Status importIf(ImportContext& ctx, const NodeProto& node, int64_t) {
   bindCaptures(*thenGraph, thenGraph->inputs.size() - thenCaptured.size(), all);
   bindCaptures(*elseGraph, elseGraph->inputs.size() - elseCaptured.size(), all);
   Node& n = addControlNode(ctx, node, OpType::If, all);
-  n.setAttr(graphAttribute("then_branch", thenGraph));
-  n.setAttr(graphAttribute("else_branch", elseGraph));
+  n.setGraph("then_branch", thenGraph);
+  n.setGraph("else_branch", elseGraph);
   return Status::ok();
 }
 
@@ -81,7 +74,7 @@ Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset
     OSPREY_RETURN_IF_ERROR(convertAttribute(a, &attr));
     n.setAttr(std::move(attr));
   }
-  n.setAttr(graphAttribute("body", body));
+  n.setGraph("body", body);
   return Status::ok();
 }
 

@@ -232,11 +232,7 @@ Status lowerWhileFrame(ImportContext& ctx, const WhileFrame& f, const std::vecto
   for (size_t k = 0; k < f.enters.size(); ++k) outs.push_back(ctx.temp(views[f.switches[k]].name() + "_final"));
   Node& loop = ctx.addNode(OpType::Loop, f.name.empty() ? "while" : f.name, ins, outs);
   loop.setInt("num_captured", static_cast<int64_t>(b.captured().size()));
-  Attribute a;
-  a.name = "body";
-  a.kind = Attribute::Kind::Graph;
-  a.graph = body;
-  loop.setAttr(std::move(a));
+  loop.setGraph("body", body);
   for (size_t k = 0; k < f.exits.size(); ++k)
     if (f.exits[k] >= 0) ctx.bind(views[f.exits[k]], 0, outs[k], Held::AsTf, ctx.rank(views[f.enters[k]].input(0)));
   return Status::ok();
@@ -328,11 +324,7 @@ Status importFunctionalIf(ImportContext& ctx, const NodeView& node, const std::v
   Node& n = ctx.addNode(OpType::If, node.name(), ins, outs);
   n.setInt("num_captured", static_cast<int64_t>(args.size()));
   for (int k = 0; k < 2; ++k) {
-    Attribute a;
-    a.name = keys[k];
-    a.kind = Attribute::Kind::Graph;
-    a.graph = graphs[k];
-    n.setAttr(std::move(a));
+    n.setGraph(keys[k], graphs[k]);
   }
   for (size_t j = 0; j < outs.size(); ++j) ctx.bind(node, static_cast<int>(j), outs[j], Held::AsTf, -1);
   return Status::ok();

@@ -43,13 +43,6 @@ class BodyBuilder {
   GraphWriter writer_;
 };
 
-Attribute graphAttribute(const char* name, std::shared_ptr<Graph> g) {
-  Attribute a;
-  a.name = name;
-  a.kind = Attribute::Kind::Graph;
-  a.graph = std::move(g);
-  return a;
-}
 
 Status carriedValues(ImportContext& ctx, const OpView& op, size_t first, std::vector<int>* values) {
   for (size_t k = first; k < op.inputs.size(); ++k) {
@@ -98,7 +91,7 @@ Status importWhile(ImportContext& ctx, const OpView& op) {
   for (int t : op.outputs) outs.push_back(ctx.define(t, Held::AsTflite));
   Node& loop = ctx.addNode(OpType::Loop, op.name, ins, outs);
   loop.setInt("num_captured", 0);
-  loop.setAttr(graphAttribute("body", body.take()));
+  loop.setGraph("body", body.take());
   return Status::ok();
 }
 
@@ -133,8 +126,8 @@ Status importIf(ImportContext& ctx, const OpView& op) {
   for (int t : op.outputs) outs.push_back(ctx.define(t, Held::AsTflite));
   Node& n = ctx.addNode(OpType::If, op.name, ins, outs);
   n.setInt("num_captured", static_cast<int64_t>(args.size()));
-  n.setAttr(graphAttribute("then_branch", branches[0]));
-  n.setAttr(graphAttribute("else_branch", branches[1]));
+  n.setGraph("then_branch", branches[0]);
+  n.setGraph("else_branch", branches[1]);
   return Status::ok();
 }
 

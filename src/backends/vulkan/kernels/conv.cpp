@@ -1,6 +1,7 @@
 // Conv (2-D: implicit GEMM for general, grouped and 1x1 convolutions, a direct shader for
 // depthwise; strides, dilations, pads, bias, the residual Z added before the fused activation)
 // and the pools (max / average windows, global max / average).
+#include "backends/vulkan/kernels/conv_push.h"
 #include "backends/vulkan/vk_execution.h"
 #include "ops/activation.h"
 #include "ops/window.h"
@@ -8,17 +9,6 @@
 namespace osprey::vulkan {
 
 namespace {
-
-// The push constants of conv2d_gemm.comp and conv2d_depthwise.comp (shaders/conv_params.glsl).
-struct ConvPush {
-  uint32_t xOff, wOff, biasOff, zOff, yOff;
-  int32_t C, H, W, group;
-  int32_t OC, OH, OW, N;
-  int32_t KH, KW, SH, SW;
-  int32_t DH, DW, PH, PW;
-  int32_t hasBias, hasZ, act;
-  float actA, actB;
-};
 
 class ConvExecution : public VkExecution {
  public:

@@ -1,6 +1,7 @@
 // ConvTranspose 2-D (groups, strides, pads or auto_pad / output_shape, output_padding,
 // dilations, bias, a fused activation): conv_transpose2d.comp, one invocation per output
 // gathering the taps that scatter onto it. Its push constants are Conv's (conv_params.glsl).
+#include "backends/vulkan/kernels/conv_push.h"
 #include "backends/vulkan/vk_execution.h"
 #include "ops/activation.h"
 #include "ops/window.h"
@@ -8,16 +9,6 @@
 namespace osprey::vulkan {
 
 namespace {
-
-struct ConvPush {  // as conv_params.glsl declares it
-  uint32_t xOff, wOff, biasOff, zOff, yOff;
-  int32_t C, H, W, group;
-  int32_t OC, OH, OW, N;
-  int32_t KH, KW, SH, SW;
-  int32_t DH, DW, PH, PW;
-  int32_t hasBias, hasZ, act;
-  float actA, actB;
-};
 
 class ConvTransposeExecution : public VkExecution {
  public:
