@@ -678,6 +678,94 @@ def test_quantized_hard_swish_exact(tmp_path, dtype):
         run_both(m, [(np.arange(256) + low).astype(dtype)], tmp_path, rtol=0, atol=0)
 
 
+def random_quantization(rng, count, lo=0.002, hi=0.05):
+    """`count` float32 scales in [lo, hi) and int8 zero points."""
+    return ([float(np.float32(v)) for v in rng.uniform(lo, hi, count)],
+            [int(v) for v in rng.integers(-128, 100, count)])
+
+
+@pytest.mark.parametrize("adjoint", [False, True])
+def test_int8_batch_matmul_of_activations_exact(tmp_path, adjoint):
+    """BATCH_MATMUL of two int8 activations (attention's products): int32 sums requantized in
+    TFLite's fixed point, byte for byte, at random scales and depths."""
+    rng = np.random.default_rng(4)
+    for _ in range(10):
+        (sa, sb, sy), (za, zb, zy) = random_quantization(rng, 3)
+        k = int(rng.integers(4, 40))
+        m = ModelBuilder()
+        a = m.input([2, 3, 16, k], np.int8)
+        b = m.input([2, 3, 16, k] if adjoint else [2, 3, k, 16], np.int8)
+        m.tensors[a]["quantization"] = dict(scale=[sa], zero_point=[za])
+        m.tensors[b]["quantization"] = dict(scale=[sb], zero_point=[zb])
+        y = m.output(m.tensor([2, 3, 16, 16], np.int8, quantization=dict(scale=[sy], zero_point=[zy])))
+        m.op("BATCH_MATMUL", [a, b], [y], "BatchMatMulOptions", adj_y=adjoint)
+        feed = [rng.integers(-128, 128, m.tensors[t]["shape"]).astype(np.int8) for t in (a, b)]
+        run_both(m, feed, tmp_path, rtol=0, atol=0)
+
+
+def test_int8_rsqrt_exact(tmp_path):
+    """TFLite's fixed-point RSQRT (a Newton-Raphson inverse square root) on every code at or above
+    the zero point (LiteRT refuses negative inputs), byte for byte."""
+    rng = np.random.default_rng(5)
+    for _ in range(16):
+        s_in, s_out = float(np.float32(rng.uniform(0.001, 0.05))), float(np.float32(rng.uniform(0.002, 0.05)))
+        z_in, z_out = int(rng.integers(-128, 60)), int(rng.choice([-128, -100, 0]))
+        m = ModelBuilder()
+        x = m.input([256], np.int8)
+        m.tensors[x]["quantization"] = dict(scale=[s_in], zero_point=[z_in])
+        y = m.output(m.tensor([256], np.int8, quantization=dict(scale=[s_out], zero_point=[z_out])))
+        m.op("RSQRT", [x], [y])
+        run_both(m, [np.maximum(np.arange(256) - 128, z_in).astype(np.int8)], tmp_path, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("broadcast", [False, True])
+def test_int8_squared_difference_exact(tmp_path, broadcast):
+    """TFLite's fixed-point SQUARED_DIFFERENCE over every pair of int8 values (with broadcast, B
+    one value per row, as LayerNormalization's mean), byte for byte."""
+    rng = np.random.default_rng(6)
+    for _ in range(6):
+        (s1, s2), (z1, z2) = random_quantization(rng, 2)
+        s_out = float(np.float32(rng.uniform(0.01, 0.1)))
+        m = ModelBuilder()
+        a = m.input([1, 256, 256, 1], np.int8)
+        b = m.input([1, 256, 1, 1] if broadcast else [1, 256, 256, 1], np.int8)
+        m.tensors[a]["quantization"] = dict(scale=[s1], zero_point=[z1])
+        m.tensors[b]["quantization"] = dict(scale=[s2], zero_point=[z2])
+        y = m.output(m.tensor([1, 256, 256, 1], np.int8, quantization=dict(scale=[s_out], zero_point=[-128])))
+        m.op("SQUARED_DIFFERENCE", [a, b], [y])
+        first, second = every_byte_pair(np.int8)
+        if broadcast:
+            first, second = second, first[:, :, :1, :]
+        run_both(m, [first, second], tmp_path, rtol=0, atol=0)
+
+
+def rows_of_every_sum(count, dtype):
+    """One row of `count` codes for every possible sum of them, filled from the first code on."""
+    low, high = np.iinfo(dtype).min, np.iinfo(dtype).max
+    excess = np.arange(count * (high - low) + 1)[:, None] - (high - low) * np.arange(count)[None, :]
+    return (low + np.clip(excess, 0, high - low)).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8])
+@pytest.mark.parametrize("keep_dims", [False, True])
+def test_quantized_mean_exact(tmp_path, dtype, keep_dims):
+    """Quantized MEAN as LiteRT runs it (XNNPACK's float scale and bias, half to even) on every
+    possible sum of the reduced codes, byte for byte, at random scales and zero points."""
+    rng = np.random.default_rng(7)
+    low = int(np.iinfo(dtype).min)
+    for count in (3, 7, 16, 32, 100):
+        s_in, s_out = (float(np.float32(v)) for v in rng.uniform(0.001, 0.05, 2))
+        z_in, z_out = (int(v) for v in rng.integers(low, low + 230, 2))
+        rows = rows_of_every_sum(count, dtype)
+        m = ModelBuilder()
+        x = m.input(list(rows.shape), dtype)
+        m.tensors[x]["quantization"] = dict(scale=[s_in], zero_point=[z_in])
+        y = m.output(m.tensor([len(rows), 1] if keep_dims else [len(rows)], dtype,
+                              quantization=dict(scale=[s_out], zero_point=[z_out])))
+        m.op("MEAN", [x, m.const(np.array([1], np.int32))], [y], "ReducerOptions", keep_dims=keep_dims)
+        run_both(m, [rows], tmp_path, rtol=0, atol=0)
+
+
 def test_int16_activations_are_unsupported(tmp_path):
     path = os.path.join(str(tmp_path), "int16.tflite")
     with open(path, "wb") as f:

@@ -31,14 +31,7 @@ CASES = [(name, variant) for name in km.BUILDERS for variant in km.VARIANTS
          if not (name in LARGE and variant in ("float16", "dynamic"))]
 
 # Real differences that are not fixed yet: (model, variant) -> reason.
-EXPECTED_FAILURES = {
-    ("transformer", "int8"): "traced op by op: every op matches LiteRT up to the attention's second BATCH_MATMUL "
-                             "(probabilities x values, two int8 activations), which Osprey computes as float between "
-                             "DequantizeLinear and QuantizeLinear and TFLite in integers with a fixed-point "
-                             "requantization: 2 of 512 elements one step apart; SQUARED_DIFFERENCE, MEAN and RSQRT "
-                             "of the LayerNormalization (TFLite's fixed-point forms too) widen them to 19 of 516 "
-                             "outputs by one step, 3 by two",
-}
+EXPECTED_FAILURES = {}
 
 
 @pytest.fixture(scope="session")

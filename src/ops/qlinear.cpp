@@ -3,13 +3,17 @@
 // the product, which accumulates exactly in int32 (padding contributes zero after the shift).
 // QLinear* requantise: y = saturate(rint(acc * (a_scale * b_scale / y_scale)) + y_zero_point)
 // with the multiplier computed in the scales' type and the product in double, as the ONNX
-// reference does. Zero points and scales are per tensor, per row of A / per column of B
-// (1-D, or N-D of shape [..., M, 1] / [..., 1, N]), or per output channel for W.
+// reference does; QLinearMatMul with requantize = "fixed_point" (TFLite's BATCH_MATMUL) uses
+// TFLite's integer multiplier instead (ops/fixed_point_requantize.h). Zero points and scales are
+// per tensor, per row of A / per column of B (1-D, or N-D of shape [..., M, 1] / [..., 1, N]),
+// or per output channel for W.
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/fixed_point_requantize.h"
 #include "ops/op_util.h"
 #include "ops/window.h"
 
@@ -225,7 +229,7 @@ Status qlinearMatMulShape(const Node&, const TensorViews& in, TensorViews& out) 
   return Status::ok();
 }
 
-Status qlinearMatMulKernel(const Node&, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
+Status qlinearMatMulKernel(const Node& node, const TensorViews& in, TensorViews& out, ThreadPool* pool) {
   QMatMul q;
   OSPREY_RETURN_IF_ERROR(qlinearMatMulSetup(in, &q));
   std::vector<int32_t> acc;
@@ -233,6 +237,20 @@ Status qlinearMatMulKernel(const Node&, const TensorViews& in, TensorViews& out,
   const DataType st = in[1].dtype;
   const double ys = loadAsDouble(in[6].dtype, in[6].data, 0), yz = loadAsDouble(in[7].dtype, in[7].data, 0);
   const int64_t batches = shapeElements(q.s.batch);
+  // requantize = "fixed_point" (TFLite's BATCH_MATMUL): TFLite's integer multiplier and rounding.
+  if (node.getString("requantize", "") == "fixed_point") {
+    const int32_t lowest = in[7].dtype == DataType::Int8 ? -128 : 0, highest = lowest + 255;
+    for (int64_t b = 0; b < batches; ++b)
+      for (int64_t r = 0; r < q.s.m; ++r)
+        for (int64_t c = 0; c < q.s.n; ++c) {
+          const QuantizedMultiplier m = productMultiplier(static_cast<float>(q.as.at(b, r, 0)),
+                                                          static_cast<float>(q.bs.at(b, 0, c)), static_cast<float>(ys));
+          const int64_t i = (b * q.s.m + r) * q.s.n + c;
+          const int32_t y = multiplyByQuantizedMultiplier(acc[i], m) + static_cast<int32_t>(yz);
+          storeSaturated(in[7].dtype, out[0].data, i, std::clamp(y, lowest, highest));
+        }
+    return Status::ok();
+  }
   for (int64_t b = 0; b < batches; ++b)
     for (int64_t r = 0; r < q.s.m; ++r)
       for (int64_t c = 0; c < q.s.n; ++c) {

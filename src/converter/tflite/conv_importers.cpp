@@ -256,12 +256,30 @@ Status importFullyConnected(ImportContext& ctx, const OpView& op) {
   return applyActivation(ctx, op, act, produced, out);
 }
 
+// LiteRT multiplies two quantized activations in integers and requantizes the int32 sums in
+// TFLite's fixed point (ops/fixed_point_requantize.h); the float form rounds a few sums the
+// other way. QLinearMatMul on the codes with requantize = "fixed_point" computes LiteRT's.
+bool integerActivationProduct(const ImportContext& ctx, const OpView& op) {
+  const int a = op.input(0), b = op.input(1), y = op.outputs[0];
+  if (ctx.isConstant(a) || ctx.isConstant(b)) return false;
+  if (!ctx.readsQuantized(a) || !ctx.readsQuantized(b) || !ctx.writesQuantized(y)) return false;
+  for (int t : {a, b, y})
+    if (ctx.tensor(t).scales.size() != 1 || ctx.tensor(t).zeroPoints.size() != 1) return false;
+  // int8 only: LiteRT runs no uint8 BATCH_MATMUL to match.
+  return ctx.tensor(a).dtype == DataType::Int8 && ctx.tensor(b).dtype == DataType::Int8 &&
+         ctx.tensor(y).dtype == DataType::Int8;
+}
+
 Status importBatchMatMul(ImportContext& ctx, const OpView& op) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
   const auto* o = op.op->builtin_options_as_BatchMatMulOptions();
+  const bool integer = integerActivationProduct(ctx, op);
   int operands[2];
   for (int i = 0; i < 2; ++i) {
-    OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(i), &operands[i]));
+    if (integer)
+      OSPREY_RETURN_IF_ERROR(ctx.codesAsTflite(op.input(i), &operands[i]));
+    else
+      OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(i), &operands[i]));
     const bool adjoint = o && (i == 0 ? o->adj_x() : o->adj_y());
     const int rank = ctx.rank(op.input(i));
     if (!adjoint) continue;
@@ -273,7 +291,21 @@ Status importBatchMatMul(ImportContext& ctx, const OpView& op) {
     ctx.addNode(OpType::Transpose, op.name + "_adjoint", {operands[i]}, {moved}).setInts("perm", perm);
     operands[i] = moved;
   }
-  ctx.addNode(OpType::MatMul, op.name, {operands[0], operands[1]}, {ctx.define(op.outputs[0], Held::AsTflite)});
+  if (!integer) {
+    ctx.addNode(OpType::MatMul, op.name, {operands[0], operands[1]}, {ctx.define(op.outputs[0], Held::AsTflite)});
+    return Status::ok();
+  }
+  std::vector<int> ins;
+  for (int t : {op.input(0), op.input(1), op.outputs[0]}) {
+    const TfliteTensor& q = ctx.tensor(t);
+    const float scale = q.scales[0];
+    const int8_t zeroPoint = static_cast<int8_t>(q.zeroPoints[0]);
+    if (t != op.outputs[0]) ins.push_back(t == op.input(0) ? operands[0] : operands[1]);
+    ins.push_back(ctx.addConstant(op.name + "_scale", DataType::Float32, {}, &scale, sizeof scale));
+    ins.push_back(ctx.addConstant(op.name + "_zero_point", q.dtype, {}, &zeroPoint, 1));
+  }
+  ctx.addNode(OpType::QLinearMatMul, op.name, ins, {ctx.defineCodes(op.outputs[0], Held::AsTflite)})
+      .setString("requantize", "fixed_point");
   return Status::ok();
 }
 

@@ -66,6 +66,9 @@ Status importBinary(ImportContext& ctx, const OpView& op, OpType type) {
 
 // (a - b)^2
 Status importSquaredDifference(ImportContext& ctx, const OpView& op) {
+  bool done;
+  OSPREY_RETURN_IF_ERROR(importQuantizedSquaredDifference(ctx, op, &done));
+  if (done) return Status::ok();
   std::vector<int> ins;
   Held held;
   OSPREY_RETURN_IF_ERROR(broadcastOperands(ctx, op, 2, &ins, &held));
@@ -103,6 +106,9 @@ Status importClip(ImportContext& ctx, const OpView& op, float lo, float hi) {
 
 Status importRsqrt(ImportContext& ctx, const OpView& op) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));
+  bool done;
+  OSPREY_RETURN_IF_ERROR(importQuantizedTable(ctx, op, &done));
+  if (done) return Status::ok();
   int x;
   Held held;
   OSPREY_RETURN_IF_ERROR(ctx.value(op.input(0), &x, &held));

@@ -263,6 +263,14 @@ Status ImportContext::codesAsNchw(int t, int* index) {
   return st;
 }
 
+Status ImportContext::codesAsTflite(int t, int* index) {
+  const bool saved = dequantizeInputs_;
+  dequantizeInputs_ = false;
+  Status st = asTflite(t, index);
+  dequantizeInputs_ = saved;
+  return st;
+}
+
 Status ImportContext::codes(int t, int* index, Held* held) {
   const bool saved = dequantizeInputs_;
   dequantizeInputs_ = false;

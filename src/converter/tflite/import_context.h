@@ -83,9 +83,10 @@ class ImportContext : public GraphWriter {
   // operand. Outside an op (graph inputs and outputs) tensors are their integer selves.
   void beginOp(const OpView& op);
   void endOp();
-  // The integer codes themselves, for an op computed on them: tensor t in NCHW, and t defined
-  // without a QuantizeLinear.
+  // The integer codes themselves, for an op computed on them: tensor t in NCHW or in TFLite's
+  // order, and t defined without a QuantizeLinear.
   Status codesAsNchw(int t, int* index);
+  Status codesAsTflite(int t, int* index);
   Status codes(int t, int* index, Held* held);
   int defineCodes(int t, Held held);
   // Whether tensor `t` is read or written as float around an integer tensor in this op.

@@ -30,6 +30,16 @@ Status importTransposeConvBias(ImportContext& ctx, const OpView& op);  // custom
 // A quantized unary op that TFLite computes in fixed point, as a table of its exact results;
 // `done` stays false where the op or its quantization has no table (the caller imports it).
 Status importQuantizedTable(ImportContext& ctx, const OpView& op, bool* done);
+// The same for binary SQUARED_DIFFERENCE: a table of every pair of codes.
+Status importQuantizedSquaredDifference(ImportContext& ctx, const OpView& op, bool* done);
+// MEAN as LiteRT runs it on codes: the table of its result for every sum of `count` codes (false
+// where the quantization or the count has none).
+bool quantizedMeanTable(const TfliteTensor& x, const TfliteTensor& y, int64_t count, std::vector<int32_t>* table);
+// output = table[index], `index` a float tensor holding exact integers; returns the table.
+int quantizedTableLookup(ImportContext& ctx, const std::string& name, DataType dtype, const std::vector<int32_t>& values,
+                         int floatIndex, int output);
+// The codes as float32 (exact), for index arithmetic.
+int codesAsFloat(ImportContext& ctx, const std::string& name, int codes);
 
 // Shared helpers.
 // Imports subgraph `index` into `target` (the caller's graph, or a Loop/If body): its inputs are

@@ -16,7 +16,8 @@ struct AxisPlan {
   Held outputHeld = Held::AsTflite;
 };
 
-Status planAxes(ImportContext& ctx, const OpView& op, std::vector<int64_t> axes, bool keepDims, AxisPlan* plan) {
+Status planAxes(ImportContext& ctx, const OpView& op, std::vector<int64_t> axes, bool keepDims, AxisPlan* plan,
+                bool codes = false) {
   const int data = op.input(0);
   const int rank = ctx.rank(data);
   for (int64_t& a : axes)
@@ -26,13 +27,50 @@ Status planAxes(ImportContext& ctx, const OpView& op, std::vector<int64_t> axes,
   axes.erase(std::unique(axes.begin(), axes.end()), axes.end());
   const bool nchw = ctx.heldAs(data) == Held::Nchw && rank == 4 && (keepDims || dropKeepsTfliteOrder(axes));
   if (nchw) {
-    OSPREY_RETURN_IF_ERROR(ctx.asNchw(data, &plan->input));
+    OSPREY_RETURN_IF_ERROR(codes ? ctx.codesAsNchw(data, &plan->input) : ctx.asNchw(data, &plan->input));
     for (int64_t& a : axes) a = kNhwcAxisInNchw[a];
     plan->outputHeld = keepDims ? Held::Nchw : Held::AsTflite;
   } else {
-    OSPREY_RETURN_IF_ERROR(ctx.asTflite(data, &plan->input));
+    OSPREY_RETURN_IF_ERROR(codes ? ctx.codesAsTflite(data, &plan->input) : ctx.asTflite(data, &plan->input));
   }
   plan->axes = axes;
+  return Status::ok();
+}
+
+// A quantized MEAN on the codes: their float sum (exact) indexes the table of LiteRT's results.
+Status importQuantizedMean(ImportContext& ctx, const OpView& op, const std::vector<int64_t>& axes, bool keepDims,
+                           bool* done) {
+  *done = false;
+  const int data = op.input(0), out = op.outputs[0];
+  if (!ctx.readsQuantized(data) || !ctx.writesQuantized(out)) return Status::ok();
+  const TfliteTensor &x = ctx.tensor(data), &y = ctx.tensor(out);
+  const int rank = static_cast<int>(x.shape.size());
+  int64_t count = 1;
+  std::vector<bool> reduced(static_cast<size_t>(rank), false);
+  for (int64_t a : axes) {
+    int64_t axis;
+    if (!normalizeTfliteAxis(a, rank, &axis)) return Status::ok();  // importReduce names the error
+    reduced[static_cast<size_t>(axis)] = true;
+  }
+  for (int d = 0; d < rank; ++d)
+    if (reduced[static_cast<size_t>(d)]) {
+      if (x.shape[d] <= 0) return Status::ok();
+      count *= x.shape[d];
+    }
+  std::vector<int32_t> table;
+  if (!quantizedMeanTable(x, y, count, &table)) return Status::ok();
+  AxisPlan plan;
+  OSPREY_RETURN_IF_ERROR(planAxes(ctx, op, axes, keepDims, &plan, true));
+  const int sum = ctx.temp(op.name + "_sum"), index = ctx.temp(op.name + "_sum_index");
+  Node& n = ctx.addNode(OpType::ReduceSum, op.name + "_sum",
+                        {codesAsFloat(ctx, op.name + "_codes", plan.input), ctx.addInt64Constant(op.name + "_axes", plan.axes)},
+                        {sum});
+  n.setInt("keepdims", keepDims ? 1 : 0);
+  const float lowestSum = static_cast<float>(count * (y.dtype == DataType::Int8 ? -128 : 0));
+  ctx.addNode(OpType::Sub, op.name + "_sum_index", {sum, ctx.addFloatConstant(op.name + "_lowest", {lowestSum}, true)},
+              {index});
+  quantizedTableLookup(ctx, op.name, y.dtype, table, index, ctx.defineCodes(out, plan.outputHeld));
+  *done = true;
   return Status::ok();
 }
 
@@ -42,6 +80,11 @@ Status importReduce(ImportContext& ctx, const OpView& op, OpType type) {
   const bool keepDims = o && o->keep_dims();
   std::vector<int64_t> axes;
   OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), &axes).withContext(op.name + " axes"));
+  if (type == OpType::ReduceMean) {
+    bool done;
+    OSPREY_RETURN_IF_ERROR(importQuantizedMean(ctx, op, axes, keepDims, &done));
+    if (done) return Status::ok();
+  }
   AxisPlan plan;
   OSPREY_RETURN_IF_ERROR(planAxes(ctx, op, axes, keepDims, &plan));
   Node& n = ctx.addNode(type, op.name, {plan.input, ctx.addInt64Constant(op.name + "_axes", plan.axes)},

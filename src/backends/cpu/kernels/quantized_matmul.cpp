@@ -202,6 +202,8 @@ std::unique_ptr<Execution> createQuantizedMatMulExecution(CPUBackend* backend, c
   if (!op.node || outputs.size() != 1) return nullptr;
   const Operands o = operandsOf(op.node->type);
   if (o.b < 0) return nullptr;
+  // TFLite's fixed-point requantization (ops/fixed_point_requantize.h) runs in the reference kernel.
+  if (op.node->getString("requantize", "") == "fixed_point") return nullptr;
   const RuntimeTensor *a = inputAt(inputs, o.a), *b = inputAt(inputs, o.b);
   if (!a || !b || !isByteType(b) || b->shape.size() < 2) return nullptr;
   // B of rank > 2: as many matrices as A's, batch dimensions equal (no broadcasting).
