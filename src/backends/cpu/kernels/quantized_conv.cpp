@@ -3,8 +3,12 @@
 // (a row per output channel, packed once) and the input's rows (its channel planes, or for a
 // window larger than one position the planes' shifted copies, im2col) packed into B's panels
 // at each run, so that C's rows are the output's NCHW planes.
-// Constant weights are packed once; others (an ONNX test's inputs) at each run. Scales, zero
-// points and the bias are read at each run.
+// On maps of fewer positions than the GEMM's column block (a 2x2 or 4x4 map: 4 of 32 columns
+// used), positions become A's rows instead and the weights B's columns, so that the kernel's
+// short row blocks carry the waste, and the [position][channel] result is transposed into the
+// planes. Depthwise convolutions on small maps run on 16 channels in lanes (quantized_depthwise.h).
+// Constant weights are packed once; others (an ONNX test's inputs) at each run. Constant scales
+// are combined once at resize; other scales, the zero points and the bias are read at each run.
 #include <algorithm>
 #include <cstring>
 #if defined(__SSE2__)
@@ -12,6 +16,7 @@
 #endif
 
 #include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/quantized_depthwise.h"
 #include "backends/cpu/kernels/quantized_exec.h"
 #include "core/thread_pool.h"
 
@@ -41,6 +46,32 @@ inline void copyEvenBytes(uint8_t* d, const uint8_t* s, int64_t n) {
 }
 
 bool isPlanarWindow(const Window& w) { return w.in[0] == 1 && w.kernel[0] == 1 && w.out[0] == 1; }
+
+int64_t roundUp(int64_t v, int64_t step) { return (v + step - 1) / step * step; }
+
+// Whether the GEMM wastes clearly less of its blocks with positions as rows: a block of mr rows
+// costs about mr single rows, so the padding of each form is what it pays for.
+bool positionsAsRows(const QGemmFunctions& f, int64_t positions, int64_t channels) {
+  const int64_t channelRows = roundUp(channels, f.mr) * roundUp(positions, f.nr);
+  const int64_t positionRows = positions * roundUp(channels, f.nr);
+  return positionRows * 10 < channelRows * 7;
+}
+
+// dst[c * dstStride + r] = src[r * srcStride + c] for r < rows, c < columns; the longer side
+// is the inner loop (a 2x2 map has 4 positions against hundreds of channels).
+void transposeBytes(const uint8_t* src, int64_t srcStride, int64_t rows, int64_t columns, uint8_t* dst,
+                    int64_t dstStride) {
+  if (rows < columns) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t c = 0; c < columns; ++c) dst[c * dstStride + r] = src[r * srcStride + c];
+  } else {
+    for (int64_t c = 0; c < columns; ++c)
+      for (int64_t r = 0; r < rows; ++r) dst[c * dstStride + r] = src[r * srcStride + c];
+  }
+}
+
+// Column arrays (scales, biases, offsets) are read in whole blocks of the widest kernel.
+constexpr int64_t kColumnPadding = 64;
 
 // Where each op keeps its operands (-1: it has no such input).
 struct ConvOperands {
@@ -72,12 +103,24 @@ class QuantizedConvExecution : public Execution {
                  window_.padBegin[1] == 0 && window_.padBegin[2] == 0 && window_.padEnd[1] == 0 &&
                  window_.padEnd[2] == 0;
     constantWeights_ = w.constData != nullptr;
-    scale_.assign(static_cast<size_t>(outChannels_), 1.f);
-    bias_.assign(static_cast<size_t>(outChannels_), 0);
-    rowOffset_.assign(static_cast<size_t>(groupOut_), 0);
+    scale_.assign(static_cast<size_t>(outChannels_ + kColumnPadding), 1.f);
+    bias_.assign(static_cast<size_t>(outChannels_ + kColumnPadding), 0);
+    rowOffset_.assign(static_cast<size_t>(groupOut_ + kColumnPadding), 0);
     weights_.resize(static_cast<size_t>(group_));
+    // Constant scales are divided once here: a division per channel at each run cost as much as
+    // a small map's sums.
+    constantScales_ = !ops_.int32Out && inputs[ops_.xScale]->constData && inputs[ops_.yScale]->constData &&
+                      inputs[ops_.wScale]->constData;
+    if (constantScales_) computeScales(inputs);
+    const CpuFunctions& fn = cpuFunctions();
+    lanes_ = depthwise_ && !ops_.int32Out && preferDepthwiseLanes(window_.inSize(), window_.outSize(), channels_);
+    rowsArePositions_ = !depthwise_ && !ops_.int32Out && positionsAsRows(fn.qgemm, window_.outSize(), groupOut_);
     if (depthwise_) {
       tapsFloat_.resize(static_cast<size_t>(outChannels_ * window_.kernelSize()));
+      if (lanes_) {
+        lanesKernel_ = qdepthwiseLanesKernel(fn.isa);
+        lanesTaps_.resize(static_cast<size_t>(roundUp(outChannels_, kQDepthwiseLanes) * window_.kernelSize()));
+      }
       if (constantWeights_) depthwiseTaps(w, inputAt(inputs, ops_.wZero));
     } else if (constantWeights_) {
       OSPREY_RETURN_IF_ERROR(packWeights(w, inputAt(inputs, ops_.wZero)));
@@ -93,14 +136,7 @@ class QuantizedConvExecution : public Execution {
     stage.lo = stage.signedOutput ? -128 : 0;
     stage.hi = stage.signedOutput ? 127 : 255;
     stage.zeroPoint = byteAt(inputAt(inputs, ops_.yZero), 0);
-    if (!ops_.int32Out) {
-      const float xs = reinterpret_cast<const float*>(inputs[ops_.xScale]->host())[0];
-      const float ys = reinterpret_cast<const float*>(inputs[ops_.yScale]->host())[0];
-      const RuntimeTensor* wScale = inputs[ops_.wScale];
-      const float* ws = reinterpret_cast<const float*>(wScale->host());
-      for (int64_t o = 0; o < outChannels_; ++o)
-        scale_[o] = xs * ws[wScale->elements() == 1 ? 0 : o] / ys;  // ONNX Runtime's order
-    }
+    if (!ops_.int32Out && !constantScales_) computeScales(inputs);
     if (const RuntimeTensor* bias = inputAt(inputs, ops_.bias))
       std::memcpy(bias_.data(), bias->host(), static_cast<size_t>(outChannels_) * sizeof(int32_t));
     const RuntimeTensor& x = *inputs[ops_.x];
@@ -116,6 +152,15 @@ class QuantizedConvExecution : public Execution {
   }
 
  private:
+  void computeScales(const std::vector<RuntimeTensor*>& inputs) {
+    const float xs = reinterpret_cast<const float*>(inputs[ops_.xScale]->host())[0];
+    const float ys = reinterpret_cast<const float*>(inputs[ops_.yScale]->host())[0];
+    const RuntimeTensor* wScale = inputs[ops_.wScale];
+    const float* ws = reinterpret_cast<const float*>(wScale->host());
+    for (int64_t o = 0; o < outChannels_; ++o)
+      scale_[o] = xs * ws[wScale->elements() == 1 ? 0 : o] / ys;  // ONNX Runtime's order
+  }
+
   // Group g's slice of per-channel weight zero points (or the per-tensor one).
   const RuntimeTensor* groupZeroPoints(const RuntimeTensor* wZero, int64_t g, RuntimeTensor* slice) const {
     if (!wZero || wZero->elements() == 1) return wZero;
@@ -129,17 +174,22 @@ class QuantizedConvExecution : public Execution {
     for (int64_t g = 0; g < group_; ++g) {
       const uint8_t* src = w.host() + g * groupOut_ * K_;
       RuntimeTensor slice;
-      OSPREY_RETURN_IF_ERROR(weights_[g].pack(backend(), node_.name, true, src, w.dtype, src, "conv", 1, K_, K_,
-                                              groupOut_, groupZeroPoints(wZero, g, &slice)));
+      if (rowsArePositions_)  // element (k, o) at src[o * K + k]
+        OSPREY_RETURN_IF_ERROR(weights_[g].pack(backend(), node_.name, false, src, w.dtype, src, "conv-columns", 1, K_,
+                                                K_, groupOut_, groupZeroPoints(wZero, g, &slice)));
+      else
+        OSPREY_RETURN_IF_ERROR(weights_[g].pack(backend(), node_.name, true, src, w.dtype, src, "conv", 1, K_, K_,
+                                                groupOut_, groupZeroPoints(wZero, g, &slice)));
     }
     return Status::ok();
   }
 
   void packWeightsNow(const RuntimeTensor& w, const RuntimeTensor* wZero) {
-    const int64_t perGroup = static_cast<int64_t>(QuantizedWeights::packedBytes(true, K_, groupOut_));
+    const bool asRows = !rowsArePositions_;
+    const int64_t perGroup = static_cast<int64_t>(QuantizedWeights::packedBytes(asRows, K_, groupOut_));
     for (int64_t g = 0; g < group_; ++g) {
       RuntimeTensor slice;
-      weights_[g].packInto(true, w.host() + g * groupOut_ * K_, w.dtype, 1, K_, K_, groupOut_,
+      weights_[g].packInto(asRows, w.host() + g * groupOut_ * K_, w.dtype, 1, K_, K_, groupOut_,
                            groupZeroPoints(wZero, g, &slice), scratch_.host() + weightsOffset_ + g * perGroup);
     }
   }
@@ -150,6 +200,7 @@ class QuantizedConvExecution : public Execution {
       const int32_t zw = byteAt(wZero, wZero && wZero->elements() > 1 ? o : 0);
       for (int64_t t = 0; t < taps; ++t) tapsFloat_[o * taps + t] = static_cast<float>(byteAt(&w, o * taps + t) - zw);
     }
+    if (lanes_) packDepthwiseLanesTaps(tapsFloat_.data(), outChannels_, taps, lanesTaps_.data());
   }
 
   Status acquireScratch() {
@@ -160,16 +211,25 @@ class QuantizedConvExecution : public Execution {
       ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
       threads_ = pool ? pool->threads() : 1;
       planeFloats_ = window_.inSize() + window_.outSize();
+      const int64_t slotBytes = lanes_ ? depthwiseLanesScratchBytes(lanesArgs()) : planeFloats_ * 4;
       std::unique_ptr<MemObj> memory;
-      return acquireByteScratch(backend(), threads_ * planeFloats_ * 4, "QLinearConv planes", node_.name, &scratch_,
-                                &memory);
+      return acquireByteScratch(backend(), threads_ * slotBytes, "QLinearConv planes", node_.name, &scratch_, &memory);
     }
     colsOffset_ = 0;
     panelsOffset_ = aligned(pointwise_ ? 0 : K_ * positions);
-    sumsOffset_ = panelsOffset_ + aligned(static_cast<int64_t>(qgemmPackedBBytes(f, K_, positions)));
-    weightsOffset_ = sumsOffset_ + aligned(4 * qgemmPaddedN(f, positions));
+    if (rowsArePositions_) {  // [position][k] bytes, their packed rows and sums, [position][channel] bytes
+      sumsOffset_ = panelsOffset_ + aligned(positions * K_);
+      packedRowsOffset_ = sumsOffset_ + aligned(4 * positions);
+      resultOffset_ = packedRowsOffset_ + aligned(positions * static_cast<int64_t>(qgemmPackedARowBytes(f, K_)));
+      weightsOffset_ = resultOffset_ + aligned(positions * groupOut_);
+    } else {
+      sumsOffset_ = panelsOffset_ + aligned(static_cast<int64_t>(qgemmPackedBBytes(f, K_, positions)));
+      weightsOffset_ = sumsOffset_ + aligned(4 * qgemmPaddedN(f, positions));
+    }
     const int64_t weightBytes =
-        constantWeights_ ? 0 : group_ * static_cast<int64_t>(QuantizedWeights::packedBytes(true, K_, groupOut_));
+        constantWeights_
+            ? 0
+            : group_ * static_cast<int64_t>(QuantizedWeights::packedBytes(!rowsArePositions_, K_, groupOut_));
     std::unique_ptr<MemObj> memory;
     return acquireByteScratch(backend(), weightsOffset_ + weightBytes, "QLinearConv scratch", node_.name, &scratch_,
                               &memory);
@@ -232,6 +292,7 @@ class QuantizedConvExecution : public Execution {
   }
 
   void runGemm(const RuntimeTensor& x, int32_t xZero, QGemmOutputStage stage, const RuntimeTensor& y) {
+    if (rowsArePositions_) return runGemmPositionsAsRows(x, xZero, stage, y);
     const QGemmFunctions& f = cpuFunctions().qgemm;
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const int64_t positions = window_.outSize(), inSize = window_.inSize();
@@ -270,6 +331,53 @@ class QuantizedConvExecution : public Execution {
     }
   }
 
+  // A the positions' rows of activations (uint8 in the GEMM), B the weights' panels, C
+  // [position][channel] transposed into the output planes.
+  void runGemmPositionsAsRows(const RuntimeTensor& x, int32_t xZero, QGemmOutputStage stage, const RuntimeTensor& y) {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const int64_t positions = window_.outSize(), inSize = window_.inSize();
+    const int32_t za = activationZeroPoint(x.dtype, xZero);
+    QGemmOperandBytes bytes;
+    bytes.flip = x.dtype == DataType::Int8;
+    bytes.zeroPoints = &za;
+    uint8_t* base = scratch_.host();
+    uint8_t *cols = base + colsOffset_, *rows = base + panelsOffset_, *packed = base + packedRowsOffset_;
+    uint8_t* result = base + resultOffset_;
+    int32_t* sums = reinterpret_cast<int32_t*>(base + sumsOffset_);
+    stage.unsignedA = true;
+    stage.scalePerRow = false;
+    for (int64_t g = 0; g < group_; ++g) {
+      const QuantizedWeights& wg = weights_[g];
+      qgemmZeroPointOffsets(f, K_, groupOut_, qgemmPaddedN(f, groupOut_), bias_.data() + g * groupOut_, za, wg.sums(),
+                            wg.zeroPoints(), rowOffset_.data());
+      stage.columnOffset = rowOffset_.data();
+      stage.columnZeroPoints = wg.needsActivationSums() ? wg.zeroPoints() : nullptr;
+      stage.rowSums = stage.columnZeroPoints ? sums : nullptr;
+      stage.scale = scale_.data() + g * groupOut_;
+      for (int64_t n = 0; n < batch_; ++n) {
+        const uint8_t* xg = x.host() + (n * channels_ + g * groupIn_) * inSize;
+        if (!pointwise_) im2colBytes(xg, static_cast<uint8_t>(xZero), cols, pool);
+        transposeBytes(pointwise_ ? xg : cols, pointwise_ ? inSize : positions, K_, positions, rows, K_);
+        qgemmPackA(f, rows, K_, positions, K_, bytes, packed, stage.rowSums ? sums : nullptr);
+        qgemm(pool, f, positions, groupOut_, K_, packed, wg.data(), stage, result, groupOut_);
+        transposeBytes(result, groupOut_, positions, groupOut_, y.host() + (n * outChannels_ + g * groupOut_) * positions,
+                       positions);
+      }
+    }
+  }
+
+  QDepthwiseLanesArgs lanesArgs() const {
+    const Window& g = window_;
+    QDepthwiseLanesArgs a;
+    a.inH = g.in[1], a.inW = g.in[2], a.outH = g.out[1], a.outW = g.out[2];
+    a.kernelH = g.kernel[1], a.kernelW = g.kernel[2];
+    a.strideH = g.stride[1], a.strideW = g.stride[2];
+    a.padH = g.padBegin[1], a.padW = g.padBegin[2];
+    a.dilationH = g.dilation[1], a.dilationW = g.dilation[2];
+    return a;
+  }
+
   // Depthwise planes run the float depthwise kernels on (x - zx) and (w - zw), which is exact:
   // every product and partial sum is an integer below 2^24 (kMaxExactTaps taps of 255 * 255),
   // so float adds them without rounding in any order. Then + bias in int32, and the requantisation.
@@ -277,6 +385,10 @@ class QuantizedConvExecution : public Execution {
 
   void runDepthwise(const RuntimeTensor& x, int32_t xZero, const QGemmOutputStage& stage, const RuntimeTensor& y) {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const bool signedX = x.dtype == DataType::Int8;
+    if (lanes_)
+      return runDepthwiseLanes(pool, threads_, lanesKernel_, lanesArgs(), x.host(), signedX, xZero, batch_, channels_,
+                               lanesTaps_.data(), bias_.data(), scale_.data(), stage, y.host(), scratch_.host());
     const Window& g = window_;
     const int64_t inSize = g.inSize(), outSize = g.outSize();
     DepthwiseArgs args;
@@ -290,7 +402,6 @@ class QuantizedConvExecution : public Execution {
                          (args.kernelH == 3 || args.kernelH == 5) && args.strideH == 2 && args.strideW == 2 &&
                          args.dilationH == 1 && args.dilationW == 1 && args.outW >= 8;
     const DepthwisePlaneKernel kernel = strided ? fn.depthwiseStride2 : fn.depthwisePlane;
-    const bool signedX = x.dtype == DataType::Int8;
     // One range of planes per thread, each with its own slot of the scratch.
     const int64_t planes = batch_ * channels_, perThread = (planes + threads_ - 1) / threads_;
     parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
@@ -316,11 +427,14 @@ class QuantizedConvExecution : public Execution {
   ConvOperands ops_;
   Window window_;
   int64_t batch_ = 0, channels_ = 0, outChannels_ = 0, group_ = 1, groupIn_ = 0, groupOut_ = 0, K_ = 0;
-  bool depthwise_ = false, pointwise_ = false, constantWeights_ = true;
-  std::vector<float> scale_, tapsFloat_;
+  bool depthwise_ = false, pointwise_ = false, constantWeights_ = true, lanes_ = false, rowsArePositions_ = false;
+  bool constantScales_ = false;
+  QDepthwiseLanesKernel lanesKernel_ = nullptr;
+  std::vector<float> scale_, tapsFloat_, lanesTaps_;
   std::vector<int32_t> bias_, rowOffset_;
   std::vector<QuantizedWeights> weights_;
-  int64_t colsOffset_ = 0, panelsOffset_ = 0, sumsOffset_ = 0, weightsOffset_ = 0;
+  int64_t colsOffset_ = 0, panelsOffset_ = 0, sumsOffset_ = 0, weightsOffset_ = 0, packedRowsOffset_ = 0,
+          resultOffset_ = 0;
   int64_t threads_ = 1, planeFloats_ = 0;
   RuntimeTensor scratch_;
 };
