@@ -241,20 +241,17 @@ Status importQuantizedTable(ImportContext& ctx, const OpView& op, bool* done) {
   if (!tableOf(x.scales[0], static_cast<int32_t>(x.zeroPoints[0]), y.scales[0], static_cast<int32_t>(y.zeroPoints[0]),
                low, high, &values))
     return Status::ok();
-  std::vector<uint8_t> bytes;
-  for (int32_t v : values) bytes.push_back(static_cast<uint8_t>(v));
-  const int table = ctx.addConstant(op.name + "_table", x.dtype, {static_cast<int64_t>(bytes.size())}, bytes.data(), bytes.size());
   int codes;
   Held held;
   OSPREY_RETURN_IF_ERROR(ctx.codes(in, &codes, &held));
-  const int wide = ctx.temp(op.name + "_index"), index = isSigned ? ctx.temp(op.name + "_offset") : wide;
-  ctx.addNode(OpType::Cast, op.name + "_index", {codes}, {wide}).setInt("to", static_cast<int64_t>(DataType::Int32));
-  if (isSigned) {
-    const int32_t offset = 128;
-    ctx.addNode(OpType::Add, op.name + "_offset", {wide, ctx.addConstant(op.name + "_128", DataType::Int32, {}, &offset, 4)},
-                {index});
+  int index = codesAsFloat(ctx, op.name + "_codes", codes);
+  if (low != 0) {  // the table starts at the lowest code
+    const int shifted = ctx.temp(op.name + "_offset");
+    ctx.addNode(OpType::Add, op.name + "_offset",
+                {index, ctx.addFloatConstant(op.name + "_minus_low", {static_cast<float>(-low)}, true)}, {shifted});
+    index = shifted;
   }
-  ctx.addNode(OpType::Gather, op.name, {table, index}, {ctx.defineCodes(outT, held)}).setInt("axis", 0);
+  quantizedTableLookup(ctx, op.name, x.dtype, values, index, ctx.defineCodes(outT, held));
   *done = true;
   return Status::ok();
 }

@@ -76,7 +76,7 @@ class Densifier {
       return Status::invalidModel("its sparsity metadata places more values than the " + std::to_string(valueCount_) +
                                   " it stores");
     const size_t rank = shape_.size();
-    std::vector<int64_t> index(rank);
+    std::vector<int64_t>& index = index_;  // reused: one per stored value would allocate per weight
     for (size_t i = 0; i < rank; ++i) index[order_[i]] = position_[i];
     for (size_t i = rank; i < levels_.size(); ++i) {
       const int block = order_[i] - static_cast<int>(rank);
@@ -97,7 +97,7 @@ class Densifier {
   const uint8_t* values_;
   size_t valueCount_;
   uint8_t* dense_;
-  std::vector<int64_t> position_;
+  std::vector<int64_t> position_, index_ = std::vector<int64_t>(shape_.size());
   size_t consumed_ = 0;
 };
 
