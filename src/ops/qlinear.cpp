@@ -240,11 +240,14 @@ Status qlinearMatMulKernel(const Node& node, const TensorViews& in, TensorViews&
   // requantize = "fixed_point" (TFLite's BATCH_MATMUL): TFLite's integer multiplier and rounding.
   if (node.getString("requantize", "") == "fixed_point") {
     const int32_t lowest = in[7].dtype == DataType::Int8 ? -128 : 0, highest = lowest + 255;
+    // The multiplier changes only with the scales (once per tensor for TFLite's BATCH_MATMUL).
+    float lastA = NAN, lastB = NAN;
+    QuantizedMultiplier m{};
     for (int64_t b = 0; b < batches; ++b)
       for (int64_t r = 0; r < q.s.m; ++r)
         for (int64_t c = 0; c < q.s.n; ++c) {
-          const QuantizedMultiplier m = productMultiplier(static_cast<float>(q.as.at(b, r, 0)),
-                                                          static_cast<float>(q.bs.at(b, 0, c)), static_cast<float>(ys));
+          const float sa = static_cast<float>(q.as.at(b, r, 0)), sb = static_cast<float>(q.bs.at(b, 0, c));
+          if (!(sa == lastA && sb == lastB)) m = productMultiplier(sa, sb, static_cast<float>(ys)), lastA = sa, lastB = sb;
           const int64_t i = (b * q.s.m + r) * q.s.n + c;
           const int32_t y = multiplyByQuantizedMultiplier(acc[i], m) + static_cast<int32_t>(yz);
           storeSaturated(in[7].dtype, out[0].data, i, std::clamp(y, lowest, highest));
