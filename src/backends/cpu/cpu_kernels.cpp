@@ -24,6 +24,23 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::Softmax: return createSoftmaxExecution;
     case OpType::Gelu: return createGeluExecution;
     case OpType::Swish: return createSwishExecution;
+    case OpType::Relu:
+    case OpType::LeakyRelu:
+    case OpType::HardSigmoid:
+    case OpType::HardSwish:
+    case OpType::Abs:
+    case OpType::Neg:
+    case OpType::Sqrt:
+    case OpType::Reciprocal:
+    case OpType::Floor:
+    case OpType::Ceil:
+    case OpType::Round:
+    case OpType::Exp:
+    case OpType::Tanh:
+    case OpType::Elu:
+    case OpType::Selu:
+    case OpType::Softplus:
+    case OpType::Mish: return createPointwiseExecution;
     case OpType::LayerNormalization: return createLayerNormExecution;
     case OpType::Attention: return createAttentionExecution;
     case OpType::Resize: return createResizeExecution;

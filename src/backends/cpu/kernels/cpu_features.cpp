@@ -164,6 +164,8 @@ CpuFunctions makeScalar() {
   f.exp = f32_exp__scalar;
   f.gelu = f32_gelu__scalar;
   f.swish = f32_swish__scalar;
+  f.tanh = f32_tanh__scalar;
+  f.pointwise = f32_pointwise__scalar;
   f.softmaxRow = f32_softmax_row__scalar;
   f.layerNormRow = f32_layernorm_row__scalar;
   f.winogradInput2x3 = f32_winograd_input_2x3__scalar;
@@ -220,6 +222,8 @@ CpuFunctions detect() {
     f.exp = f32_exp__avx2_fma;
     f.gelu = f32_gelu__avx2_fma;
     f.swish = f32_swish__avx2_fma;
+    f.tanh = f32_tanh__avx2_fma;
+    f.pointwise = f32_pointwise__avx2_fma;
     f.softmaxRow = f32_softmax_row__avx2_fma;
     f.layerNormRow = f32_layernorm_row__avx2_fma;
     f.winogradInput2x3 = f32_winograd_input_2x3__avx2_fma;

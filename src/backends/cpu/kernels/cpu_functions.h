@@ -96,6 +96,19 @@ using MaxPoolRowKernel = void (*)(const float* r0, const float* r1, const float*
 // y[i] = f(x[i]) for i < n (y may equal x).
 using UnaryKernel = void (*)(const float* x, float* y, int64_t n);
 
+// Elementwise float functions run as standalone ops and as Conv / Gemm epilogues (pointwise.h
+// maps ops and fused activations to them). Parameters: LeakyRelu a = alpha; Clip a = min,
+// b = max; HardSigmoid y = clamp(a x + b, 0, 1); Elu a = alpha; Selu a = alpha, b = gamma.
+enum class PointwiseOp : uint8_t {
+  Relu, Clip, LeakyRelu, HardSigmoid, HardSwish, Abs, Neg, Sqrt, Reciprocal, Floor, Ceil, Round,
+  Exp, Tanh, Elu, Selu, Softplus, Mish
+};
+struct Pointwise {
+  PointwiseOp op = PointwiseOp::Relu;
+  float a = 0.f, b = 0.f;
+};
+using PointwiseKernel = void (*)(const Pointwise& p, const float* x, float* y, int64_t n);
+
 // One row of Softmax: y[i] = exp(scale * x[i] - m) / sum_j exp(scale * x[j] - m) for i < n,
 // m the largest scale * x[j] (y may equal x; n >= 1).
 using SoftmaxRowKernel = void (*)(const float* x, float* y, int64_t n, float scale);
@@ -223,6 +236,8 @@ struct CpuFunctions {
   UnaryKernel exp = nullptr;
   UnaryKernel gelu = nullptr;  // erf form
   UnaryKernel swish = nullptr;  // x * sigmoid(x)
+  UnaryKernel tanh = nullptr;
+  PointwiseKernel pointwise = nullptr;
   SoftmaxRowKernel softmaxRow = nullptr;
   LayerNormRowKernel layerNormRow = nullptr;
   WinogradInputKernel winogradInput2x3 = nullptr;
@@ -264,6 +279,8 @@ void f32_erf__scalar(const float* x, float* y, int64_t n);
 void f32_exp__scalar(const float* x, float* y, int64_t n);
 void f32_gelu__scalar(const float* x, float* y, int64_t n);
 void f32_swish__scalar(const float* x, float* y, int64_t n);
+void f32_tanh__scalar(const float* x, float* y, int64_t n);
+void f32_pointwise__scalar(const Pointwise& p, const float* x, float* y, int64_t n);
 void f32_softmax_row__scalar(const float* x, float* y, int64_t n, float scale);
 void f32_layernorm_row__scalar(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                float* y);
@@ -296,6 +313,8 @@ void f32_erf__avx2_fma(const float* x, float* y, int64_t n);
 void f32_exp__avx2_fma(const float* x, float* y, int64_t n);
 void f32_gelu__avx2_fma(const float* x, float* y, int64_t n);
 void f32_swish__avx2_fma(const float* x, float* y, int64_t n);
+void f32_tanh__avx2_fma(const float* x, float* y, int64_t n);
+void f32_pointwise__avx2_fma(const Pointwise& p, const float* x, float* y, int64_t n);
 void f32_softmax_row__avx2_fma(const float* x, float* y, int64_t n, float scale);
 void f32_layernorm_row__avx2_fma(const float* x, int64_t n, float epsilon, const float* gamma, const float* beta,
                                  float* y);

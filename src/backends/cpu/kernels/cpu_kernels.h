@@ -79,6 +79,11 @@ std::unique_ptr<Execution> createGeluExecution(CPUBackend* backend, const OpRef&
 std::unique_ptr<Execution> createSwishExecution(CPUBackend* backend, const OpRef& op,
                                                 const std::vector<RuntimeTensor*>& inputs,
                                                 const std::vector<RuntimeTensor*>& outputs);
+// Relu, LeakyRelu, HardSigmoid, HardSwish, Abs, Neg, Sqrt, Reciprocal, Floor, Ceil, Round, Exp,
+// Tanh, Elu, Selu, Softplus and Mish on float32 (pointwise.h).
+std::unique_ptr<Execution> createPointwiseExecution(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
+                                                    const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createLayerNormExecution(CPUBackend* backend, const OpRef& op,
                                                     const std::vector<RuntimeTensor*>& inputs,
                                                     const std::vector<RuntimeTensor*>& outputs);

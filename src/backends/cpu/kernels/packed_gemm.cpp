@@ -1,4 +1,5 @@
 #include "backends/cpu/kernels/packed_gemm.h"
+#include "backends/cpu/kernels/pointwise.h"
 
 #include <algorithm>
 #include <cstring>
@@ -368,6 +369,8 @@ void applyActivation(const CpuFunctions& fn, const FusedActivation& act, float* 
     fn.sigmoid(x, x, n);
   } else if (act.kind == Kind::Swish && act.a == 1.f) {
     fn.swish(x, x, n);
+  } else if (Pointwise p; pointwiseOfActivation(act, &p)) {
+    fn.pointwise(p, x, x, n);
   } else {
     for (int64_t j = 0; j < n; ++j) x[j] = act.apply(x[j]);
   }

@@ -1,9 +1,11 @@
-// CPU Sigmoid, Erf, Gelu, Swish and Softmax (float32) through the function table's vectorised exp/erf:
-// the reference kernels call the scalar libm functions one element at a time.
+// CPU Sigmoid, Erf, Gelu, Swish, Softmax and the pointwise ops (Relu, Tanh, Exp, HardSwish, ...:
+// pointwise.h) on float32 through the function table's vectorised kernels: the reference kernels
+// call the scalar libm functions one element at a time.
 #include <algorithm>
 
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/pointwise.h"
 #include "ops/op_util.h"
 
 namespace osprey {
@@ -31,6 +33,28 @@ class UnaryExecution : public Execution {
 
  private:
   UnaryKernel kernel_;
+};
+
+class PointwiseExecution : public Execution {
+ public:
+  PointwiseExecution(CPUBackend* backend, const Pointwise& p) : Execution(backend), p_(p) {}
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const float* x = reinterpret_cast<const float*>(inputs[0]->host());
+    float* y = reinterpret_cast<float*>(outputs[0]->host());
+    const int64_t n = inputs[0]->elements();
+    const int64_t chunks = (n + kChunk - 1) / kChunk;
+    ThreadPool* pool = chunks > 1 ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
+    const PointwiseKernel kernel = cpuFunctions().pointwise;
+    parallelFor(pool, chunks, [&](int64_t begin, int64_t end) {
+      const int64_t lo = begin * kChunk, hi = std::min(n, end * kChunk);
+      kernel(p_, x + lo, y + lo, hi - lo);
+    });
+    return Status::ok();
+  }
+
+ private:
+  Pointwise p_;
 };
 
 // Softmax along the last axis: rows of `inner` contiguous values.
@@ -97,6 +121,14 @@ std::unique_ptr<Execution> createSoftmaxExecution(CPUBackend* backend, const OpR
   if (axis < 0) axis += rank;
   if (axis != rank - 1 || inputs[0]->shape.back() == 0) return nullptr;  // other axes: the reference
   return std::make_unique<SoftmaxExecution>(backend);
+}
+
+std::unique_ptr<Execution> createPointwiseExecution(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
+                                                    const std::vector<RuntimeTensor*>& outputs) {
+  Pointwise p;
+  if (!op.node || !plainFloat(inputs, outputs) || !pointwiseOfNode(*op.node, &p)) return nullptr;
+  return std::make_unique<PointwiseExecution>(backend, p);
 }
 
 }  // namespace osprey
