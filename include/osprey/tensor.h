@@ -13,6 +13,8 @@ class Tensor {
   Tensor() = default;
   // Allocates zeroed host memory (64-byte aligned).
   Tensor(DataType dtype, Shape shape, Layout layout = Layout::NCHW);
+  // Allocates host memory (64-byte aligned) left uninitialised, for a caller that writes it all.
+  static Tensor uninitialized(DataType dtype, Shape shape, Layout layout = Layout::NCHW);
   // Borrows `data`, which must outlive the Tensor and every copy of it.
   static Tensor wrap(DataType dtype, Shape shape, void* data, Layout layout = Layout::NCHW);
 
@@ -28,6 +30,9 @@ class Tensor {
   template <class T>
   const T* data() const { return static_cast<const T*>(data_); }
   bool empty() const { return dtype_ == DataType::Undefined; }
+  // Whether this handle is the only one on memory the Tensor allocated (not borrowed, no copy
+  // of it alive), so that writing the memory can surprise no one.
+  bool uniquelyOwned() const { return storage_ && storage_.use_count() == 1; }
   // Strings of a DataType::String tensor.
   std::vector<std::string>& strings() { return strings_; }
   const std::vector<std::string>& strings() const { return strings_; }

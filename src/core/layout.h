@@ -5,6 +5,8 @@
 
 namespace osprey {
 
+class ThreadPool;
+
 // Elements a tensor of `shape` occupies in `layout` (packed layouts round channels up).
 int64_t layoutElements(const Shape& shape, Layout layout);
 // Shape as stored for a logical (NCHW-order) shape: NHWC permutes rank-4 shapes.
@@ -15,9 +17,10 @@ Shape storedShape(const Shape& logical, Layout layout);
 // pad channels and matter for every rank-4 tensor.
 bool layoutMatters(const Shape& shape, Layout layout);
 // Copies a tensor of logical shape `shape` (N, C, spatial...) between layouts. Tensors of
-// rank < 2 have one layout only and are copied as is. Padding channels are zero-filled.
+// rank < 2 have one layout only and are copied as is. Padding channels are zero-filled. With a
+// pool, large copies are split over its threads.
 Status convertLayout(const void* src, Layout srcLayout, void* dst, Layout dstLayout, const Shape& shape,
-                     size_t elementSize);
+                     size_t elementSize, ThreadPool* pool = nullptr);
 
 }  // namespace osprey
 

@@ -6,14 +6,19 @@
 
 namespace osprey {
 
-Tensor::Tensor(DataType dtype, Shape shape, Layout layout) : dtype_(dtype), shape_(std::move(shape)), layout_(layout) {
-  size_t n = bytes();
-  size_t rounded = (std::max<size_t>(n, 1) + 63) / 64 * 64;
+Tensor::Tensor(DataType dtype, Shape shape, Layout layout) : Tensor(uninitialized(dtype, std::move(shape), layout)) {
+  if (data_) std::memset(data_, 0, bytes());
+}
+
+Tensor Tensor::uninitialized(DataType dtype, Shape shape, Layout layout) {
+  Tensor t;
+  t.dtype_ = dtype, t.shape_ = std::move(shape), t.layout_ = layout;
+  const size_t rounded = (std::max<size_t>(t.bytes(), 1) + 63) / 64 * 64;
   void* p = std::aligned_alloc(64, rounded);
-  if (p) std::memset(p, 0, rounded);
-  storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
-  data_ = p;
-  if (dtype == DataType::String) strings_.resize(static_cast<size_t>(elements()));
+  t.storage_ = std::shared_ptr<void>(p, [](void* q) { std::free(q); });
+  t.data_ = p;
+  if (dtype == DataType::String) t.strings_.resize(static_cast<size_t>(t.elements()));
+  return t;
 }
 
 Tensor Tensor::wrap(DataType dtype, Shape shape, void* data, Layout layout) {

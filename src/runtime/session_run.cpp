@@ -332,7 +332,8 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   for (auto& [name, t] : values) {
     RuntimeTensor& rt = tensors_[g.findTensor(name)];
     if (rt.dtype == DataType::String) return Status::unsupported("string input '" + name + "' must be constant-folded");
-    OSPREY_RETURN_IF_ERROR(convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype)));
+    OSPREY_RETURN_IF_ERROR(
+        convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), mainRuntime_->threadPool()));
   }
   OSPREY_RETURN_IF_ERROR(executeCommands());
   if (boundary_ < 0) return storeOutputs(outputs);
@@ -420,10 +421,20 @@ Status SessionImpl::executeCommands() {
 }
 
 Status SessionImpl::storeOutputs(std::vector<Tensor>* outputs) const {
-  outputs->clear();
-  for (int o : outputs_) {
-    outputs->emplace_back();
-    OSPREY_RETURN_IF_ERROR(readTensor(tensors_[o], &outputs->back()));
+  // A caller that runs again with the last run's outputs in `outputs`, and holds no other handle
+  // on them, gets them overwritten in place: no allocation, no page faults on fresh memory.
+  std::vector<Tensor> last;
+  last.swap(*outputs);
+  for (size_t k = 0; k < outputs_.size(); ++k) {
+    const RuntimeTensor& rt = tensors_[outputs_[k]];
+    if (k < last.size() && last[k].uniquelyOwned() && last[k].dtype() == rt.dtype && rt.dtype != DataType::String &&
+        last[k].shape() == rt.shape && last[k].layout() == Layout::NCHW) {
+      outputs->push_back(std::move(last[k]));
+      OSPREY_RETURN_IF_ERROR(readInto(rt, &outputs->back()));
+    } else {
+      outputs->emplace_back();
+      OSPREY_RETURN_IF_ERROR(readTensor(rt, &outputs->back()));
+    }
   }
   return Status::ok();
 }

@@ -112,7 +112,8 @@ void SessionImpl::bindEntries() {
 }
 
 Status SessionImpl::readTensor(const RuntimeTensor& rt, Tensor* out) const {
-  *out = Tensor(rt.dtype, rt.shape);
+  // readInto writes every byte: zeroing the memory first would be a wasted pass over it.
+  *out = rt.dtype == DataType::String ? Tensor(rt.dtype, rt.shape) : Tensor::uninitialized(rt.dtype, rt.shape);
   return readInto(rt, out);
 }
 
@@ -120,7 +121,8 @@ Status SessionImpl::readInto(const RuntimeTensor& rt, Tensor* out) const {
   if (rt.dtype == DataType::String) {
     if (rt.strings) out->strings() = *rt.strings;
   } else if (rt.constData || (rt.backend && rt.backend->type() == ForwardType::CPU)) {
-    OSPREY_RETURN_IF_ERROR(convertLayout(rt.host(), rt.layout, out->data(), Layout::NCHW, rt.shape, dataTypeSize(rt.dtype)));
+    OSPREY_RETURN_IF_ERROR(convertLayout(rt.host(), rt.layout, out->data(), Layout::NCHW, rt.shape, dataTypeSize(rt.dtype),
+                                         mainRuntime_->threadPool()));
   } else if (rt.backend) {
     RuntimeTensor host = rt;
     host.backend = nullptr;
