@@ -1,7 +1,8 @@
 // Resize of float32 NCHW images (nearest, linear, cubic, antialiased; every coordinate mode):
-// the reference kernel's taps (resizeTaps), applied plane by plane in float and separably: each
-// output row blends its vertical taps' input rows, each resampled horizontally. The reference
-// instead visits every tap of every output element through N-d index arithmetic in double.
+// the reference kernel's taps (resizeTaps, made once per input shape when the scales or sizes
+// are constants), applied plane by plane in float and separably: each input row resampled
+// horizontally once, then each output row blends its vertical taps' rows. The reference instead
+// visits every tap of every output element through N-d index arithmetic in double.
 // Resizes of the batch or channel axes go to the reference kernel.
 #include <algorithm>
 #include <vector>
@@ -44,6 +45,13 @@ bool identity(const ResizeAxisTaps& t) {
   return true;
 }
 
+// Whether the scales / sizes / roi inputs are constants, so the taps depend on the shapes alone.
+bool constantParameters(const std::vector<RuntimeTensor*>& inputs) {
+  for (size_t i = 1; i < inputs.size(); ++i)
+    if (inputs[i] && !inputs[i]->constData) return false;
+  return true;
+}
+
 class ResizeExecution : public Execution {
  public:
   ResizeExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), op_(op) {}
@@ -57,17 +65,23 @@ class ResizeExecution : public Execution {
     outputs[0]->viewInto(&out[0]);
     if (out[0].elements() == 0) return Status::ok();
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
-    std::vector<ResizeAxisTaps> taps;
-    double extrapolation = 0;
-    OSPREY_RETURN_IF_ERROR(resizeTaps(*op_.node, in, &taps, &extrapolation));
-    if (!identity(taps[0]) || !identity(taps[1])) return opDef(OpType::Resize).reference(*op_.node, in, out, pool);
-    rows_ = toFloat(taps[2]);
-    cols_ = toFloat(taps[3]);
-    resample(in[0], static_cast<float>(extrapolation), out[0], pool);
+    const bool reuse = tapsReady_ && constantParameters(inputs) && tapsFor_ == inputs[0]->shape;
+    if (!reuse) {
+      std::vector<ResizeAxisTaps> taps;
+      OSPREY_RETURN_IF_ERROR(resizeTaps(*op_.node, in, &taps, &extrapolation_));
+      planar_ = identity(taps[0]) && identity(taps[1]);
+      if (planar_) rows_ = toFloat(taps[2]), cols_ = toFloat(taps[3]);
+      tapsFor_ = inputs[0]->shape;
+      tapsReady_ = true;
+    }
+    if (!planar_) return opDef(OpType::Resize).reference(*op_.node, in, out, pool);
+    resample(in[0], static_cast<float>(extrapolation_), out[0], pool);
     return Status::ok();
   }
 
  private:
+  // Plane by plane: each input row that some output row reads is resampled horizontally once,
+  // then every output row blends its rows' resampled copies (a copy when it has one tap).
   void resample(const TensorView& x, float outsideValue, TensorView& y, ThreadPool* pool) const {
     const int64_t planes = y.shape[0] * y.shape[1], inH = x.shape[2], inW = x.shape[3];
     const int64_t outH = y.shape[2], outW = y.shape[3];
@@ -88,46 +102,63 @@ class ResizeExecution : public Execution {
         if (n > 1) i1[ox] = cols_.index[k + 1], w1[ox] = cols_.weight[k + 1];
       }
     const bool gather = maxTaps == 1 && unitWeights;
-    if (planes * outH * outW < 4096) pool = nullptr;
-    parallelFor(pool, planes * outH, [&](int64_t begin, int64_t end) {
-      std::vector<float> row(outW);
-      for (int64_t r = begin; r < end; ++r) {
-        const int64_t plane = r / outH, oy = r % outH;
-        float* yr = dst + r * outW;
-        if (rows_.outside[oy]) {
-          std::fill(yr, yr + outW, outsideValue);
-          continue;
+    std::vector<uint8_t> used(inH, 0);
+    for (int64_t oy = 0; oy < outH; ++oy)
+      if (!rows_.outside[oy])
+        for (int32_t v = rows_.first[oy]; v < rows_.first[oy + 1]; ++v) used[rows_.index[v]] = 1;
+    auto horizontal = [&](const float* xr, float* h) {
+      if (gather) {
+        for (int64_t ox = 0; ox < outW; ++ox) h[ox] = xr[i0[ox]];
+      } else if (maxTaps <= 2) {
+        for (int64_t ox = 0; ox < outW; ++ox) h[ox] = w0[ox] * xr[i0[ox]] + w1[ox] * xr[i1[ox]];
+      } else {
+        for (int64_t ox = 0; ox < outW; ++ox) {
+          float v = 0.f;
+          for (int32_t k = cols_.first[ox]; k < cols_.first[ox + 1]; ++k) v += cols_.weight[k] * xr[cols_.index[k]];
+          h[ox] = v;
         }
-        const int32_t firstTap = rows_.first[oy], lastTap = rows_.first[oy + 1];
-        float* acc = gather && lastTap - firstTap == 1 ? yr : row.data();
-        for (int32_t v = firstTap; v < lastTap; ++v) {
-          const float* xr = src + (plane * inH + rows_.index[v]) * inW;
-          const float wy = rows_.weight[v];
-          const bool first = v == firstTap;
-          if (gather && acc == yr) {
-            for (int64_t ox = 0; ox < outW; ++ox) yr[ox] = xr[i0[ox]];
-          } else if (maxTaps <= 2) {
-            for (int64_t ox = 0; ox < outW; ++ox) {
-              const float h = wy * (w0[ox] * xr[i0[ox]] + w1[ox] * xr[i1[ox]]);
-              acc[ox] = first ? h : acc[ox] + h;
-            }
+      }
+      for (int64_t ox = 0; ox < outW; ++ox)
+        if (cols_.outside[ox]) h[ox] = outsideValue;
+    };
+    if (planes * outH * outW < 4096) pool = nullptr;
+    parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
+      std::vector<float> rowsOfPlane(static_cast<size_t>(inH * outW));
+      for (int64_t plane = begin; plane < end; ++plane) {
+        for (int64_t iy = 0; iy < inH; ++iy)
+          if (used[iy]) horizontal(src + (plane * inH + iy) * inW, rowsOfPlane.data() + iy * outW);
+        for (int64_t oy = 0; oy < outH; ++oy) {
+          float* yr = dst + (plane * outH + oy) * outW;
+          const int32_t firstTap = rows_.first[oy], taps = rows_.first[oy + 1] - firstTap;
+          if (rows_.outside[oy] || taps == 0) {
+            std::fill(yr, yr + outW, outsideValue);
+            continue;
+          }
+          const float* h0 = rowsOfPlane.data() + rows_.index[firstTap] * outW;
+          const float wa = rows_.weight[firstTap];
+          if (taps == 1 && wa == 1.f) {
+            std::copy(h0, h0 + outW, yr);
+          } else if (taps <= 2) {
+            const float* h1 = rowsOfPlane.data() + rows_.index[firstTap + taps - 1] * outW;
+            const float wb = taps == 2 ? rows_.weight[firstTap + 1] : 0.f;
+            for (int64_t ox = 0; ox < outW; ++ox) yr[ox] = wa * h0[ox] + wb * h1[ox];
           } else {
-            for (int64_t ox = 0; ox < outW; ++ox) {
-              float h = 0.f;
-              for (int32_t k = cols_.first[ox]; k < cols_.first[ox + 1]; ++k) h += cols_.weight[k] * xr[cols_.index[k]];
-              acc[ox] = first ? wy * h : acc[ox] + wy * h;
+            for (int64_t ox = 0; ox < outW; ++ox) yr[ox] = wa * h0[ox];
+            for (int32_t v = firstTap + 1; v < firstTap + taps; ++v) {
+              const float* h = rowsOfPlane.data() + rows_.index[v] * outW;
+              const float w = rows_.weight[v];
+              for (int64_t ox = 0; ox < outW; ++ox) yr[ox] += w * h[ox];
             }
           }
         }
-        if (acc != yr)
-          for (int64_t ox = 0; ox < outW; ++ox) yr[ox] = acc[ox];
-        for (int64_t ox = 0; ox < outW; ++ox)
-          if (cols_.outside[ox]) yr[ox] = outsideValue;
       }
     });
   }
 
   OpRef op_;
+  bool tapsReady_ = false, planar_ = false;
+  Shape tapsFor_;
+  double extrapolation_ = 0;
   FloatTaps rows_, cols_;
 };
 
