@@ -31,6 +31,7 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* rep
   }
   if (options.fuse) {
     r.fusedOps += passes::foldBatchNormIntoConv(g);
+    r.fusedOps += passes::foldBatchNormIntoGemm(g);
     r.fusedOps += passes::fuseLayerNorm(g);
     r.fusedOps += passes::fuseGelu(g);
     r.fusedOps += passes::fuseAttention(g);

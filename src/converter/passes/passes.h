@@ -25,6 +25,8 @@ int foldShapes(Graph& g);
 // which would turn DequantizeLinear(weights) into float weights.
 int fuseQuantizedOps(Graph& g);
 int foldBatchNormIntoConv(Graph& g);
+// BatchNormalization on the 2-D output of a MatMul / Gemm with constant weights into a Gemm.
+int foldBatchNormIntoGemm(Graph& g);
 int fuseActivations(Graph& g);
 // x * Sigmoid(x) (SiLU) into Swish with alpha 1, one pass over the data instead of two.
 int fuseSwish(Graph& g);
