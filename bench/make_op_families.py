@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """One small ONNX model per op family that real models spend their time in, for
-`bench/compare_ort.py --models-dir DIR` (Osprey vs ONNX Runtime, alternating).
+`bench/compare_peers.py --models-dir DIR --engines osprey,ort` (Osprey vs ONNX Runtime,
+alternating; add openvino,mnn,ncnn for the other peers).
 
 Shapes come from the models that showed each family: OCR detectors and segmentation heads
 (Resize), MobileNetV3 / PP-OCR (HardSwish, HardSigmoid after Conv), CRNN (bidirectional LSTM,
