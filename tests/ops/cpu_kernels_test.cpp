@@ -349,6 +349,11 @@ TEST(CpuKernels, ConvGrouped) {
   checkConv({1, 12, 13, 13, 18, 3, 3, 3, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({2, 8, 7, 7, 8, 1, 1, 4, 1, 0, 1, false, Kind::None}, seed++);
   checkConv({1, 6, 11, 11, 12, 3, 3, 2, 2, 1, 1, true, Kind::None}, seed++);
+  // Groups striped together: several stripes per group (40x40 outputs, K = 144), stripes of
+  // several groups per thread, residual and activation per group, batch 2, odd thread counts.
+  checkConv({1, 64, 40, 41, 64, 3, 3, 4, 1, 1, 1, true, Kind::HardSwish, false, 2}, seed++);
+  checkConv({2, 56, 15, 13, 56, 3, 3, 7, 1, 1, 1, true, Kind::Relu, true, 3}, seed++);
+  checkConv({1, 24, 9, 9, 48, 3, 3, 3, 1, 1, 2, false, Kind::None, true, 2}, seed++);
 }
 
 TEST(CpuKernels, ConvDepthwise) {

@@ -36,7 +36,13 @@ class ConvExecution : public Execution {
       pointwise_ = pointwise_ && window_.stride[s] == 1 && window_.padBegin[s] == 0 && window_.padEnd[s] == 0;
     threads_ = 1;
     if (ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool()) threads_ = pool->threads();
-    stripe_ = pointwise_ ? 0 : chooseStripe(cpuFunctions(), K_, groupOut_, window_.outSize(), threads_);
+    // A 1x1 window reads one column in two, from one row in two: gathering them costs less than
+    // splitting every input row.
+    splitColumns_ = !pointwise_ && window_.stride[2] == 2 && window_.kernel[2] > 1;
+    // Groups without split columns are striped together: each thread takes whole stripes of
+    // any group, instead of every group's im2col matrix and GEMM being split between threads.
+    stripeGroups_ = group_ > 1 && !splitColumns_ ? group_ : 1;
+    stripe_ = pointwise_ ? 0 : chooseStripe(cpuFunctions(), K_, groupOut_, window_.outSize(), stripeGroups_, threads_);
     const bool positionRows = stripe_ == 0 && preferPositionRows(cpuFunctions(), groupOut_, window_.outSize(), K_);
     if (!packedMem_ || positionRows != positionRows_) {
       positionRows_ = positionRows;
@@ -49,9 +55,6 @@ class ConvExecution : public Execution {
       OSPREY_RETURN_IF_ERROR(
           acquireConvScratch(backend(), colShape, "im2col scratch", node_.name, &col_, &colScratch));
     }
-    // A 1x1 window reads one column in two, from one row in two: gathering them costs less than
-    // splitting every input row.
-    splitColumns_ = !pointwise_ && window_.stride[2] == 2 && window_.kernel[2] > 1;
     std::unique_ptr<MemObj> phaseScratch;
     if (splitColumns_)
       OSPREY_RETURN_IF_ERROR(acquireConvScratch(backend(),
@@ -74,6 +77,11 @@ class ConvExecution : public Execution {
     const int64_t inSize = window_.inSize(), outSize = window_.outSize();
     const size_t perGroup = packedSize();
     for (int64_t n = 0; n < batch_; ++n) {
+      if (stripe_ > 0 && stripeGroups_ > 1) {
+        runStriped(pool, x + n * inChannels_ * inSize, nullptr, packed, bias, z ? z + n * outChannels_ * outSize : nullptr,
+                   y + n * outChannels_ * outSize, col, stripeGroups_);
+        continue;
+      }
       for (int64_t g = 0; g < group_; ++g) {
         const float* xg = x + (n * inChannels_ + g * groupIn_) * inSize;
         const int64_t yOffset = (n * outChannels_ + g * groupOut_) * outSize;
@@ -180,7 +188,8 @@ class ConvExecution : public Execution {
   // Columns of output positions per im2col stripe, so that a stripe's columns (K x stripe) stay
   // in L2 while the GEMM reads them; 0 when there are too few stripes to keep every thread busy
   // (the whole im2col matrix is built and the GEMM itself is split over the threads instead).
-  static int64_t chooseStripe(const CpuFunctions& fn, int64_t K, int64_t channels, int64_t outSize, int threads) {
+  static int64_t chooseStripe(const CpuFunctions& fn, int64_t K, int64_t channels, int64_t outSize, int64_t groups,
+                              int threads) {
     constexpr int64_t kStripeFloats = 128 * 1024;  // 512 KiB of columns
     // Every stripe streams all the weights: past a quarter of L2 they come from L3 or memory once
     // per stripe, and one whole im2col matrix (read once per block of weight rows) costs less.
@@ -188,7 +197,7 @@ class ConvExecution : public Execution {
     if (K * channels > kStripedWeightFloats) return 0;
     const int64_t nr = fn.gemmNr;
     const int64_t stripe = std::max(nr, kStripeFloats / std::max<int64_t>(K, 1) / nr * nr);
-    if ((outSize + stripe - 1) / stripe >= 4 * threads) return stripe;
+    if (groups * ((outSize + stripe - 1) / stripe) >= 4 * threads) return stripe;
     // Shallow columns (a stem's 3 input channels): 4 stripes per thread are still large enough
     // to keep the micro-kernel busy, and each stays in L2 instead of a whole matrix in memory.
     const int64_t shallowStripe = (outSize / (4 * threads)) / nr * nr;
@@ -212,30 +221,35 @@ class ConvExecution : public Execution {
     return phases;
   }
 
-  // Each thread builds the columns of its stripes of output positions and multiplies them at once.
+  // Each thread builds the columns of its stripes of output positions and multiplies them at once;
+  // with `groups` > 1, x, y, z, the bias and the packed weights hold that many groups in a row and
+  // the stripes of every group are shared out together.
   void runStriped(ThreadPool* pool, const float* x, const float* phases, const float* packedW, const float* bias,
-                  const float* z, float* y, float* col) const {
+                  const float* z, float* y, float* col, int64_t groups = 1) const {
     const int64_t outSize = window_.outSize(), stripes = (outSize + stripe_ - 1) / stripe_;
-    GemmEpilogue ep;
-    ep.bias = bias;
-    ep.biasRowStride = 1;
-    ep.residualRowStride = outSize;
-    ep.act = act_;
+    const int64_t tasks = groups * stripes;
+    const size_t perGroup = packedSize();
     parallelFor(pool, threads_, [&](int64_t begin, int64_t end) {
       for (int64_t slot = begin; slot < end; ++slot) {
         float* stripeCol = col + slot * K_ * stripe_;
-        for (int64_t s = slot * stripes / threads_; s < (slot + 1) * stripes / threads_; ++s) {
+        for (int64_t t = slot * tasks / threads_; t < (slot + 1) * tasks / threads_; ++t) {
+          const int64_t g = t / stripes, s = t % stripes;
           const int64_t p0 = s * stripe_, p1 = std::min(outSize, p0 + stripe_);
-          im2colStripe(window_, x, phases, groupIn_, p0, p1, stripeCol);
+          const int64_t yOffset = g * groupOut_ * outSize;
+          im2colStripe(window_, x + g * groupIn_ * window_.inSize(), phases, groupIn_, p0, p1, stripeCol);
           GemmA a;
-          a.data = packedW;
+          a.data = packedW + g * perGroup;
           a.packed = true;
           GemmB b;
           b.data = stripeCol;
           b.rowStride = p1 - p0;
-          GemmEpilogue stripeEp = ep;
-          stripeEp.residual = z ? z + p0 : nullptr;
-          packedGemm(nullptr, cpuFunctions(), groupOut_, p1 - p0, K_, a, b, y + p0, outSize, stripeEp);
+          GemmEpilogue ep;
+          ep.bias = bias ? bias + g * groupOut_ : nullptr;
+          ep.biasRowStride = 1;
+          ep.residual = z ? z + yOffset + p0 : nullptr;
+          ep.residualRowStride = outSize;
+          ep.act = act_;
+          packedGemm(nullptr, cpuFunctions(), groupOut_, p1 - p0, K_, a, b, y + yOffset + p0, outSize, ep);
         }
       }
     });
@@ -244,6 +258,7 @@ class ConvExecution : public Execution {
   const Node& node_;
   Window window_;
   FusedActivation act_;
+  int64_t stripeGroups_ = 1;
   int64_t group_ = 1, batch_ = 0, inChannels_ = 0, outChannels_ = 0, groupIn_ = 0, groupOut_ = 0, K_ = 0;
   bool pointwise_ = false, positionRows_ = false, splitColumns_ = false;
   int threads_ = 1;
