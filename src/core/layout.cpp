@@ -56,7 +56,7 @@ Status convertLayout(const void* src, Layout srcLayout, void* dst, Layout dstLay
     parallelFor(blocks >= 4 ? pool : nullptr, blocks, [&](int64_t begin, int64_t end) {
       const size_t lo = static_cast<size_t>(begin) * kBlock, hi = std::min(bytes, static_cast<size_t>(end) * kBlock);
       std::memcpy(static_cast<uint8_t*>(dst) + lo, static_cast<const uint8_t*>(src) + lo, hi - lo);
-    });
+    }, kFineRangesPerThread);
     return Status::ok();
   }
   int64_t N = shape[0], C = shape[1], S = 1;

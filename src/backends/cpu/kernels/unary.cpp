@@ -27,7 +27,7 @@ class UnaryExecution : public Execution {
     parallelFor(pool, chunks, [&](int64_t begin, int64_t end) {
       const int64_t lo = begin * kChunk, hi = std::min(n, end * kChunk);
       kernel_(x + lo, y + lo, hi - lo);
-    });
+    }, kFineRangesPerThread);
     return Status::ok();
   }
 
@@ -49,7 +49,7 @@ class PointwiseExecution : public Execution {
     parallelFor(pool, chunks, [&](int64_t begin, int64_t end) {
       const int64_t lo = begin * kChunk, hi = std::min(n, end * kChunk);
       kernel(p_, x + lo, y + lo, hi - lo);
-    });
+    }, kFineRangesPerThread);
     return Status::ok();
   }
 
