@@ -119,6 +119,8 @@ class SessionImpl {
     int boundary = -1;
     std::vector<int> keep, copiedEntries, boundEntries;
     std::vector<uint8_t*> entryBases;
+    std::vector<bool> outputBound;
+    std::vector<uint8_t*> outputBases;
     std::unique_ptr<SessionImpl> next;
     bool hasPlan = false;
     uint64_t bytes() const { return uint64_t{mergedStats.arenaPeakBytes} + mergedStats.staticBytes + foldedBytes; }
@@ -175,7 +177,13 @@ class SessionImpl {
   Status checkPlanFits() const;
   // "the plan for input shapes x [1, 3, 224, 224]": what the errors of planning are about.
   std::string planName() const;
-  Status storeOutputs(std::vector<Tensor>* outputs) const;
+  // Whether output tensor t, acquired on `backend`, is written in the caller's memory instead of
+  // the arena (planMemory); the memory itself comes at each run (bindOutputs).
+  bool bindsOutput(const RuntimeTensor* t, const Backend* backend) const;
+  // The tensors this run's outputs go to: `last`'s where the caller holds no other handle on
+  // them and they fit, else new ones; the bound outputs' chunks point at them.
+  std::vector<Tensor> bindOutputs(std::vector<Tensor>* last);
+  Status storeOutputs(std::vector<Tensor>* outputs);
   uint8_t* allocateFolded(size_t bytes);
   // Memory::Low: the activation arenas of this stage and the later ones give their pages back
   // (at the end of a run, once the outputs are out), and a mapped model file its weights' pages
@@ -210,6 +218,10 @@ class SessionImpl {
   // set at each run.
   std::vector<int> boundEntries_;
   std::vector<uint8_t*> entryBases_;
+  // Outputs written straight into the caller's memory (outputBound_[k], for outputs_[k]): their
+  // chunks' base is outputBases_[k], set at each run (bindOutputs).
+  std::vector<bool> outputBound_;
+  std::vector<uint8_t*> outputBases_;
   void bindEntries();
   std::unique_ptr<SessionImpl> next_;
   mutable SessionStats mergedStats_;

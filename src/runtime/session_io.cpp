@@ -2,6 +2,7 @@
 // place, and device memory of the main backend read and written on the device.
 #include <algorithm>
 #include <cstring>
+#include <set>
 
 #include "core/layout.h"
 #include "core/run_limits.h"
@@ -140,6 +141,12 @@ Status SessionImpl::run(const IoBinding& io) {
   OSPREY_RETURN_IF_ERROR(resize(shapes));
 
   std::vector<Tensor> staged;  // outputs of a staged model, made by the host path
+  std::vector<Tensor> targets;  // this run's memory for outputs planned into the caller's
+  std::set<std::string> writtenInPlace;
+  struct Unbind {
+    std::vector<uint8_t*>& bases;
+    ~Unbind() { std::fill(bases.begin(), bases.end(), nullptr); }
+  } unbind{outputBases_};
   if (boundary_ >= 0) {
     // Data-dependent shapes: run through the host path, then fill the bound outputs.
     std::map<std::string, Tensor> inputs(io.hostInputs.begin(), io.hostInputs.end());
@@ -149,15 +156,28 @@ Status SessionImpl::run(const IoBinding& io) {
   } else {
     for (auto& [name, t] : io.hostInputs) {
       RuntimeTensor& rt = tensors_[g.findTensor(name)];
-      OSPREY_RETURN_IF_ERROR(convertLayout(t.data(), t.layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype)));
+      OSPREY_RETURN_IF_ERROR(
+          convertLayout(t.data(), t.layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), mainRuntime_->threadPool()));
     }
     for (auto& [name, d] : io.deviceInputs) {
       RuntimeTensor src = deviceView(d, name, main_.get());
       OSPREY_RETURN_IF_ERROR(main_->onCopyBuffer(&src, &tensors_[g.findTensor(name)]));
     }
+    // Outputs planned into the caller's memory go into the bound tensor where it fits (then
+    // nothing is copied after the run), else into a tensor of this run's.
+    targets = bindOutputs(&targets);
+    for (size_t k = 0; k < outputs_.size(); ++k) {
+      const std::string& name = g.tensors[outputs_[k]].name;
+      auto bound = io.hostOutputs.find(name);
+      const RuntimeTensor& rt = tensors_[outputs_[k]];
+      if (outputBound_[k] && bound != io.hostOutputs.end() && bound->second.dtype() == rt.dtype &&
+          bound->second.shape() == rt.shape && bound->second.layout() == Layout::NCHW) {
+        outputBases_[k] = static_cast<uint8_t*>(const_cast<void*>(bound->second.data()));
+        writtenInPlace.insert(name);
+      }
+    }
     OSPREY_RETURN_IF_ERROR(executeCommands());
-  }
-  auto valueOf = [&](const std::string& name) -> const RuntimeTensor* {
+  }  auto valueOf = [&](const std::string& name) -> const RuntimeTensor* {
     return boundary_ >= 0 ? nullptr : &tensors_[g.findTensor(name)];
   };
   auto stagedOutput = [&](const std::string& name) -> const Tensor& {
@@ -172,7 +192,7 @@ Status SessionImpl::run(const IoBinding& io) {
       if (rt->dtype != t.dtype() || rt->shape != logicalShape(t.shape(), t.layout()) || t.layout() != Layout::NCHW)
         return Status::invalidArgument("output '" + name + "' is bound to a tensor of " + dataTypeName(t.dtype()) + " " +
                                        shapeToString(t.shape()) + "; it is " + dataTypeName(rt->dtype) + " " + shapeToString(rt->shape));
-      OSPREY_RETURN_IF_ERROR(readInto(*rt, &out));
+      if (!writtenInPlace.count(name)) OSPREY_RETURN_IF_ERROR(readInto(*rt, &out));
     } else {
       const Tensor& v = stagedOutput(name);
       if (v.dtype() != t.dtype() || v.shape() != t.shape())

@@ -31,6 +31,8 @@ void SessionImpl::swapPlan(PlanState& o) {
   std::swap(copiedEntries_, o.copiedEntries);
   std::swap(boundEntries_, o.boundEntries);
   std::swap(entryBases_, o.entryBases);
+  std::swap(outputBound_, o.outputBound);
+  std::swap(outputBases_, o.outputBases);
   std::swap(next_, o.next);
   std::swap(hasPlan_, o.hasPlan);
 }

@@ -202,8 +202,20 @@ Status SessionImpl::planMemory() {
   if (backup_) backup_->onResizeBegin();
   std::unordered_map<const RuntimeTensor*, std::unique_ptr<MemObj>> live;
   size_t activationSum = 0;
+  outputBound_.assign(outputs_.size(), false);
+  outputBases_.assign(outputs_.size(), nullptr);
   auto acquire = [&](RuntimeTensor* t, Backend* b, StorageType storage) -> Status {
     if (t->chunk || t->constData) return Status::ok();
+    if (storage == StorageType::DYNAMIC && bindsOutput(t, b)) {
+      const size_t k = std::find(outputs_.begin(), outputs_.end(), static_cast<int>(t - tensors_.data())) - outputs_.begin();
+      outputBound_[k] = true;
+      t->chunk = std::make_shared<MemChunk>();
+      t->chunk->base = &outputBases_[k];
+      t->chunk->size = t->bytes();
+      t->backend = b;
+      activationSum += t->bytes();
+      return Status::ok();
+    }
     auto mem = b->onAcquire(t, storage);
     if (!mem) return Status::outOfMemory("cannot allocate '" + t->name + "' of " + std::to_string(t->bytes()) + " bytes");
     activationSum += t->bytes();
@@ -335,8 +347,8 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     OSPREY_RETURN_IF_ERROR(
         convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), mainRuntime_->threadPool()));
   }
-  OSPREY_RETURN_IF_ERROR(executeCommands());
   if (boundary_ < 0) return storeOutputs(outputs);
+  OSPREY_RETURN_IF_ERROR(executeCommands());
   std::map<int, Tensor> stageValues;
   OSPREY_RETURN_IF_ERROR(continueStages(&stageValues));
   outputs->clear();
@@ -420,22 +432,46 @@ Status SessionImpl::executeCommands() {
   return Status::ok();
 }
 
-Status SessionImpl::storeOutputs(std::vector<Tensor>* outputs) const {
-  // A caller that runs again with the last run's outputs in `outputs`, and holds no other handle
-  // on them, gets them overwritten in place: no allocation, no page faults on fresh memory.
-  std::vector<Tensor> last;
-  last.swap(*outputs);
+bool SessionImpl::bindsOutput(const RuntimeTensor* t, const Backend* backend) const {
+  // Small outputs are not worth the bookkeeping; stages hand their outputs on in their arenas.
+  constexpr size_t kMinBoundBytes = 64 << 10;
+  if (isStage_ || boundary_ >= 0 || main_->type() != ForwardType::CPU || backend->type() != ForwardType::CPU) return false;
+  if (t < tensors_.data() || t >= tensors_.data() + tensors_.size()) return false;  // a mirror
+  const int index = static_cast<int>(t - tensors_.data());
+  if (t->layout != Layout::NCHW || t->dtype == DataType::String || t->bytes() < kMinBoundBytes || isInput(index))
+    return false;
+  return std::find(outputs_.begin(), outputs_.end(), index) != outputs_.end();
+}
+
+std::vector<Tensor> SessionImpl::bindOutputs(std::vector<Tensor>* last) {
+  std::vector<Tensor> targets(outputs_.size());
   for (size_t k = 0; k < outputs_.size(); ++k) {
     const RuntimeTensor& rt = tensors_[outputs_[k]];
-    if (k < last.size() && last[k].uniquelyOwned() && last[k].dtype() == rt.dtype && rt.dtype != DataType::String &&
-        last[k].shape() == rt.shape && last[k].layout() == Layout::NCHW) {
-      outputs->push_back(std::move(last[k]));
-      OSPREY_RETURN_IF_ERROR(readInto(rt, &outputs->back()));
-    } else {
-      outputs->emplace_back();
-      OSPREY_RETURN_IF_ERROR(readTensor(rt, &outputs->back()));
-    }
+    if (rt.dtype == DataType::String) continue;  // readTensor makes its strings
+    // A caller that runs again with the last run's outputs in `outputs`, and holds no other
+    // handle on them, gets them overwritten in place: no allocation, no page faults.
+    if (k < last->size() && (*last)[k].uniquelyOwned() && (*last)[k].dtype() == rt.dtype &&
+        (*last)[k].shape() == rt.shape && (*last)[k].layout() == Layout::NCHW)
+      targets[k] = std::move((*last)[k]);
+    else
+      targets[k] = Tensor::uninitialized(rt.dtype, rt.shape);
+    if (outputBound_[k]) outputBases_[k] = static_cast<uint8_t*>(targets[k].data());
   }
+  return targets;
+}
+
+Status SessionImpl::storeOutputs(std::vector<Tensor>* outputs) {
+  std::vector<Tensor> targets = bindOutputs(outputs);
+  outputs->clear();
+  Status st = executeCommands();
+  for (size_t k = 0; st && k < outputs_.size(); ++k) {
+    const RuntimeTensor& rt = tensors_[outputs_[k]];
+    if (rt.dtype == DataType::String) st = readTensor(rt, &targets[k]);
+    else if (!outputBound_[k]) st = readInto(rt, &targets[k]);
+  }
+  std::fill(outputBases_.begin(), outputBases_.end(), nullptr);
+  OSPREY_RETURN_IF_ERROR(st);
+  *outputs = std::move(targets);
   return Status::ok();
 }
 
