@@ -102,12 +102,18 @@ class ResizeExecution : public Execution {
         if (n > 1) i1[ox] = cols_.index[k + 1], w1[ox] = cols_.weight[k + 1];
       }
     const bool gather = maxTaps == 1 && unitWeights;
+    // Nearest 2x upsampling reads each input column twice in a row: a store of each value twice
+    // instead of a gather per output.
+    bool doubled = gather && outW == 2 * inW;
+    for (int64_t ox = 0; doubled && ox < outW; ++ox) doubled = i0[ox] == ox / 2 && !cols_.outside[ox];
     std::vector<uint8_t> used(inH, 0);
     for (int64_t oy = 0; oy < outH; ++oy)
       if (!rows_.outside[oy])
         for (int32_t v = rows_.first[oy]; v < rows_.first[oy + 1]; ++v) used[rows_.index[v]] = 1;
     auto horizontal = [&](const float* xr, float* h) {
-      if (gather) {
+      if (doubled) {
+        for (int64_t ix = 0; ix < inW; ++ix) h[2 * ix] = h[2 * ix + 1] = xr[ix];
+      } else if (gather) {
         for (int64_t ox = 0; ox < outW; ++ox) h[ox] = xr[i0[ox]];
       } else if (maxTaps <= 2) {
         for (int64_t ox = 0; ox < outW; ++ox) h[ox] = w0[ox] * xr[i0[ox]] + w1[ox] * xr[i1[ox]];
