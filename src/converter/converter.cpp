@@ -38,6 +38,7 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* rep
     if (options.fuseMatMulBias) r.fusedOps += passes::fuseMatMulBias(g);
     if (options.fuseConvResidual) r.fusedOps += passes::fuseConvResidual(g);
     r.fusedOps += passes::fuseSwish(g);
+    r.fusedOps += passes::fuseActivationPatterns(g);
     r.fusedOps += passes::fuseActivations(g);
   }
   r.removedOps += passes::removeDeadCode(g);

@@ -30,6 +30,8 @@ int foldBatchNormIntoGemm(Graph& g);
 int fuseActivations(Graph& g);
 // x * Sigmoid(x) (SiLU) into Swish with alpha 1, one pass over the data instead of two.
 int fuseSwish(Graph& g);
+// x * Tanh(Softplus(x)) into Mish, x * HardSigmoid(x) (alpha 1/6, beta 1/2) into HardSwish.
+int fuseActivationPatterns(Graph& g);
 // LayerNorm decomposition (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul, Add)
 // into LayerNormalization; x * 0.5 * (1 + erf(x / sqrt2)) in its exported orders into Gelu.
 int fuseLayerNorm(Graph& g);
