@@ -254,16 +254,17 @@ ResizeAxisTaps axisTaps(const ResizeAttrs& a, const AxisResize& ax) {
 }
 
 template <class T>
-T fromDouble(double v) {
+T fromDouble(double v, bool halfUp = false) {
   if constexpr (std::is_integral_v<T>) {
-    return saturatingCast<T>(v);
+    return saturatingCast<T>(halfUp ? std::floor(v + 0.5) : v);
   } else {
     return static_cast<T>(static_cast<ComputeType<T>>(v));
   }
 }
 
 template <class T>
-void resample(const TensorView& x, const std::vector<ResizeAxisTaps>& taps, double extrapolation, TensorView& y) {
+void resample(const TensorView& x, const std::vector<ResizeAxisTaps>& taps, double extrapolation, bool halfUp,
+              TensorView& y) {
   const size_t rank = x.shape.size();
   const std::vector<int64_t> inStrides = [&] {
     std::vector<int64_t> s(rank, 1);
@@ -299,7 +300,7 @@ void resample(const TensorView& x, const std::vector<ResizeAxisTaps>& taps, doub
         }
         if (d < 0) break;
       }
-      dst[o] = fromDouble<T>(acc);
+      dst[o] = fromDouble<T>(acc, halfUp);
     }
     for (int d = static_cast<int>(rank) - 1; d >= 0 && ++pos[d] == y.shape[d]; --d) pos[d] = 0;
   }
@@ -331,7 +332,7 @@ Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews&
   OSPREY_RETURN_IF_ERROR(resizeTaps(node, inputs, &taps, &extrapolation));
   bool ok = dispatchNumeric(inputs[0].dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (!std::is_same_v<T, bool>) resample<T>(inputs[0], taps, extrapolation, outputs[0]);
+    if constexpr (!std::is_same_v<T, bool>) resample<T>(inputs[0], taps, extrapolation, resizeRoundsHalfUp(node), outputs[0]);
   });
   if (!ok) return Status::unsupported(dtypeError(inputs[0], "X"));
   return Status::ok();
@@ -339,8 +340,13 @@ Status resizeReference(const Node& node, const TensorViews& inputs, TensorViews&
 
 }  // namespace
 
+bool resizeRoundsHalfUp(const Node& node) { return node.getString("integer_rounding", "") == "half_up"; }
+
 Status resizeTaps(const Node& node, const TensorViews& inputs, std::vector<ResizeAxisTaps>* taps,
                   double* extrapolation) {
+  const std::string rounding = node.getString("integer_rounding", "");
+  if (!rounding.empty() && rounding != "half_up")
+    return Status::invalidModel(node.name + ": integer_rounding must be \"half_up\" or absent, not \"" + rounding + "\"");
   OSPREY_RETURN_IF_ERROR(planTaps(node, inputs, taps, extrapolation));
   // An empty Y never gets here (executeOnHost and the executions skip ops whose outputs are all
   // empty); an empty X has no value to sample for a non-empty one.

@@ -19,6 +19,11 @@ struct ResizeAxisTaps {
   std::vector<bool> outside;  // tf_crop_and_resize sampled beyond the input
 };
 
+// Osprey's attribute `integer_rounding = "half_up"` on a Resize of integer codes: results are
+// rounded half up (floor(v + 0.5)), as LiteRT's int8 bilinear resize rounds, instead of being
+// truncated toward zero.
+bool resizeRoundsHalfUp(const Node& node);
+
 // The taps of every axis of Resize `node` at these inputs (scales, sizes and roi read from
 // theirs), and the value of outside samples.
 Status resizeTaps(const Node& node, const TensorViews& inputs, std::vector<ResizeAxisTaps>* taps,

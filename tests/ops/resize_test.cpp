@@ -380,6 +380,49 @@ TEST(ResizeOp, CpuKernelRunsAndMatchesTheReference) {
   }
 }
 
+// int8 / uint8 codes with integer_rounding = "half_up" (TFLite's int8 bilinear resize): the CPU
+// kernel blends in float and rounds as the reference does in double; the power-of-two factors
+// of upsampling layers keep every weight exact, so the codes must agree exactly.
+TEST(ResizeOp, CpuKernelRoundsCodesHalfUp) {
+  std::vector<ResizeCase> cases(4);
+  cases[0].mode = "linear", cases[0].scales = {1, 1, 2, 2};
+  cases[1].mode = "linear", cases[1].coord = "asymmetric", cases[1].scales = {1, 1, 4, 4};
+  cases[2].mode = "linear", cases[2].coord = "align_corners", cases[2].sizes = {2, 3, 25, 33};
+  cases[3].coord = "asymmetric", cases[3].nearestMode = "floor", cases[3].scales = {1, 1, 2, 2};
+  uint32_t seed = 30;
+  for (DataType dtype : {DataType::Int8, DataType::UInt8}) {
+    const Tensor x = randomBytes(dtype, {2, 3, 13, 17}, seed++);
+    for (size_t i = 0; i < cases.size(); ++i) {
+      SCOPED_TRACE(std::string(dataTypeName(dtype)) + " case " + std::to_string(i));
+      Node node = resizeNode(cases[i]);
+      node.setString("integer_rounding", "half_up");
+      std::map<std::string, Tensor> feeds;
+      auto model = oneNodeModel(node, resizeInputs(cases[i], x), 1, &feeds);
+      std::shared_ptr<Interpreter> interp;
+      ASSERT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+      ScheduleConfig schedule;
+      schedule.threads = 2;
+      std::unique_ptr<Session> session;
+      ASSERT_TRUE(interp->createSession(schedule, BackendConfig(), &session).isOk());
+      std::vector<Tensor> y, ref;
+      ASSERT_TRUE(session->run(feeds, &y).isOk());
+      EXPECT_TRUE(session->stats().referenceOps.empty());
+      ASSERT_TRUE(referenceOp(node, resizeInputs(cases[i], x), 1, &ref).isOk());
+      expectEqualValues(y[0], ref[0]);
+    }
+  }
+  // The reference rounds half up: codes 0 and 1 blended half and half give 1, not 0.
+  ResizeCase mid;
+  mid.mode = "linear", mid.coord = "align_corners", mid.sizes = {1, 1, 1, 3};
+  Node node = resizeNode(mid);
+  node.setString("integer_rounding", "half_up");
+  std::vector<Tensor> out;
+  ASSERT_TRUE(referenceOp(node, resizeInputs(mid, makeTensor<int8_t>({1, 1, 1, 2}, {0, 1})), 1, &out).isOk());
+  EXPECT_EQ(out[0].data<int8_t>()[1], 1);
+  node.setString("integer_rounding", "half_even");
+  EXPECT_FALSE(runOp(node, resizeInputs(mid, makeTensor<int8_t>({1, 1, 1, 2}, {0, 1})), 1, &out).isOk());
+}
+
 TEST(ResizeOp, BadAttributesAndInputsAreErrors) {
   Tensor x = randomTensor(DataType::Float32, {1, 1, 4, 4}, 14);
   auto fails = [&](const ResizeCase& c, std::vector<OpInput> inputs = {}) {

@@ -323,23 +323,20 @@ Status importResize(ImportContext& ctx, const OpView& op, bool bilinear) {
   }
   int x, size;
   // LiteRT's int8 bilinear resize (XNNPACK's) interpolates the codes and rounds half up; input
-  // and output share their quantization, so the codes are resized as floats (exact for the
-  // power-of-two factors of upsampling layers) and rounded the same way.
+  // and output share their quantization, so the codes are resized directly, rounded the same way
+  // (integer_rounding = "half_up"; exact for the power-of-two factors of upsampling layers).
   const TfliteTensor& in = ctx.tensor(op.input(0));
   const TfliteTensor& outInfo = ctx.tensor(op.outputs[0]);
   const bool codes = bilinear && ctx.readsQuantized(op.input(0)) && ctx.writesQuantized(op.outputs[0]) &&
                      in.dtype == outInfo.dtype && in.scales == outInfo.scales && in.zeroPoints == outInfo.zeroPoints;
   if (codes) {
-    int raw;
-    OSPREY_RETURN_IF_ERROR(ctx.codesAsNchw(op.input(0), &raw));
-    x = ctx.temp(op.name + "_codes");
-    ctx.addNode(OpType::Cast, op.name + "_codes", {raw}, {x}).setInt("to", static_cast<int64_t>(DataType::Float32));
+    OSPREY_RETURN_IF_ERROR(ctx.codesAsNchw(op.input(0), &x));
   } else {
     OSPREY_RETURN_IF_ERROR(ctx.asNchw(op.input(0), &x));
   }
   OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &size));
   size = ctx.asInt64(size, op.name + "_size");
-  const int resized = codes ? ctx.temp(op.name + "_resized") : ctx.define(op.outputs[0], Held::Nchw);
+  const int resized = codes ? ctx.defineCodes(op.outputs[0], Held::Nchw) : ctx.define(op.outputs[0], Held::Nchw);
   Node& n = ctx.addNode(OpType::Resize, op.name, {x, -1, -1, size}, {resized});
   n.setInts("axes", {2, 3});
   n.setString("mode", bilinear ? "linear" : "nearest");
@@ -348,13 +345,7 @@ Status importResize(ImportContext& ctx, const OpView& op, bool bilinear) {
   // align_corners, floor((out + 0.5) * scale) with half_pixel_centers, which is ONNX's
   // half_pixel coordinate rounded half up.
   n.setString("nearest_mode", alignCorners || halfPixel ? "round_prefer_ceil" : "floor");
-  if (codes) {
-    const int half = ctx.temp(op.name + "_half"), floored = ctx.temp(op.name + "_rounded");
-    ctx.addNode(OpType::Add, op.name + "_half", {resized, ctx.addFloatConstant(op.name + "_half", {0.5f}, true)}, {half});
-    ctx.addNode(OpType::Floor, op.name + "_round", {half}, {floored});
-    ctx.addNode(OpType::Cast, op.name + "_to_codes", {floored}, {ctx.defineCodes(op.outputs[0], Held::Nchw)})
-        .setInt("to", static_cast<int64_t>(in.dtype));
-  }
+  if (codes) n.setString("integer_rounding", "half_up");
   return Status::ok();
 }
 

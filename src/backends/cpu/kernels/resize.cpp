@@ -1,10 +1,14 @@
-// Resize of float32 NCHW images (nearest, linear, cubic, antialiased; every coordinate mode):
+// Resize of float32 NCHW images, and of int8 / uint8 codes rounded half up (integer_rounding),
+// nearest, linear, cubic or antialiased, every coordinate mode:
 // the reference kernel's taps (resizeTaps, made once per input shape when the scales or sizes
 // are constants), applied plane by plane in float and separably: each input row resampled
 // horizontally once, then each output row blends its vertical taps' rows. The reference instead
 // visits every tap of every output element through N-d index arithmetic in double.
 // Resizes of the batch or channel axes go to the reference kernel.
 #include <algorithm>
+#include <cmath>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/kernels/cpu_kernels.h"
@@ -75,18 +79,36 @@ class ResizeExecution : public Execution {
       tapsReady_ = true;
     }
     if (!planar_) return opDef(OpType::Resize).reference(*op_.node, in, out, pool);
-    resample(in[0], static_cast<float>(extrapolation_), out[0], pool);
+    if (in[0].dtype == DataType::Int8) resample<int8_t>(in[0], static_cast<float>(extrapolation_), out[0], pool);
+    else if (in[0].dtype == DataType::UInt8) resample<uint8_t>(in[0], static_cast<float>(extrapolation_), out[0], pool);
+    else resample<float>(in[0], static_cast<float>(extrapolation_), out[0], pool);
     return Status::ok();
   }
 
  private:
   // Plane by plane: each input row that some output row reads is resampled horizontally once,
   // then every output row blends its rows' resampled copies (a copy when it has one tap).
+  // T: float, or int8 / uint8 codes blended in float and rounded half up (integer_rounding).
+  template <class T>
   void resample(const TensorView& x, float outsideValue, TensorView& y, ThreadPool* pool) const {
     const int64_t planes = y.shape[0] * y.shape[1], inH = x.shape[2], inW = x.shape[3];
     const int64_t outH = y.shape[2], outW = y.shape[3];
-    const float* src = x.as<const float>();
-    float* dst = y.as<float>();
+    const T* src = x.as<const T>();
+    T* out = y.as<T>();
+    constexpr bool kCodes = !std::is_same_v<T, float>;
+    // Codes: each output row is blended in a float row, then rounded into the output.
+    auto store = [&](const float* v, T* yr) {
+      if constexpr (kCodes) {
+        // floor(v + 1/2) clamped; the bounds are integers, so clamping first changes nothing, and
+        // truncation then a step down for negative fractions is the floor (no libm call).
+        constexpr float lo = std::numeric_limits<T>::lowest(), hi = std::numeric_limits<T>::max();
+        for (int64_t ox = 0; ox < outW; ++ox) {
+          const float t = std::min(hi, std::max(lo, v[ox] + 0.5f));
+          const int i = static_cast<int>(t);
+          yr[ox] = static_cast<T>(i - (t < static_cast<float>(i)));
+        }
+      }
+    };
     // Columns of at most two taps (nearest, linear without antialiasing) as two uniform arrays,
     // a missing second tap weighing 0: the row loop then has no inner loop of varying length.
     int32_t maxTaps = 0;
@@ -110,17 +132,18 @@ class ResizeExecution : public Execution {
     for (int64_t oy = 0; oy < outH; ++oy)
       if (!rows_.outside[oy])
         for (int32_t v = rows_.first[oy]; v < rows_.first[oy + 1]; ++v) used[rows_.index[v]] = 1;
-    auto horizontal = [&](const float* xr, float* h) {
+    auto horizontal = [&](const T* xr, float* h) {
+      auto at = [xr](int64_t i) { return static_cast<float>(xr[i]); };
       if (doubled) {
-        for (int64_t ix = 0; ix < inW; ++ix) h[2 * ix] = h[2 * ix + 1] = xr[ix];
+        for (int64_t ix = 0; ix < inW; ++ix) h[2 * ix] = h[2 * ix + 1] = at(ix);
       } else if (gather) {
-        for (int64_t ox = 0; ox < outW; ++ox) h[ox] = xr[i0[ox]];
+        for (int64_t ox = 0; ox < outW; ++ox) h[ox] = at(i0[ox]);
       } else if (maxTaps <= 2) {
-        for (int64_t ox = 0; ox < outW; ++ox) h[ox] = w0[ox] * xr[i0[ox]] + w1[ox] * xr[i1[ox]];
+        for (int64_t ox = 0; ox < outW; ++ox) h[ox] = w0[ox] * at(i0[ox]) + w1[ox] * at(i1[ox]);
       } else {
         for (int64_t ox = 0; ox < outW; ++ox) {
           float v = 0.f;
-          for (int32_t k = cols_.first[ox]; k < cols_.first[ox + 1]; ++k) v += cols_.weight[k] * xr[cols_.index[k]];
+          for (int32_t k = cols_.first[ox]; k < cols_.first[ox + 1]; ++k) v += cols_.weight[k] * at(cols_.index[k]);
           h[ox] = v;
         }
       }
@@ -129,15 +152,17 @@ class ResizeExecution : public Execution {
     };
     if (planes * outH * outW < 4096) pool = nullptr;
     parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
-      std::vector<float> rowsOfPlane(static_cast<size_t>(inH * outW));
+      std::vector<float> rowsOfPlane(static_cast<size_t>(inH * outW)), blended(kCodes ? outW : 0);
       for (int64_t plane = begin; plane < end; ++plane) {
         for (int64_t iy = 0; iy < inH; ++iy)
           if (used[iy]) horizontal(src + (plane * inH + iy) * inW, rowsOfPlane.data() + iy * outW);
         for (int64_t oy = 0; oy < outH; ++oy) {
-          float* yr = dst + (plane * outH + oy) * outW;
+          T* outRow = out + (plane * outH + oy) * outW;
+          float* yr = kCodes ? blended.data() : reinterpret_cast<float*>(outRow);
           const int32_t firstTap = rows_.first[oy], taps = rows_.first[oy + 1] - firstTap;
           if (rows_.outside[oy] || taps == 0) {
             std::fill(yr, yr + outW, outsideValue);
+            store(yr, outRow);
             continue;
           }
           const float* h0 = rowsOfPlane.data() + rows_.index[firstTap] * outW;
@@ -156,6 +181,7 @@ class ResizeExecution : public Execution {
               for (int64_t ox = 0; ox < outW; ++ox) yr[ox] += w * h[ox];
             }
           }
+          store(yr, outRow);
         }
       }
     });
@@ -173,7 +199,10 @@ class ResizeExecution : public Execution {
 std::unique_ptr<Execution> createResizeExecution(CPUBackend* backend, const OpRef& op,
                                                  const std::vector<RuntimeTensor*>& inputs,
                                                  const std::vector<RuntimeTensor*>& outputs) {
-  if (!op.node || inputs.empty() || !inputs[0] || inputs[0]->dtype != DataType::Float32) return nullptr;
+  if (!op.node || inputs.empty() || !inputs[0]) return nullptr;
+  const DataType dtype = inputs[0]->dtype;
+  const bool codes = (dtype == DataType::Int8 || dtype == DataType::UInt8) && resizeRoundsHalfUp(*op.node);
+  if (dtype != DataType::Float32 && !codes) return nullptr;
   if (inputs[0]->shape.size() != 4 || inputs[0]->layout != Layout::NCHW) return nullptr;
   if (outputs.empty() || !outputs[0] || outputs[0]->layout != Layout::NCHW) return nullptr;
   const int64_t kMaxIndex = int64_t{1} << 31;  // taps hold int32 indices
