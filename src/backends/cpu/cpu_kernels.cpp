@@ -44,6 +44,9 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::LayerNormalization: return createLayerNormExecution;
     case OpType::Attention: return createAttentionExecution;
     case OpType::Resize: return createResizeExecution;
+    case OpType::LSTM:
+    case OpType::GRU:
+    case OpType::RNN: return createRecurrentExecution;
     case OpType::QuantizeLinear:
     case OpType::DynamicQuantizeLinear:
     case OpType::DequantizeLinear: return createQuantizeLinearExecution;

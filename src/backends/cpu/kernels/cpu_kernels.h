@@ -64,6 +64,10 @@ std::unique_ptr<Execution> createResizeExecution(CPUBackend* backend, const OpRe
 std::unique_ptr<Execution> createReduceExecution(CPUBackend* backend, const OpRef& op,
                                                  const std::vector<RuntimeTensor*>& inputs,
                                                  const std::vector<RuntimeTensor*>& outputs);
+// LSTM, GRU and RNN (recurrent.cpp).
+std::unique_ptr<Execution> createRecurrentExecution(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
+                                                    const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createSigmoidExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs);
