@@ -177,7 +177,9 @@ int cmdBench(int argc, char** argv) {
   BackendConfig config;
   if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
+  t0 = std::chrono::steady_clock::now();
   if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
+  const double sessionMs = msSince(t0);
   std::map<std::string, Tensor> inputs;
   if (!(st = loadInputs(args, *interp, session.get(), &inputs))) return fail(st);
 
@@ -241,17 +243,18 @@ int cmdBench(int argc, char** argv) {
 
   if (args.has("json")) {
     std::printf("{\"model\":%s,\"backend\":%s,\"threads\":%d,\"warmup\":%d,\"loops\":%d,\"load_ms\":%.3f,"
-                "\"first_run_ms\":%.3f,\"min_ms\":%.4f,\"median_ms\":%.4f,\"max_ms\":%.4f,\"peak_rss_bytes\":%zu,"
+                "\"session_ms\":%.3f,\"first_run_ms\":%.3f,\"min_ms\":%.4f,\"median_ms\":%.4f,\"max_ms\":%.4f,\"peak_rss_bytes\":%zu,"
                 "\"arena_peak_bytes\":%zu,\"executions\":%d,\"precision\":%s,\"first_result_ms\":%.3f}\n",
                 jsonString(args.positional[0]).c_str(), jsonString(forwardTypeName(schedule.backend)).c_str(),
-                schedule.threads, warmup, loops, loadMs, firstMs, minMs, medianMs, maxMs, rss, stats.arenaPeakBytes,
+                schedule.threads, warmup, loops, loadMs, sessionMs, firstMs, minMs, medianMs, maxMs, rss, stats.arenaPeakBytes,
                 stats.executions, jsonString(args.get("precision", "normal")).c_str(), firstResultMs);
   } else {
     std::printf("%s: backend %s, %d thread(s), %d warm-up + %d timed runs\n", args.positional[0].c_str(),
                 forwardTypeName(schedule.backend), schedule.threads, warmup, loops);
     std::printf("load %.1f ms, first run %.2f ms; min %.3f / median %.3f / max %.3f ms\n", loadMs, firstMs, minMs,
                 medianMs, maxMs);
-    std::printf("time to first result: %.1f ms%s\n", firstResultMs, cacheNote.c_str());
+    std::printf("time to first result: %.1f ms (load %.1f, session %.1f, first run %.1f)%s\n", firstResultMs, loadMs,
+                sessionMs, firstMs, cacheNote.c_str());
     std::printf("peak RSS %.1f MB, arena peak %.2f MB, %d executions", rss / 1048576.0,
                 stats.arenaPeakBytes / 1048576.0, stats.executions);
     if (stats.hostOps > 0) std::printf(" in %d stages (%d data-dependent ops on the host)", stats.stages, stats.hostOps);
