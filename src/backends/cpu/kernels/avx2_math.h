@@ -1,4 +1,5 @@
-// exp and 1 + exp(-x) on eight floats, shared by the AVX2+FMA kernels. Include only from files
+// exp and 1 + exp(-x) on eight floats, and a map of a vector function over an array, shared by
+// the AVX2+FMA kernels. Include only from files
 // compiled with -mavx2 -mfma. Internal linkage: a copy compiled with other flags (an AVX-512
 // file) must never be the one an AVX2 caller links to.
 #pragma once
@@ -57,6 +58,25 @@ inline __m256 onePlusExpNeg(__m256 x) {
   const __m256 scale = _mm256_castsi256_ps(
       _mm256_slli_epi32(_mm256_add_epi32(_mm256_castps_si256(shifted), _mm256_set1_epi32(127)), 23));
   return _mm256_fmadd_ps(p, scale, _mm256_set1_ps(1.f));
+}
+
+// y = f(x) for n floats; the tail goes through a zero-padded vector, so it gets the same
+// arithmetic as the rest.
+template <class F>
+inline void mapVectors(const float* x, float* y, int64_t n, F f) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = f(_mm256_loadu_ps(x + i)), b = f(_mm256_loadu_ps(x + i + 8));
+    _mm256_storeu_ps(y + i, a);
+    _mm256_storeu_ps(y + i + 8, b);
+  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
+  if (i < n) {
+    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+    for (int64_t j = 0; j < n - i; ++j) tail[j] = x[i + j];
+    _mm256_store_ps(tail, f(_mm256_load_ps(tail)));
+    for (int64_t j = 0; j < n - i; ++j) y[i + j] = tail[j];
+  }
 }
 
 }  // namespace

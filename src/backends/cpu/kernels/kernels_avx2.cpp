@@ -147,14 +147,7 @@ inline __m256 erf256(__m256 x) {
 
 template <__m256 (*F)(__m256)>
 inline void mapFloats(const float* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, F(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t j = 0; j < n - i; ++j) tail[j] = x[i + j];
-    _mm256_store_ps(tail, F(_mm256_load_ps(tail)));
-    for (int64_t j = 0; j < n - i; ++j) y[i + j] = tail[j];
-  }
+  mapVectors(x, y, n, F);
 }
 
 // x * 0.5 * (1 + erf(x / sqrt2)): the erf form of GELU.

@@ -11,25 +11,6 @@ namespace {
 
 inline __m256 set1(float v) { return _mm256_set1_ps(v); }
 
-// y = f(x) for n floats; the tail goes through a zero-padded vector, so it gets the same
-// arithmetic as the rest.
-template <class F>
-inline void mapVectors(const float* x, float* y, int64_t n, F f) {
-  int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    const __m256 a = f(_mm256_loadu_ps(x + i)), b = f(_mm256_loadu_ps(x + i + 8));
-    _mm256_storeu_ps(y + i, a);
-    _mm256_storeu_ps(y + i + 8, b);
-  }
-  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(y + i, f(_mm256_loadu_ps(x + i)));
-  if (i < n) {
-    alignas(32) float tail[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-    for (int64_t j = 0; j < n - i; ++j) tail[j] = x[i + j];
-    _mm256_store_ps(tail, f(_mm256_load_ps(tail)));
-    for (int64_t j = 0; j < n - i; ++j) y[i + j] = tail[j];
-  }
-}
-
 // tanh(x) = x P(x^2) / Q(x^2), a rational minimax fit (Eigen's float coefficients; about 3 ulp)
 // on |x| <= 7.9053, where tanh rounds to +-1 in float beyond. Tiny |x| and NaN return x.
 inline __m256 tanh256(__m256 x) {
