@@ -14,9 +14,11 @@ namespace {
 
 constexpr int64_t kChunk = 4096;  // elements per task: large enough to hide the pool's wake-up
 
-class UnaryExecution : public Execution {
+// y = f(x) elementwise, the elements cut into chunks taken by whichever thread is free.
+class ElementwiseExecution : public Execution {
  public:
-  UnaryExecution(CPUBackend* backend, UnaryKernel kernel) : Execution(backend), kernel_(kernel) {}
+  ElementwiseExecution(CPUBackend* backend, UnaryKernel kernel) : Execution(backend), unary_(kernel) {}
+  ElementwiseExecution(CPUBackend* backend, const Pointwise& p) : Execution(backend), pointwise_(p) {}
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const float* x = reinterpret_cast<const float*>(inputs[0]->host());
@@ -24,37 +26,18 @@ class UnaryExecution : public Execution {
     const int64_t n = inputs[0]->elements();
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     ThreadPool* pool = chunks > 1 ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
+    const PointwiseKernel pointwise = cpuFunctions().pointwise;
     parallelFor(pool, chunks, [&](int64_t begin, int64_t end) {
       const int64_t lo = begin * kChunk, hi = std::min(n, end * kChunk);
-      kernel_(x + lo, y + lo, hi - lo);
+      if (unary_) unary_(x + lo, y + lo, hi - lo);
+      else pointwise(pointwise_, x + lo, y + lo, hi - lo);
     }, kFineRangesPerThread);
     return Status::ok();
   }
 
  private:
-  UnaryKernel kernel_;
-};
-
-class PointwiseExecution : public Execution {
- public:
-  PointwiseExecution(CPUBackend* backend, const Pointwise& p) : Execution(backend), p_(p) {}
-
-  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
-    const float* x = reinterpret_cast<const float*>(inputs[0]->host());
-    float* y = reinterpret_cast<float*>(outputs[0]->host());
-    const int64_t n = inputs[0]->elements();
-    const int64_t chunks = (n + kChunk - 1) / kChunk;
-    ThreadPool* pool = chunks > 1 ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
-    const PointwiseKernel kernel = cpuFunctions().pointwise;
-    parallelFor(pool, chunks, [&](int64_t begin, int64_t end) {
-      const int64_t lo = begin * kChunk, hi = std::min(n, end * kChunk);
-      kernel(p_, x + lo, y + lo, hi - lo);
-    }, kFineRangesPerThread);
-    return Status::ok();
-  }
-
- private:
-  Pointwise p_;
+  UnaryKernel unary_ = nullptr;  // else the pointwise kernel with pointwise_
+  Pointwise pointwise_;
 };
 
 // Softmax along the last axis: rows of `inner` contiguous values.
@@ -87,28 +70,28 @@ std::unique_ptr<Execution> createSigmoidExecution(CPUBackend* backend, const OpR
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs) {
   if (!plainFloat(inputs, outputs)) return nullptr;
-  return std::make_unique<UnaryExecution>(backend, cpuFunctions().sigmoid);
+  return std::make_unique<ElementwiseExecution>(backend, cpuFunctions().sigmoid);
 }
 
 std::unique_ptr<Execution> createErfExecution(CPUBackend* backend, const OpRef& op,
                                               const std::vector<RuntimeTensor*>& inputs,
                                               const std::vector<RuntimeTensor*>& outputs) {
   if (!plainFloat(inputs, outputs)) return nullptr;
-  return std::make_unique<UnaryExecution>(backend, cpuFunctions().erf);
+  return std::make_unique<ElementwiseExecution>(backend, cpuFunctions().erf);
 }
 
 std::unique_ptr<Execution> createGeluExecution(CPUBackend* backend, const OpRef& op,
                                                const std::vector<RuntimeTensor*>& inputs,
                                                const std::vector<RuntimeTensor*>& outputs) {
   if (!op.node || !plainFloat(inputs, outputs) || op.node->getString("approximate", "none") != "none") return nullptr;
-  return std::make_unique<UnaryExecution>(backend, cpuFunctions().gelu);
+  return std::make_unique<ElementwiseExecution>(backend, cpuFunctions().gelu);
 }
 
 std::unique_ptr<Execution> createSwishExecution(CPUBackend* backend, const OpRef& op,
                                                 const std::vector<RuntimeTensor*>& inputs,
                                                 const std::vector<RuntimeTensor*>& outputs) {
   if (!op.node || !plainFloat(inputs, outputs) || op.node->getFloat("alpha", 1.f) != 1.f) return nullptr;
-  return std::make_unique<UnaryExecution>(backend, cpuFunctions().swish);
+  return std::make_unique<ElementwiseExecution>(backend, cpuFunctions().swish);
 }
 
 std::unique_ptr<Execution> createSoftmaxExecution(CPUBackend* backend, const OpRef& op,
@@ -128,7 +111,7 @@ std::unique_ptr<Execution> createPointwiseExecution(CPUBackend* backend, const O
                                                     const std::vector<RuntimeTensor*>& outputs) {
   Pointwise p;
   if (!op.node || !plainFloat(inputs, outputs) || !pointwiseOfNode(*op.node, &p)) return nullptr;
-  return std::make_unique<PointwiseExecution>(backend, p);
+  return std::make_unique<ElementwiseExecution>(backend, p);
 }
 
 }  // namespace osprey
