@@ -22,6 +22,7 @@ namespace osprey {
 
 struct Model;
 class SessionImpl;
+class Float16Widening;
 
 struct TensorInfoPublic {
   std::string name;
@@ -236,6 +237,8 @@ class Interpreter {
   Interpreter() = default;
   static std::shared_ptr<Interpreter> holding(std::shared_ptr<const Model> model);
   std::shared_ptr<const Model> model_;
+  // The model as sessions on a backend without float16 kernels run it.
+  std::shared_ptr<Float16Widening> float16_;
 };
 
 // Backends compiled into this build and the devices each sees.

@@ -144,6 +144,10 @@ class Backend {
   // (RuntimeTensor::fullPrecision); the pipeline inserts a converting copy within the backend
   // where producer and consumer differ, and onCopyBuffer converts.
   virtual bool honoursFullPrecision() const { return false; }
+  // Whether the backend has float16 kernels of its own. A session whose main backend has none
+  // runs a float16 model widened to float32 inside (runtime/float16_widening.h), so that its ops
+  // take the float32 kernels instead of falling to reference kernels.
+  virtual bool computesFloat16() const { return false; }
   // Layout this backend wants for an activation of the given rank (e.g. NC4HW4 for 4-D).
   virtual Layout preferredLayout(const RuntimeTensor& t) const {
     (void)t;

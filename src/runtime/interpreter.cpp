@@ -7,6 +7,7 @@
 
 #include "core/files.h"
 #include "ops/op_def.h"
+#include "runtime/float16_widening.h"
 #include "runtime/model_io.h"
 #include "runtime/session_impl.h"
 #include "osprey/interpreter.h"
@@ -33,6 +34,7 @@ Interpreter::~Interpreter() = default;
 std::shared_ptr<Interpreter> Interpreter::holding(std::shared_ptr<const Model> model) {
   std::shared_ptr<Interpreter> interp(new Interpreter());
   interp->model_ = std::move(model);
+  interp->float16_ = std::make_shared<Float16Widening>(interp->model_);
   return interp;
 }
 
@@ -107,7 +109,7 @@ Status Interpreter::fromModel(std::shared_ptr<const Model> model, std::shared_pt
 Status Interpreter::createSession(const ScheduleConfig& schedule, const BackendConfig& backend,
                                   std::unique_ptr<Session>* out) const {
   auto impl = std::make_unique<SessionImpl>(model_, schedule, backend);
-  OSPREY_RETURN_IF_ERROR(impl->init());
+  OSPREY_RETURN_IF_ERROR(impl->init(float16_.get()));
   out->reset(new Session(std::move(impl)));
   return Status::ok();
 }
@@ -120,7 +122,7 @@ Status Interpreter::createRuntime(const ScheduleConfig& schedule, const BackendC
 Status Interpreter::createSession(const std::shared_ptr<SharedRuntime>& runtime, std::unique_ptr<Session>* out) const {
   if (!runtime) return Status::invalidArgument("createSession was given no runtime");
   auto impl = std::make_unique<SessionImpl>(model_, runtime);
-  OSPREY_RETURN_IF_ERROR(impl->init());
+  OSPREY_RETURN_IF_ERROR(impl->init(float16_.get()));
   out->reset(new Session(std::move(impl)));
   return Status::ok();
 }

@@ -44,7 +44,7 @@ SessionImpl::SessionImpl(const SessionImpl& parent, size_t firstNode, std::vecto
       isStage_(true),
       profiling_(parent.profiling_) {}
 
-Status SessionImpl::init() {
+Status SessionImpl::init(Float16Widening* float16) {
   if (schedule_.threads < 1) return Status::invalidArgument("threads must be at least 1, got " + std::to_string(schedule_.threads));
   memoryLimit_ = config_.memoryLimit ? config_.memoryLimit : physicalMemoryBytes();
   if (!runtime_) OSPREY_RETURN_IF_ERROR(makeSharedRuntime(schedule_, config_, &runtime_));
@@ -52,7 +52,13 @@ Status SessionImpl::init() {
   const SharedRuntimeState& shared = runtimeState(*runtime_);
   mainRuntime_ = shared.main.get();
   backupRuntime_ = shared.backup.get();
-  return createBackends();
+  OSPREY_RETURN_IF_ERROR(createBackends());
+  if (float16 && !main_->computesFloat16()) {
+    model_ = float16->widened();
+    inputs_ = model_->graph.inputs;
+    outputs_ = model_->graph.outputs;
+  }
+  return Status::ok();
 }
 
 Status SessionImpl::createBackends() {

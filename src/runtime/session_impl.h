@@ -15,6 +15,7 @@
 #include "core/shared_runtime.h"
 #include "core/subgraph_sessions.h"
 #include "osprey/interpreter.h"
+#include "runtime/float16_widening.h"
 
 namespace osprey {
 
@@ -24,7 +25,9 @@ class SessionImpl {
   // A session on `runtime`, with its settings.
   SessionImpl(std::shared_ptr<const Model> model, std::shared_ptr<SharedRuntime> runtime);
   ~SessionImpl();
-  Status init();
+  // `float16`: the model widened to float32, taken where the main backend has no float16 kernels
+  // (null: the model as it is; later stages share their first stage's).
+  Status init(Float16Widening* float16 = nullptr);
   std::recursive_mutex& runtimeMutex() { return runtimeState(*runtime_).runMutex; }
   // The stage of `parent`'s model that follows a data-dependent op (see plan()): the nodes from
   // `firstNode` on, fed `entries` at every run and the parent's `known` values, returning

@@ -9,6 +9,7 @@
 #include <new>
 #include <thread>
 
+#include "backends/cpu/float16_cast.h"
 #include "backends/cpu/kernels/nc8hw8.h"
 #include "core/run_limits.h"
 #include "geometry/raster.h"
@@ -128,6 +129,7 @@ std::unique_ptr<Execution> CPUBackend::onCreate(const std::vector<RuntimeTensor*
   } else if (CPUExecutionCreator creator = cpuKernelCreator(op.type)) {
     exe = creator(this, op, inputs, outputs);
   }
+  if (!exe && op.type == OpType::Cast) exe = createFloat16CastExecution(this, op, inputs, outputs);
   if (!exe && op.node && opDef(op.type).reference) exe = std::make_unique<ReferenceExecution>(this, op);
   if (exe && packedLayout_) exe = wrapForPackedLayout(this, op, inputs, outputs, std::move(exe));
   return exe;

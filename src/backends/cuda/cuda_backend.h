@@ -59,6 +59,7 @@ class CUDABackend : public Backend {
   size_t staticBytes() const override { return staticBytes_; }
   Layout activationLayout(const RuntimeTensor& t) const override;
   bool honoursFullPrecision() const override { return lowPrecision(); }
+  bool computesFloat16() const override { return true; }
 
   // --- What executions use ---
   CUDARuntime* runtime() const { return runtime_; }

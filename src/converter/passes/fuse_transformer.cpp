@@ -132,8 +132,8 @@ int fuseLayerNorm(Graph& g) {
   return fused;
 }
 
-int fuseGelu(Graph& g) {
-  constexpr double kSqrt2 = 1.4142135623730951, kTol = 1e-5;
+int fuseGelu(Graph& g, double tolerance) {
+  constexpr double kSqrt2 = 1.4142135623730951;
   GraphUses uses(g);
   std::vector<bool> drop(g.nodes.size(), false);
   int fused = 0;
@@ -150,8 +150,8 @@ int fuseGelu(Graph& g) {
     // The constant is the divisor of a Div, either factor of a Mul.
     const int constSide = scale.type == OpType::Mul && scalarConstant(g, scale.inputs[0], &c) ? 0 : 1;
     if (!scalarConstant(g, scale.inputs[constSide], &c)) continue;
-    if (!((scale.type == OpType::Div && closeTo(c, kSqrt2, kTol)) ||
-          (scale.type == OpType::Mul && closeTo(c, 1.0 / kSqrt2, kTol))))
+    if (!((scale.type == OpType::Div && closeTo(c, kSqrt2, tolerance)) ||
+          (scale.type == OpType::Mul && closeTo(c, 1.0 / kSqrt2, tolerance))))
       continue;
     const int x = scale.inputs[1 - constSide];
     if (x < 0 || !isFloatTensor(g, x)) continue;

@@ -35,7 +35,9 @@ int fuseActivationPatterns(Graph& g);
 // LayerNorm decomposition (ReduceMean, Sub, Pow, ReduceMean, Add eps, Sqrt, Div, Mul, Add)
 // into LayerNormalization; x * 0.5 * (1 + erf(x / sqrt2)) in its exported orders into Gelu.
 int fuseLayerNorm(Graph& g);
-int fuseGelu(Graph& g);
+// `tolerance`: how far, relatively, the graph's sqrt(2) or 1/sqrt(2) may be from the true value;
+// float16's rounding for a graph widened from float16 (widen_float16.h), whose constants carry it.
+int fuseGelu(Graph& g, double tolerance = 1e-5);
 // PyTorch MultiheadAttention's exported head split, scaled QK^T, Softmax, PV and head merge
 // into the ONNX Attention op on 3-D (1, S, heads * D) views.
 int fuseAttention(Graph& g);
