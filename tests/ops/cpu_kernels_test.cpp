@@ -98,6 +98,8 @@ TEST(CpuKernels, ConvPointwiseSmallMapPositions) {
   checkConv({1, 40, 14, 14, 672, 1, 1, 1, 1, 0, 1, true, Kind::None, false, 2}, seed++);
   checkConv({1, 300, 14, 14, 112, 1, 1, 1, 1, 0, 1, true, Kind::Relu, true, 2}, seed++);
   checkConv({1, 96, 7, 7, 160, 1, 1, 1, 1, 0, 1, false, Kind::Clip, false, 2}, seed++);
+  // K deep enough for the 16-wide tile's margin on 14x14 too (196 rows in blocks of 5-6).
+  checkConv({1, 576, 14, 14, 96, 1, 1, 1, 1, 0, 1, true, Kind::Clip, true, 2}, seed++);
 }
 
 TEST(CpuKernels, ConvIm2col) {
@@ -209,47 +211,67 @@ TEST(CpuKernels, ConvDirect) {
 }
 
 // The direct row kernel of the selected and the scalar table against the sum computed here, with
-// padding rows (null) and columns on both sides, both strides and a partial channel block.
+// padding rows (null) and columns on both sides (a window wider than the row, pads past the
+// window), both strides, windows 1-16 wide (3 and 7 have unrolled twins in the AVX2 kernel), rows
+// of 1-226 outputs (every tail of a 16-column step), up to 64 window rows (the AVX2 kernel's
+// copied rows then take several chunks of columns), 1-40 channels (partial blocks of 16) and a
+// right edge that stops before the last full window.
 TEST(CpuKernels, DirectConvRowTablesAgree) {
-  const int64_t inW = 37, kernelW = 5, rowCount = 6, outChannels = 21, blocks = 2;
-  Tensor xT = randomTensor(DataType::Float32, {rowCount, inW}, 41);
-  Tensor wT = randomTensor(DataType::Float32, {blocks, rowCount, kernelW, kDirectConvBlock}, 42);
-  Tensor biasT = randomTensor(DataType::Float32, {outChannels}, 43);
-  std::vector<const float*> rows;
-  for (int64_t r = 0; r < rowCount; ++r) rows.push_back(r == 2 ? nullptr : xT.data<float>() + r * inW);
-  for (int64_t stride : {1, 2}) {
-    DirectConvRowArgs args;
-    args.rowCount = rowCount, args.inW = inW, args.kernelW = kernelW, args.stride = stride, args.padW = 2;
-    args.outW = (inW + 4 - kernelW) / stride + 1, args.outChannels = outChannels, args.outPlaneStride = 50;
-    args.lo = -0.5f, args.hi = 0.75f;
-    for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
-      if (!fn->directConvRow) continue;
-      std::vector<float> y(outChannels * args.outPlaneStride, 9.f);
-      fn->directConvRow(args, rows.data(), wT.data<float>(), biasT.data<float>(), y.data());
-      for (int64_t o = 0; o < outChannels; ++o)
-        for (int64_t ow = 0; ow < args.outPlaneStride; ++ow) {
-          if (ow >= args.outW) {
-            EXPECT_EQ(y[o * args.outPlaneStride + ow], 9.f) << fn->isa << " wrote past the row";
-            continue;
-          }
-          double want = biasT.data<float>()[o];
-          for (int64_t r = 0; r < rowCount; ++r)
-            for (int64_t kw = 0; rows[r] && kw < kernelW; ++kw) {
-              const int64_t col = ow * stride + kw - args.padW;
-              if (col >= 0 && col < inW)
-                want += double(rows[r][col]) *
-                        wT.data<float>()[(((o / 16) * rowCount + r) * kernelW + kw) * kDirectConvBlock + o % 16];
+  struct Case {
+    int64_t inW, kernelW, rowCount, outChannels, padW, rightCut;
+  };
+  const Case cases[] = {{37, 5, 6, 21, 2, 0},   {224, 3, 9, 32, 1, 0},  {229, 7, 21, 24, 3, 0}, {40, 16, 64, 5, 7, 0},
+                        {5, 3, 3, 17, 4, 0},    {300, 1, 4, 7, 0, 0},   {60, 7, 14, 40, 3, 2},  {12, 3, 2, 1, 0, 0},
+                        {51, 4, 8, 16, 1, 1},   {3, 7, 1, 6, 3, 0}};
+  uint32_t seed = 41;
+  for (const Case& k : cases)
+    for (int64_t stride : {1, 2}) {
+      const int64_t blocks = (k.outChannels + kDirectConvBlock - 1) / kDirectConvBlock;
+      Tensor xT = randomTensor(DataType::Float32, {k.rowCount, k.inW}, seed++);
+      Tensor wT = randomTensor(DataType::Float32, {blocks, k.rowCount, k.kernelW, kDirectConvBlock}, seed++);
+      Tensor biasT = randomTensor(DataType::Float32, {k.outChannels}, seed++);
+      std::vector<const float*> rows;
+      for (int64_t r = 0; r < k.rowCount; ++r) rows.push_back(r % 5 == 2 ? nullptr : xT.data<float>() + r * k.inW);
+      DirectConvRowArgs args;
+      args.rowCount = k.rowCount, args.inW = k.inW, args.kernelW = k.kernelW, args.stride = stride, args.padW = k.padW;
+      args.outW = (k.inW + 2 * k.padW - k.kernelW) / stride + 1 - k.rightCut;
+      args.outChannels = k.outChannels, args.outPlaneStride = args.outW + 9;
+      args.lo = -0.5f, args.hi = 0.75f;
+      for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+        if (!fn->directConvRow) continue;
+        SCOPED_TRACE(::testing::Message() << fn->isa << " inW " << k.inW << " kernelW " << k.kernelW << " rows "
+                                          << k.rowCount << " channels " << k.outChannels << " stride " << stride);
+        std::vector<float> y(k.outChannels * args.outPlaneStride, 9.f);
+        fn->directConvRow(args, rows.data(), wT.data<float>(), biasT.data<float>(), y.data());
+        int failures = 0;
+        for (int64_t o = 0; o < k.outChannels && failures < 5; ++o)
+          for (int64_t ow = 0; ow < args.outPlaneStride && failures < 5; ++ow) {
+            const float got = y[o * args.outPlaneStride + ow];
+            if (ow >= args.outW) {
+              EXPECT_EQ(got, 9.f) << "wrote past the row: o " << o << " ow " << ow;
+              failures += got != 9.f;
+              continue;
             }
-          want = std::min<double>(args.hi, std::max<double>(args.lo, want));
-          EXPECT_NEAR(y[o * args.outPlaneStride + ow], want, 1e-5) << fn->isa << " stride " << stride << " o " << o
-                                                                   << " ow " << ow;
-        }
+            double want = biasT.data<float>()[o];
+            for (int64_t r = 0; r < k.rowCount; ++r)
+              for (int64_t kw = 0; rows[r] && kw < k.kernelW; ++kw) {
+                const int64_t col = ow * stride + kw - args.padW;
+                if (col >= 0 && col < k.inW)
+                  want += double(rows[r][col]) *
+                          wT.data<float>()[(((o / 16) * k.rowCount + r) * k.kernelW + kw) * kDirectConvBlock + o % 16];
+              }
+            want = std::min<double>(args.hi, std::max<double>(args.lo, want));
+            const bool near = std::fabs(got - want) <= 1e-5;
+            EXPECT_TRUE(near) << "o " << o << " ow " << ow << ": " << got << ", expected " << want;
+            failures += !near;
+          }
+      }
     }
-  }
 }
 
-// Positions-as-rows results moved into planes by both tables: 16 and fewer channels, position
-// counts around the 16-wide step, with and without bias and residual; nothing written past them.
+// Positions-as-rows results moved into planes by both tables: 16 and fewer channels (around the
+// AVX2 kernel's 8-channel step), position counts around the 8- and 16-wide steps, with and without
+// bias and residual; nothing written past them.
 TEST(CpuKernels, TransposeToPlanesTablesAgree) {
   const int64_t lds = 21, ldy = 40;
   Tensor srcT = randomTensor(DataType::Float32, {37, lds}, 51);
@@ -257,8 +279,8 @@ TEST(CpuKernels, TransposeToPlanesTablesAgree) {
   Tensor residualT = randomTensor(DataType::Float32, {16, ldy}, 53);
   for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
     if (!fn->transposeToPlanes) continue;
-    for (int64_t channels : {16, 5})
-      for (int64_t positions : {1, 16, 17, 37})
+    for (int64_t channels : {16, 12, 8, 5})
+      for (int64_t positions : {1, 7, 8, 16, 17, 37})
         for (bool extras : {false, true}) {
           std::vector<float> y(16 * ldy, 9.f);
           const float* bias = extras ? biasT.data<float>() : nullptr;
@@ -280,9 +302,10 @@ TEST(CpuKernels, TransposeToPlanesTablesAgree) {
 }
 
 // Winograd F(2x2, 3x3): odd output sizes (a last tile of one column or row), no padding, one-sided
-// padding, batch 2, two threads, K blocking (Cin > 256), every epilogue. With the 32-wide tile
-// the small maps run tiles as rows (odd widths transposed row by row, an even width with an odd
-// height as one run, channel counts off 16), the larger ones channels as rows.
+// padding, batch 2, two threads, K blocking (Cin > 256), every epilogue. Small maps run tiles as
+// rows (odd widths transposed row by row, an even width with an odd height as one run, channel
+// counts off 16 and off 8), with the 16-wide tile only where the tiles leave a partial block of 16
+// (not the 7x7 and 8x8 outputs' 16 tiles); the larger ones channels as rows.
 TEST(CpuKernels, ConvWinograd) {
   KernelSwitch on(&CpuKernelChoices::winograd, true);
   uint32_t seed = 700;
@@ -296,15 +319,16 @@ TEST(CpuKernels, ConvWinograd) {
   // The fewest tiles Winograd takes: 7x7 (a last tile of one row and column) and 8x8 outputs.
   checkConv({1, 40, 7, 7, 48, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true, 2}, seed++);
   checkConv({1, 33, 10, 10, 20, 3, 3, 1, 1, 0, 1, true, Kind::None, false, 2}, seed++);
-  // Past 256 tiles the channels stay the GEMM's rows with the 32-wide tile too: odd sizes, batch 2.
+  // Past 256 tiles the channels stay the GEMM's rows: odd sizes, batch 2.
   checkConv({1, 9, 35, 33, 13, 3, 3, 1, 1, 1, 1, true, Kind::Relu}, seed++);
   checkConv({2, 8, 33, 40, 9, 3, 3, 1, 1, 1, 1, true, Kind::Sigmoid, true, 2}, seed++);
 }
 
-// Small maps with channels that fill 32-wide column blocks and a K deep enough to pay for the
-// transpose run output positions as the GEMM's rows (7x7: 49 positions in 7 blocks of 8) and
-// transpose into NCHW: pointwise and im2col, a last partial block of rows (9 and 49 positions)
-// and of columns (120 channels), K > 256, batch 2, groups, the residual and two threads.
+// Small maps with channels that fill the column blocks (32 or 16 wide) and a K deep enough to pay
+// for the transpose run output positions as the GEMM's rows (7x7: 49 positions in 7 blocks of 7,
+// or 9 blocks of 5-6) and transpose into NCHW: pointwise and im2col, a last partial block of rows
+// (9 and 49 positions) and of columns (120 channels), K > 256, batch 2, groups, the residual and
+// two threads.
 TEST(CpuKernels, ConvPositionRows) {
   KernelSwitch off(&CpuKernelChoices::winograd, false);
   KernelSwitch tapsOff(&CpuKernelChoices::tapConv, false);
@@ -317,10 +341,11 @@ TEST(CpuKernels, ConvPositionRows) {
   checkConv({1, 400, 7, 7, 128, 1, 1, 2, 1, 0, 1, true, Kind::Relu}, seed++);
 }
 
-// The implicit GEMM over the window's taps (AVX-512; elsewhere these run im2col or Winograd):
-// strides 1 and 2, 3x3 / 5x5 / 7x7 / 1x3 windows, odd and one-sided pads, output rows that end
-// in every part of the 8-position block (1-15, 28, 55 wide), 16-300 input channels (K up to
-// 2700 in one pass of the micro-kernel), 32-96 output channels, batch 2, the residual, clamped
+// The implicit GEMM over the window's taps (AVX2 and AVX-512; elsewhere these run im2col or
+// Winograd): strides 1 and 2, 3x3 / 5x5 / 7x7 / 1x3 windows, odd and one-sided pads, output rows
+// cut into blocks of every size up to 8 positions (1-15, 28, 31, 32, 36 and 55 wide; 7 wide
+// declined with 6-position blocks), 16-300 input channels (K up to 2700 in one pass of the
+// micro-kernel), 16-96 output channels (48: panels of 16 only), batch 2, the residual, clamped
 // and other activations, 1-3 threads and a pool with more work items than threads.
 TEST(CpuKernels, ConvTaps) {
   uint32_t seed = 1300;
@@ -340,6 +365,10 @@ TEST(CpuKernels, ConvTaps) {
       // Stride-2 rows past 32 and 64 columns.
       {1, 16, 9, 71, 32, 3, 3, 1, 2, 1, 1, true, Kind::Relu},
       {1, 16, 8, 66, 32, 3, 3, 1, 2, 0, 1, false, Kind::None, false, 2},
+      // Rows of 1, 3 and 13 outputs (one block of 1 or 3; 4 + 4 + 5), 16 and 48 output channels.
+      {1, 16, 6, 1, 32, 3, 3, 1, 1, 1, 1, true, Kind::Relu},
+      {1, 24, 5, 3, 48, 3, 3, 1, 1, 1, 1, false, Kind::None, true},
+      {1, 20, 9, 13, 16, 3, 3, 1, 1, 1, 1, true, Kind::Clip, false, 2},
   };
   for (const ConvCase& k : cases) checkConv(k, seed++);
 }
@@ -955,7 +984,7 @@ TEST(CpuKernels, PackedGemmThreadsAndScalarTable) {
   const int64_t shapes[][3] = {{29, 45, 270}, {3, 45, 270}, {29, 3, 270}, {1, 1, 19}, {4, 70, 33}, {50, 2, 33},
                                {96, 196, 40}, {301, 49, 300}, {77, 600, 9}, {1000, 13, 20}, {169, 1000, 24},
                                {49, 160, 50}, {5, 9, 10},
-                               // A last row block of every size 1..7 (AVX-512's tail kernels on unpacked A)
+                               // A last row block of every size 1..7 (the tail kernels on unpacked A)
                                {9, 40, 37}, {11, 70, 20}, {12, 33, 65}, {14, 96, 300}, {15, 31, 8},
                                {301, 70, 770}};
   for (int threads : {2, 3}) {

@@ -49,7 +49,7 @@ class ConvExecution : public Execution {
       OSPREY_RETURN_IF_ERROR(packWeights(reinterpret_cast<const float*>(w.host())));
     }
     // Scratch lives for this execution only: all are acquired before any is released.
-    std::unique_ptr<MemObj> colScratch, rowScratch;
+    std::unique_ptr<MemObj> colScratch;
     if (!pointwise_) {
       const Shape colShape = stripe_ > 0 ? Shape{threads_ * K_ * stripe_} : Shape{K_, window_.outSize()};
       OSPREY_RETURN_IF_ERROR(
@@ -60,9 +60,6 @@ class ConvExecution : public Execution {
       OSPREY_RETURN_IF_ERROR(acquireConvScratch(backend(),
                                                 {groupIn_ * window_.in[0] * window_.in[1], 2 * ((window_.in[2] + 1) / 2)},
                                                 "column phases", node_.name, &phases_, &phaseScratch));
-    if (positionRows_ && !cpuFunctions().gemmPlanes)
-      OSPREY_RETURN_IF_ERROR(acquireConvScratch(backend(), {window_.outSize(), groupOut_}, "GEMM scratch", node_.name,
-                                                &rows_, &rowScratch));
     return Status::ok();
   }
 
@@ -120,22 +117,29 @@ class ConvExecution : public Execution {
   // Output positions as the GEMM's rows (C^T = columns^T * W^T, then transposed into NCHW) when
   // that pads less: a 7x7 map's 49 positions fill 7 blocks of 8 rows (88%) but only 2 blocks of
   // 32 columns (77%), while the channels (usually a multiple of 32) fill the columns.
-  // Only for 32-wide tiles (AVX-512): the 6x16 tile pads 49 columns less, and its six separate
-  // row pointers into the unpacked columns measured slower there.
+  // Only where the micro-kernel stores C transposed (gemmPlanes: AVX2 and AVX-512). With the 6x16
+  // tile 49 positions run as 9 blocks of 5-6 rows against 49 columns in 4 blocks of 16 (77%):
+  // MobileNetV2's 320 -> 1280 on 7x7 0.36 -> 0.28 ms, 960 -> 320 0.29 -> 0.22 (two threads, per-op
+  // medians of 8 alternating runs); its 14x14 maps (196 of 208 columns) ran the same either way.
   // The transpose was once a separate pass over a position-major copy and cost about what 32
   // steps of K save at the padding's rate. The micro-kernel now transposes in registers: with a
   // margin of 2 steps, 14x14 maps go to positions too, and there the 1x1 convolutions ran 8-10%
   // faster (two threads, per-op minimums, alternating: EfficientNet-B0's 112 -> 672
   // 0.203 -> 0.187 ms, ResNet-50's 256 -> 1024 with residual 0.55-0.56 -> 0.50-0.51; the GEMM
   // alone, 196 x 672 x 112: 0.17 ms with channels as rows, 0.145 with positions).
+  // The 6-row tile pads most channel counts a little (128 to 132), and with a margin of 2 steps
+  // that sent large maps to positions, where A's rows (a map row per step of K) ran slower:
+  // ResNet-50's 256 -> 128 on 56x56 1.39 -> 1.72 ms, ShuffleNetV2's 232 on 14x14 0.154 -> 0.168.
+  // With 32 steps (the margin of the old transpose pass) the 7x7 maps keep positions and those
+  // go back to channels.
   static bool preferPositionRows(const CpuFunctions& fn, int64_t channels, int64_t positions, int64_t K) {
     const int64_t mr = fn.gemmMr, nr = fn.gemmNr;
-    if (nr < 32) return false;
+    if (!fn.gemmPlanes) return false;
     const int64_t channelRows = roundUpTo(channels, mr) * roundUpTo(positions, nr);
     // With kernels for the last few rows (fn.gemmTail) the positions are not padded at all.
     const int64_t positionRows = (fn.gemmTail ? positions : roundUpTo(positions, mr)) * roundUpTo(channels, nr);
-    constexpr int64_t kTransposeSteps = 2;
-    return (channelRows - positionRows) * K > kTransposeSteps * channelRows;
+    const int64_t transposeSteps = nr >= 32 ? 2 : 32;
+    return (channelRows - positionRows) * K > transposeSteps * channelRows;
   }
   static int64_t roundUpTo(int64_t v, int64_t m) { return (v + m - 1) / m * m; }
 
@@ -162,8 +166,8 @@ class ConvExecution : public Execution {
     return Status::ok();
   }
 
-  // y[o][p] = epilogue(sum over k of columns[k][p] * w[o][k]): stored into the planes by the
-  // micro-kernel where the table has one, else as rows[p][o] transposed after.
+  // y[o][p] = epilogue(sum over k of columns[k][p] * w[o][k]), stored into the planes by the
+  // micro-kernel (gemmPlanes).
   void runPositionRows(ThreadPool* pool, const float* columns, const float* packedW, const GemmEpilogue& ep,
                        float* y) const {
     const CpuFunctions& fn = cpuFunctions();
@@ -175,14 +179,7 @@ class ConvExecution : public Execution {
     GemmB b;
     b.data = packedW;
     b.packed = true;
-    if (fn.gemmPlanes) {
-      packedGemmToPlanes(pool, fn, positions, groupOut_, K_, a, b, ep.bias, ep.residual, ep.act, y, positions);
-      return;
-    }
-    float* rows = reinterpret_cast<float*>(rows_.host());
-    packedGemm(pool, fn, positions, groupOut_, K_, a, b, rows, groupOut_, GemmEpilogue());
-    transposeToPlanesWithEpilogue(pool, fn, rows, groupOut_, groupOut_, 1, positions, 0, ep.bias, ep.residual, ep.act,
-                                  y);
+    packedGemmToPlanes(pool, fn, positions, groupOut_, K_, a, b, ep.bias, ep.residual, ep.act, y, positions);
   }
 
   // Columns of output positions per im2col stripe, so that a stripe's columns (K x stripe) stay
@@ -263,7 +260,7 @@ class ConvExecution : public Execution {
   bool pointwise_ = false, positionRows_ = false, splitColumns_ = false;
   int threads_ = 1;
   int64_t stripe_ = 0;
-  RuntimeTensor packed_, col_, rows_, phases_;
+  RuntimeTensor packed_, col_, phases_;
   std::unique_ptr<MemObj> packedMem_;
 };
 

@@ -213,10 +213,15 @@ CpuFunctions detect() {
   if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
     f.isa = "avx2_fma";
     f.gemm = f32_gemm_6x16__avx2_fma;
+    f.gemmTail = kAvx2TailKernels;
+    f.gemmPlanes = f32_gemm_6x16_planes__avx2_fma;
+    f.gemmPlanesTail = kAvx2PlanesTailKernels;
+    f.gemmTaps = kAvx2TapsKernels;
     f.gemvPanel = f32_gemv_panel__avx2_fma;
     f.depthwisePlane = f32_dwconv2d__avx2_fma;
     f.maxPool3x3s2 = f32_maxpool3x3s2__avx2_fma;
-    f.directConvRow = nullptr;  // im2col and the 6x16 GEMM beat the scalar direct loop
+    f.directConvRow = f32_direct_conv_row__avx2_fma;
+    f.transposeToPlanes = f32_transpose_to_planes__avx2_fma;
     f.sigmoid = f32_sigmoid__avx2_fma;
     f.erf = f32_erf__avx2_fma;
     f.exp = f32_exp__avx2_fma;

@@ -32,10 +32,10 @@ struct GemmOutputStage {
 using GemmMicroKernel = void (*)(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                                  int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
 
-// C[rows x 32] stored transposed, element (r, col) at c[col * ldc + r], = stage(sum over taps
-// t < taps and ch < channels of a[offsets[t] + ch * channelStride + r] * b[(t * channels + ch) *
-// 32 + col]), the stage's bias per column: a convolution's window as shifted views of its input
-// rows (implicit GEMM), no im2col copy, all of K in one call.
+// C[rows x nr] (nr: the table's gemmNr) stored transposed, element (r, col) at c[col * ldc + r],
+// = stage(sum over taps t < taps and ch < channels of a[offsets[t] + ch * channelStride + r] *
+// b[(t * channels + ch) * nr + col]), the stage's bias per column: a convolution's window as
+// shifted views of its input rows (implicit GEMM), no im2col copy, all of K in one call.
 using GemmTapsKernel = void (*)(int64_t taps, const int64_t* offsets, int64_t channels, const float* a,
                                 int64_t channelStride, const float* b, float* c, int64_t ldc,
                                 const GemmOutputStage* stage);
@@ -218,10 +218,10 @@ struct CpuFunctions {
   const GemmMicroKernel* gemmTail = nullptr;
   // The same block stored transposed, element (r, col) at c[col * ldc + r], with a bias per
   // column (stage->columnBias) and the residual laid out as C; tails for every r < gemmMr.
-  // AVX-512 only (null elsewhere: packedGemmToPlanes is not available).
+  // AVX2 and AVX-512 (null in the scalar table: packedGemmToPlanes is not available).
   GemmMicroKernel gemmPlanes = nullptr;
   const GemmMicroKernel* gemmPlanesTail = nullptr;
-  // gemmTaps[r] for r = 1..8 rows, 32 columns; AVX-512 only.
+  // gemmTaps[r] for r = 1..gemmMr rows, gemmNr columns; AVX2 and AVX-512.
   const GemmTapsKernel* gemmTaps = nullptr;
   GemvPanelKernel gemvPanel = nullptr;
   DepthwisePlaneKernel depthwisePlane = nullptr;
@@ -355,6 +355,17 @@ void f32_gemm_8x32_planes__avx512f(int64_t kc, const float* a, int64_t aRowStrid
 // Defined in kernels_avx2.cpp, compiled with -mavx2 -mfma; only called after a CPU check.
 void f32_gemm_6x16__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride, const float* b,
                              int64_t ldb, float* c, int64_t ldc, bool accumulate, const GemmOutputStage* stage);
+extern const GemmMicroKernel kAvx2TailKernels[6];  // rows 1..5 of f32_gemm_6x16__avx2_fma
+extern const GemmMicroKernel kAvx2PlanesTailKernels[6];  // rows 1..5 of f32_gemm_6x16_planes__avx2_fma
+extern const GemmTapsKernel kAvx2TapsKernels[7];  // rows 1..6
+void f32_gemm_6x16_planes__avx2_fma(int64_t kc, const float* a, int64_t aRowStride, int64_t aColStride,
+                                    const float* b, int64_t ldb, float* c, int64_t ldc, bool accumulate,
+                                    const GemmOutputStage* stage);
+void f32_direct_conv_row__avx2_fma(const DirectConvRowArgs& args, const float* const* rows, const float* w,
+                                   const float* bias, float* y);
+void f32_transpose_to_planes__avx2_fma(const float* src, int64_t lds, int64_t positions, int64_t channels,
+                                       const float* bias, const float* residual, float lo, float hi, float* y,
+                                       int64_t ldy);
 #endif
 
 }  // namespace osprey

@@ -1,8 +1,8 @@
-// CPU Conv as an implicit GEMM over the window's taps (AVX-512 table only). Output positions,
-// 8 of one output row at a time, are the GEMM's rows and output channels, 32 at a time, its
-// columns; for each tap the A operand is the input itself, shifted by the tap. im2col built a
-// K x positions matrix instead (nine copies of the input for a 3x3 window, the 7x7 map's 4608 x 49
-// written and read again for every call). The input is copied once into zero-padded rows, the
+// CPU Conv as an implicit GEMM over the window's taps (AVX2 and AVX-512 tables). Output
+// positions, up to the table's gemmMr of one output row at a time, are the GEMM's rows and output
+// channels, gemmNr at a time, its columns; for each tap the A operand is the input itself,
+// shifted by the tap. im2col built a K x positions matrix instead (nine copies of the input for a
+// 3x3 window, the 7x7 map's 4608 x 49 written and read again for every call). The input is copied once into zero-padded rows, the
 // rows of a stride-2 convolution split into even and odd columns, so that a tap reads 8
 // consecutive floats per channel; the micro-kernel (gemmTaps) stores its block straight into the
 // output planes with bias, residual and Relu/Clip.
@@ -19,7 +19,11 @@ namespace osprey {
 namespace {
 
 constexpr int64_t kMaxTaps = 49;
-constexpr int64_t kGroupPositions = 512;  // output positions per work item: its 32 channels in L2
+// A block of output positions has two accumulators per row; below 4 rows they cover less than the
+// FMA latency (8 in flight). With the 6-row tile a 7-wide output row would run as 4 + 3: ResNet-18's
+// 256 -> 512 stride 2 on 14 -> 7 ran 1.05-1.10 ms so against 1.01-1.02 with im2col (positions as rows).
+constexpr int64_t kMinBlockRows = 4;
+constexpr int64_t kGroupPositions = 512;  // output positions per work item: its panel of channels in L2
 
 class TapConvExecution : public Execution {
  public:
@@ -48,7 +52,7 @@ class TapConvExecution : public Execution {
         offsets_[kh * kW + kw] = kh * rowPitch + (kw % stride_) * phaseLength_ + kw / stride_;
     const ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const int threads = pool ? pool->threads() : 1;
-    const int64_t panels = outChannels_ / 32;
+    const int64_t panels = outChannels_ / cpuFunctions().gemmNr;
     const int64_t maxRows = std::max<int64_t>(1, kGroupPositions / outW);
     int64_t groups = (outH + maxRows - 1) / maxRows;
     while (groups < outH && panels * groups < 2 * threads) ++groups;
@@ -115,14 +119,19 @@ class TapConvExecution : public Execution {
     const float* packed = reinterpret_cast<const float*>(packed_.host());
     const int64_t outH = window_.out[1], outW = window_.out[2], outPlane = outH * outW;
     const int64_t channelStride = stride_ * phaseLength_, rowPitch = inChannels_ * channelStride;
-    const int64_t K = taps_ * inChannels_, panels = outChannels_ / 32, groups = (outH + groupRows_ - 1) / groupRows_;
+    const int64_t nr = fn.gemmNr, K = taps_ * inChannels_, panels = outChannels_ / nr;
+    const int64_t groups = (outH + groupRows_ - 1) / groupRows_;
+    // An output row in blocks of equal size, at most gemmMr each: with 6 rows a 13-wide row runs
+    // 4 + 4 + 5, not 6 + 6 + 1, whose single row waits on its two sums' latency (8-row blocks ran
+    // the same either way: ResNet-18's and SqueezeNet's taps within noise of 8 + 8 + 8 + 4).
+    const int64_t rowBlocks = (outW + fn.gemmMr - 1) / fn.gemmMr;
     parallelFor(pool, panels * groups, [&](int64_t begin, int64_t end) {
       for (int64_t item = begin; item < end; ++item) {
         const int64_t panel = item % panels, oh0 = (item / panels) * groupRows_, oh1 = std::min(outH, oh0 + groupRows_);
-        const float* panelB = packed + panel * K * 32;
-        float* yPanel = y + panel * 32 * outPlane;
+        const float* panelB = packed + panel * K * nr;
+        float* yPanel = y + panel * nr * outPlane;
         GemmOutputStage stage;
-        stage.columnBias = bias ? bias + panel * 32 : nullptr;
+        stage.columnBias = bias ? bias + panel * nr : nullptr;
         stage.lo = lo_, stage.hi = hi_;
         stage.residualStride = outPlane;
         // All of K in one pass: each block is stored once. Passes of 256 (B's 256 x 32 in L1 across
@@ -131,21 +140,22 @@ class TapConvExecution : public Execution {
         // alternating runs in one process) and 512 channels on 7x7 the same.
         for (int64_t oh = oh0; oh < oh1; ++oh) {
           const float* aRow = padded + oh * stride_ * rowPitch;
-          for (int64_t ow = 0; ow < outW; ow += 8) {
-            const int64_t rows = std::min<int64_t>(8, outW - ow), p = oh * outW + ow;
-            if (z) stage.residual = z + panel * 32 * outPlane + p;
+          for (int64_t block = 0; block < rowBlocks; ++block) {
+            const int64_t ow = outW * block / rowBlocks, rows = outW * (block + 1) / rowBlocks - ow;
+            const int64_t p = oh * outW + ow;
+            if (z) stage.residual = z + panel * nr * outPlane + p;
             fn.gemmTaps[rows](taps_, offsets_, inChannels_, aRow + ow, channelStride, panelB, yPanel + p, outPlane,
                               &stage);
           }
         }
         if (!clampOnly_)
-          for (int64_t o = 0; o < 32; ++o)
+          for (int64_t o = 0; o < nr; ++o)
             applyActivation(fn, act_, yPanel + o * outPlane + oh0 * outW, (oh1 - oh0) * outW);
       }
     }, kFineRangesPerThread);
   }
 
-  // B [K x outChannels], K in tap-major order (tap, channel), packed in panels of 32 columns.
+  // B [K x outChannels], K in tap-major order (tap, channel), packed in panels of gemmNr columns.
   Status packWeights(const float* w) {
     const CpuFunctions& fn = cpuFunctions();
     const int64_t K = taps_ * inChannels_;
@@ -182,12 +192,15 @@ std::unique_ptr<Execution> createTapConvExecution(CPUBackend* backend, const OpR
                                                   const std::vector<RuntimeTensor*>& outputs) {
   if (!cpuFunctions().gemmTaps || !cpuKernelChoices().tapConv) return nullptr;
   const RuntimeTensor &x = *inputs[0], &w = *inputs[1];
-  if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || w.shape[0] % 32 != 0) return nullptr;
+  if (x.shape.size() != 4 || op.node->getInt("group", 1) != 1 || w.shape[0] % cpuFunctions().gemmNr != 0)
+    return nullptr;
   Window window;
   if (!readConvWindow(*op.node, x.shape, w.shape, &window)) return nullptr;
   if (window.kernelSize() == 1 || window.kernelSize() > kMaxTaps || window.outSize() == 0) return nullptr;
   if (window.stride[1] != window.stride[2] || window.stride[2] > 2) return nullptr;
   if (window.dilation[1] != 1 || window.dilation[2] != 1) return nullptr;
+  const int64_t outW = window.out[2], rowBlocks = (outW + cpuFunctions().gemmMr - 1) / cpuFunctions().gemmMr;
+  if (rowBlocks > 1 && outW / rowBlocks < kMinBlockRows) return nullptr;
   return std::make_unique<TapConvExecution>(backend, op);
 }
 

@@ -119,8 +119,12 @@ class WinogradConvExecution : public Execution {
   // on small maps): 49 tiles of a 13x13 or 14x14 map fill 7 blocks of 8 rows but only 2 blocks
   // of 32 columns at 77%, and with weights as B each packed panel serves every tile of a row
   // block; the products then go through the output transform by channel and a transpose into planes.
+  // With the 16-wide tile (AVX2) only where the tiles leave a partial block of 16 columns: 49
+  // tiles ran 12-20% faster as rows, 196 3-9%, but 16 (7x7 maps, no padding as columns) 5% slower.
+  // Rows need kernels for the last few rows (gemmTail), so that the tiles are not padded instead.
   static bool preferTileRows(const CpuFunctions& fn, int64_t tiles) {
-    return fn.gemmNr >= 32 && fn.transposeToPlanes && tiles <= kTileRowsMaxTiles;
+    return fn.transposeToPlanes && fn.gemmTail && tiles <= kTileRowsMaxTiles &&
+           (fn.gemmNr >= 32 || tiles % fn.gemmNr != 0);
   }
 
   size_t perPositionSize() const {
