@@ -8,6 +8,7 @@
 #include "core/thread_pool.h"
 
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <cpuid.h>
 #include <immintrin.h>
 #define OSPREY_F16C 1
 #endif
@@ -36,8 +37,14 @@ __attribute__((target("avx,f16c"))) void floatsToHalvesF16c(const float* x, uint
   for (; i < n; ++i) y[i] = floatToHalf(x[i]);
 }
 
+// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c").
+bool cpuHasF16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
+}
+
 bool useF16c() {
-  static const bool use = std::strcmp(cpuFunctions().isa, "scalar") != 0 && __builtin_cpu_supports("f16c");
+  static const bool use = std::strcmp(cpuFunctions().isa, "scalar") != 0 && cpuHasF16c();
   return use;
 }
 #endif
