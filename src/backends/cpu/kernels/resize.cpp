@@ -49,6 +49,42 @@ bool identity(const ResizeAxisTaps& t) {
   return true;
 }
 
+// What the row loop needs of the taps, made with them (once per input shape when the scales are
+// constants): columns of at most two taps (nearest, linear without antialiasing) as two uniform
+// arrays, a missing second tap weighing 0, so the row loop has no inner loop of varying length;
+// nearest 2x (each input column read twice in a row: stored twice instead of gathered); the
+// input rows some output row reads.
+struct ColumnPlan {
+  int32_t maxTaps = 0;
+  bool gather = false, doubled = false;
+  std::vector<int32_t> i0, i1;
+  std::vector<float> w0, w1;
+  std::vector<uint8_t> usedRows;
+};
+
+ColumnPlan planColumns(const FloatTaps& rows, const FloatTaps& cols, int64_t inH, int64_t inW) {
+  ColumnPlan c;
+  const int64_t outW = static_cast<int64_t>(cols.first.size()) - 1;
+  bool unitWeights = true;
+  for (int64_t ox = 0; ox < outW; ++ox) c.maxTaps = std::max(c.maxTaps, cols.first[ox + 1] - cols.first[ox]);
+  for (float w : cols.weight) unitWeights = unitWeights && w == 1.f;
+  c.i0.assign(outW, 0), c.i1.assign(outW, 0), c.w0.assign(outW, 0.f), c.w1.assign(outW, 0.f);
+  if (c.maxTaps <= 2)
+    for (int64_t ox = 0; ox < outW; ++ox) {
+      const int32_t k = cols.first[ox], n = cols.first[ox + 1] - k;
+      if (n > 0) c.i0[ox] = c.i1[ox] = cols.index[k], c.w0[ox] = cols.weight[k];
+      if (n > 1) c.i1[ox] = cols.index[k + 1], c.w1[ox] = cols.weight[k + 1];
+    }
+  c.gather = c.maxTaps == 1 && unitWeights;
+  c.doubled = c.gather && outW == 2 * inW;
+  for (int64_t ox = 0; c.doubled && ox < outW; ++ox) c.doubled = c.i0[ox] == ox / 2 && !cols.outside[ox];
+  c.usedRows.assign(inH, 0);
+  for (size_t oy = 0; oy + 1 < rows.first.size(); ++oy)
+    if (!rows.outside[oy])
+      for (int32_t v = rows.first[oy]; v < rows.first[oy + 1]; ++v) c.usedRows[rows.index[v]] = 1;
+  return c;
+}
+
 // Whether the scales / sizes / roi inputs are constants, so the taps depend on the shapes alone.
 bool constantParameters(const std::vector<RuntimeTensor*>& inputs) {
   for (size_t i = 1; i < inputs.size(); ++i)
@@ -74,7 +110,10 @@ class ResizeExecution : public Execution {
       std::vector<ResizeAxisTaps> taps;
       OSPREY_RETURN_IF_ERROR(resizeTaps(*op_.node, in, &taps, &extrapolation_));
       planar_ = identity(taps[0]) && identity(taps[1]);
-      if (planar_) rows_ = toFloat(taps[2]), cols_ = toFloat(taps[3]);
+      if (planar_) {
+        rows_ = toFloat(taps[2]), cols_ = toFloat(taps[3]);
+        columns_ = planColumns(rows_, cols_, inputs[0]->shape[2], inputs[0]->shape[3]);
+      }
       tapsFor_ = inputs[0]->shape;
       tapsReady_ = true;
     }
@@ -109,29 +148,12 @@ class ResizeExecution : public Execution {
         }
       }
     };
-    // Columns of at most two taps (nearest, linear without antialiasing) as two uniform arrays,
-    // a missing second tap weighing 0: the row loop then has no inner loop of varying length.
-    int32_t maxTaps = 0;
-    bool unitWeights = true;
-    for (size_t ox = 0; ox + 1 < cols_.first.size(); ++ox) maxTaps = std::max(maxTaps, cols_.first[ox + 1] - cols_.first[ox]);
-    for (float w : cols_.weight) unitWeights = unitWeights && w == 1.f;
-    std::vector<int32_t> i0(outW, 0), i1(outW, 0);
-    std::vector<float> w0(outW, 0.f), w1(outW, 0.f);
-    if (maxTaps <= 2)
-      for (int64_t ox = 0; ox < outW; ++ox) {
-        const int32_t k = cols_.first[ox], n = cols_.first[ox + 1] - k;
-        if (n > 0) i0[ox] = i1[ox] = cols_.index[k], w0[ox] = cols_.weight[k];
-        if (n > 1) i1[ox] = cols_.index[k + 1], w1[ox] = cols_.weight[k + 1];
-      }
-    const bool gather = maxTaps == 1 && unitWeights;
-    // Nearest 2x upsampling reads each input column twice in a row: a store of each value twice
-    // instead of a gather per output.
-    bool doubled = gather && outW == 2 * inW;
-    for (int64_t ox = 0; doubled && ox < outW; ++ox) doubled = i0[ox] == ox / 2 && !cols_.outside[ox];
-    std::vector<uint8_t> used(inH, 0);
-    for (int64_t oy = 0; oy < outH; ++oy)
-      if (!rows_.outside[oy])
-        for (int32_t v = rows_.first[oy]; v < rows_.first[oy + 1]; ++v) used[rows_.index[v]] = 1;
+    const ColumnPlan& c = columns_;
+    const int32_t maxTaps = c.maxTaps;
+    const bool gather = c.gather, doubled = c.doubled;
+    const std::vector<int32_t>&i0 = c.i0, &i1 = c.i1;
+    const std::vector<float>&w0 = c.w0, &w1 = c.w1;
+    const std::vector<uint8_t>& used = c.usedRows;
     auto horizontal = [&](const T* xr, float* h) {
       auto at = [xr](int64_t i) { return static_cast<float>(xr[i]); };
       if (doubled) {
@@ -192,6 +214,7 @@ class ResizeExecution : public Execution {
   Shape tapsFor_;
   double extrapolation_ = 0;
   FloatTaps rows_, cols_;
+  ColumnPlan columns_;
 };
 
 }  // namespace
