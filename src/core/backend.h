@@ -59,6 +59,19 @@ class Execution {
     (void)outputs;
     return layout == Layout::NCHW;
   }
+  // Whether this execution joins two layouts: its tensors that the backend wants in a non-NCHW
+  // layout (activationLayout) may be stored in it while its others stay NCHW, so the wanting ones
+  // form groups of their own (QuantizeLinear from NCHW floats into channels-last bytes).
+  virtual bool bridgesLayouts() const { return false; }
+  // Whether running in the layout supportsLayout grants is a reason to choose it (the kernel is
+  // faster there). Conversions around an NCHW kernel, conversions at a group's edges and loops
+  // that run alike in any layout are not: a group takes a layout only where one of its
+  // executions favors it.
+  virtual bool favorsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                            const std::vector<RuntimeTensor*>& outputs) const {
+    (void)layout, (void)inputs, (void)outputs;
+    return true;
+  }
   Backend* backend() const { return backend_; }
   // Whether this runs the op's reference kernel (plain loops) rather than a backend's own.
   virtual bool isReference() const { return false; }

@@ -21,6 +21,29 @@ int64_t offsetOf(Layout l, int64_t n, int64_t c, int64_t s, int64_t C, int64_t S
     }
   }
 }
+// dst[c][r] = src[r][c] for every image of a [rows][cols] matrix, in tiles that stay in cache.
+template <class T>
+void transposeImages(const T* src, T* dst, int64_t images, int64_t rows, int64_t cols, ThreadPool* pool) {
+  constexpr int64_t kTile = 32;
+  const int64_t rowTiles = (rows + kTile - 1) / kTile, colTiles = (cols + kTile - 1) / kTile;
+  const int64_t tiles = images * rowTiles * colTiles;
+  parallelFor(tiles >= 8 ? pool : nullptr, tiles, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      const int64_t image = t / (rowTiles * colTiles), r0 = t / colTiles % rowTiles * kTile, c0 = t % colTiles * kTile;
+      const T* s = src + image * rows * cols;
+      T* d = dst + image * rows * cols;
+      const int64_t r1 = std::min(rows, r0 + kTile), c1 = std::min(cols, c0 + kTile);
+      for (int64_t c = c0; c < c1; ++c)
+        for (int64_t r = r0; r < r1; ++r) d[c * rows + r] = s[r * cols + c];
+    }
+  });
+}
+
+template <class T>
+void transposeImagesOf(const void* src, void* dst, int64_t images, int64_t rows, int64_t cols, ThreadPool* pool) {
+  transposeImages(static_cast<const T*>(src), static_cast<T*>(dst), images, rows, cols, pool);
+}
+
 }  // namespace
 
 int64_t layoutElements(const Shape& shape, Layout layout) {
@@ -61,6 +84,17 @@ Status convertLayout(const void* src, Layout srcLayout, void* dst, Layout dstLay
   }
   int64_t N = shape[0], C = shape[1], S = 1;
   for (size_t i = 2; i < shape.size(); ++i) S *= shape[i];
+  const bool nchwNhwc = (srcLayout == Layout::NCHW && dstLayout == Layout::NHWC) ||
+                        (srcLayout == Layout::NHWC && dstLayout == Layout::NCHW);
+  if (nchwNhwc && (elementSize == 1 || elementSize == 2 || elementSize == 4 || elementSize == 8)) {
+    // [C][S] into [S][C] per image, or back.
+    const int64_t rows = srcLayout == Layout::NCHW ? C : S, cols = srcLayout == Layout::NCHW ? S : C;
+    if (elementSize == 1) transposeImagesOf<uint8_t>(src, dst, N, rows, cols, pool);
+    if (elementSize == 2) transposeImagesOf<uint16_t>(src, dst, N, rows, cols, pool);
+    if (elementSize == 4) transposeImagesOf<uint32_t>(src, dst, N, rows, cols, pool);
+    if (elementSize == 8) transposeImagesOf<uint64_t>(src, dst, N, rows, cols, pool);
+    return Status::ok();
+  }
   if (packOf(dstLayout) > 1) std::memset(dst, 0, static_cast<size_t>(layoutElements(shape, dstLayout)) * elementSize);
   auto* s8 = static_cast<const uint8_t*>(src);
   auto* d8 = static_cast<uint8_t*>(dst);

@@ -3,7 +3,9 @@
 // run in it. Tensors that must share a layout (those of one execution) form groups; a group
 // takes the backend's layout only when all of its executions agree, and stays NCHW otherwise.
 // Copies between backends convert (onCopyBuffer), so groups end at them; so do graph inputs
-// and outputs, which run() converts from and to the caller's layout.
+// and outputs, which run() converts from and to the caller's layout, and executions that bridge
+// layouts (Execution::bridgesLayouts), whose NCHW-wanting tensors stay outside the group. A
+// group takes its layout only where one of its executions favors it (Execution::favorsLayout).
 #include <unordered_map>
 #include <unordered_set>
 
@@ -69,9 +71,11 @@ void SessionImpl::chooseLayouts() {
       layout = wanted;
     }
     if (layout == Layout::NCHW) continue;
+    const bool bridge = !conflict && cmd.execution->bridgesLayouts();
     RuntimeTensor* first = nullptr;
     for (RuntimeTensor* t : activations) {
       if (!layoutMatters(t->shape, layout)) continue;
+      if (bridge && cmd.backend->activationLayout(*t) == Layout::NCHW) continue;  // stays NCHW on its own
       if (first) groups.unite(t, first);
       else first = t;
       if (conflict || cmd.backend->activationLayout(*t) != layout) refused.insert(t);
@@ -79,15 +83,20 @@ void SessionImpl::chooseLayouts() {
     if (first) bound.push_back({&cmd, layout, first});
   }
   for (RuntimeTensor* t : refused) wish[groups.find(t)] = Layout::NCHW;
+  std::unordered_set<RuntimeTensor*> favored;  // groups with an execution that favors their layout
   for (const Bound& b : bound) {
     RuntimeTensor* root = groups.find(b.member);
     auto it = wish.find(root);
     if (it == wish.end()) it = wish.emplace(root, b.layout).first;
-    if (it->second != b.layout || !b.cmd->execution->supportsLayout(b.layout, b.cmd->inputs, b.cmd->outputs))
+    const Execution& exe = *b.cmd->execution;
+    if (it->second != b.layout || !exe.supportsLayout(b.layout, b.cmd->inputs, b.cmd->outputs))
       it->second = Layout::NCHW;
+    else if (exe.favorsLayout(b.layout, b.cmd->inputs, b.cmd->outputs))
+      favored.insert(root);
   }
   for (RuntimeTensor* t : groups.members()) {
-    const Layout chosen = wish[groups.find(t)];
+    RuntimeTensor* root = groups.find(t);
+    const Layout chosen = favored.count(root) ? wish[root] : Layout::NCHW;
     if (chosen == Layout::NCHW) continue;
     t->layout = chosen;
     ++stats_.relaidTensors;

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/layout_choice.h"
 #include "backends/cpu/kernels/nc8hw8.h"
 #include "core/layout.h"
 #include "core/thread_pool.h"
@@ -39,32 +40,6 @@ bool onlyPooledVectors(const std::vector<RuntimeTensor*>& inputs, const std::vec
       if (isPackable(t) && t->shape[2] * t->shape[3] != 1) return false;
   return true;
 }
-
-// Runs `nchw` when the pipeline kept the op's tensors in NCHW and `packed` when it chose NC8HW8.
-class LayoutChoiceExecution : public Execution {
- public:
-  LayoutChoiceExecution(Backend* backend, std::unique_ptr<Execution> nchw, std::unique_ptr<Execution> packed)
-      : Execution(backend), nchw_(std::move(nchw)), packed_(std::move(packed)) {}
-  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
-                      const std::vector<RuntimeTensor*>& outputs) const override {
-    return layout == Layout::NC8HW8 ? packed_->supportsLayout(layout, inputs, outputs)
-                                    : nchw_->supportsLayout(layout, inputs, outputs);
-  }
-  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
-    active_ = nchw_.get();
-    for (const auto* list : {&inputs, &outputs})
-      for (const RuntimeTensor* t : *list)
-        if (isPacked(t)) active_ = packed_.get();
-    return active_->onResize(inputs, outputs);
-  }
-  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
-    return active_->onExecute(inputs, outputs);
-  }
-
- private:
-  std::unique_ptr<Execution> nchw_, packed_;
-  Execution* active_ = nullptr;
-};
 
 // An op with no packed kernel: its packed operands are unpacked into NCHW scratch, the NCHW
 // execution runs on those, and its packed results are packed back.
@@ -135,7 +110,7 @@ std::unique_ptr<Execution> wrapForPackedLayout(CPUBackend* backend, const OpRef&
   if (op.type == OpType::Conv) packed = createNc8hw8ConvExecution(backend, op, inputs, outputs);
   if (op.type == OpType::MaxPool || op.type == OpType::AveragePool || op.type == OpType::GlobalAveragePool)
     packed = createNc8hw8PoolExecution(backend, op, inputs, outputs);
-  if (packed) return std::make_unique<LayoutChoiceExecution>(backend, std::move(nchw), std::move(packed));
+  if (packed) return std::make_unique<LayoutChoiceExecution>(backend, Layout::NC8HW8, std::move(nchw), std::move(packed));
   if (auto elementwise = createNc8hw8ElementwiseExecution(backend, op, inputs, outputs, &nchw)) return elementwise;
   if (onlyPooledVectors(inputs, outputs)) return std::make_unique<ConvertingExecution>(backend, std::move(nchw));
   return nchw;  // refuses NC8HW8: its group stays NCHW
