@@ -222,6 +222,10 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
   using CpuLayout = CpuOptions::Layout;
   OSPREY_RETURN_IF_ERROR(choiceArg<CpuLayout>(args, "cpu-layout", {{"nchw", CpuLayout::NCHW}, {"nc8hw8", CpuLayout::NC8HW8}},
                                               &config->cpu.layout));
+  using QLayout = CpuOptions::QuantizedLayout;
+  OSPREY_RETURN_IF_ERROR(choiceArg<QLayout>(args, "cpu-quantized-layout",
+                                            {{"auto", QLayout::Auto}, {"nchw", QLayout::NCHW}, {"nhwc", QLayout::NHWC}},
+                                            &config->cpu.quantizedLayout));
   using Low = CudaOptions::LowPrecision;
   OSPREY_RETURN_IF_ERROR(choiceArg<Low>(args, "cuda-low-precision", {{"fp16", Low::Float16}, {"bf16", Low::BFloat16}},
                                         &config->cuda.lowPrecision));
@@ -251,7 +255,7 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
 
 std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
   for (const char* name : {"backend", "threads", "time-limit-ms", "cpu-isa", "precision", "memory",
-                           "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cuda-low-precision",
+                           "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cpu-quantized-layout", "cuda-low-precision",
                            "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
                            "opencl-memory", "opencl-fp16-math", "opencl-profile", "vulkan-device", "vulkan-cache",
                            "vulkan-validation", "signature"})
@@ -270,6 +274,7 @@ const char* configOptionsUsage() {
          "    --cpu-isa native|avx2|scalar   widest CPU kernel table (process-wide; also OSPREY_CPU_ISA)\n"
          "    --cpu-pinning auto|on|off      bind the thread pool's workers to cores\n"
          "    --cpu-layout nchw|nc8hw8       CPU activation layout (nc8hw8: opt-in packed layout)\n"
+         "    --cpu-quantized-layout auto|nchw|nhwc  layout of 4-D int8/uint8 activations (auto: nhwc)\n"
          "    --cuda-low-precision fp16|bf16 --cuda-layout auto|nchw|nhwc  --cuda-graphs on|off\n"
          "    --opencl-platform P  --opencl-device D   index or name substring (default: first GPU)\n"
          "    --opencl-tune none|fast|wide   --opencl-cache FILE (programs and tuned work sizes)\n"

@@ -19,8 +19,12 @@ struct CpuOptions {
   // Layout of 4-D float32 activations: NCHW, or NC8HW8 (8 channels per vector; opt-in, faster
   // on some CNNs, docs/cpu.md "NC8HW8 activations").
   enum class Layout { NCHW, NC8HW8 };
+  // Layout of 4-D int8 / uint8 activations. Auto: NHWC (channels-last bytes: quantized
+  // convolutions read rows of channels as their GEMM's rows, depthwise ones channels in lanes).
+  enum class QuantizedLayout { Auto, NCHW, NHWC };
   Pinning pinning = Pinning::Auto;
   Layout layout = Layout::NCHW;
+  QuantizedLayout quantizedLayout = QuantizedLayout::Auto;
 };
 
 struct CudaOptions {

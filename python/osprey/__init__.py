@@ -200,7 +200,8 @@ class Runtime:
                  memory_limit: Optional[int] = None, run_time_limit_ms: Optional[int] = None,
                  plan_cache_size: int = 4, memory: Optional[str] = None,
                  fp32_stem: Optional[float] = None, cpu_pinning: Optional[str] = None,
-                 cpu_layout: Optional[str] = None, cuda_low_precision: Optional[str] = None,
+                 cpu_layout: Optional[str] = None, cpu_quantized_layout: Optional[str] = None,
+                 cuda_low_precision: Optional[str] = None,
                  cuda_layout: Optional[str] = None, cuda_graphs: Optional[bool] = None,
                  opencl_platform: Union[str, int, None] = None, opencl_device: Union[str, int, None] = None,
                  opencl_tune: Optional[str] = None, opencl_cache: Optional[str] = None,
@@ -217,6 +218,7 @@ class Runtime:
         self.plan_cache_size = int(plan_cache_size)
         self.options = _options(
             memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
+            cpu_quantized_layout=cpu_quantized_layout,
             cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
@@ -268,6 +270,8 @@ class InferenceSession:
             counted from its inputs, kept in fp32 on backends that mix precisions (default 0.1).
         cpu_pinning: ``"auto"`` (default), ``"on"`` or ``"off"``: bind the CPU pool's threads to cores.
         cpu_layout: ``"nchw"`` (default) or ``"nc8hw8"`` (the opt-in packed activation layout).
+        cpu_quantized_layout: ``"auto"`` (default: ``"nhwc"``), ``"nchw"`` or ``"nhwc"``: the
+            layout of 4-D int8 / uint8 activations.
         cuda_low_precision: ``"fp16"`` (default) or ``"bf16"``: storage at ``precision="low"``.
         cuda_layout: ``"auto"`` (default), ``"nchw"`` or ``"nhwc"``: CUDA activation layout.
         cuda_graphs: capture runs into CUDA graphs (default True).
@@ -308,6 +312,7 @@ class InferenceSession:
         fp32_stem: Optional[float] = None,
         cpu_pinning: Optional[str] = None,
         cpu_layout: Optional[str] = None,
+        cpu_quantized_layout: Optional[str] = None,
         cuda_low_precision: Optional[str] = None,
         cuda_layout: Optional[str] = None,
         cuda_graphs: Optional[bool] = None,
@@ -325,6 +330,7 @@ class InferenceSession:
     ) -> None:
         options = _options(
             memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
+            cpu_quantized_layout=cpu_quantized_layout,
             cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,

@@ -216,6 +216,10 @@ void applyOptions(const py::dict& options, BackendConfig* config) {
     } else if (name == "cpu_layout") {
       using L = CpuOptions::Layout;
       config->cpu.layout = choiceOption<L>(options, key, {{"nchw", L::NCHW}, {"nc8hw8", L::NC8HW8}});
+    } else if (name == "cpu_quantized_layout") {
+      using L = CpuOptions::QuantizedLayout;
+      config->cpu.quantizedLayout =
+          choiceOption<L>(options, key, {{"auto", L::Auto}, {"nchw", L::NCHW}, {"nhwc", L::NHWC}});
     } else if (name == "cuda_low_precision") {
       using L = CudaOptions::LowPrecision;
       config->cuda.lowPrecision = choiceOption<L>(options, key, {{"fp16", L::Float16}, {"bf16", L::BFloat16}});

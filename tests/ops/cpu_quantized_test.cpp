@@ -243,11 +243,22 @@ void checkQConv(const QConvCase& k, uint32_t seed) {
                                  param(zeroPoint(yType, yType == DataType::Int8 ? 3 : 120))};
   if (k.bias) inputs.push_back(param(randomTensor(DataType::Int32, {k.m}, seed + 3, -3000, 3000)));
   std::vector<Tensor> got, want;
-  Status st = runOp(node, inputs, 1, &got, 2);
+  Status st = referenceOp(node, inputs, 1, &want);
   ASSERT_TRUE(st) << st.message();
-  st = referenceOp(node, inputs, 1, &want);
-  ASSERT_TRUE(st) << st.message();
-  expectWithinOneStep(got[0], want[0], 1 + got[0].elements() / 500);
+  // Both layouts of the bytes: NCHW planes, and channels-last wherever the execution takes it
+  // (2-D, and weights that are constants or read alike in both layouts).
+  const bool channelsLast = k.h > 1 && (k.constantWeights || (k.k == 1 || k.c / k.group == 1));
+  for (const auto layout : {CpuOptions::QuantizedLayout::NCHW, CpuOptions::QuantizedLayout::NHWC}) {
+    const bool nhwc = layout == CpuOptions::QuantizedLayout::NHWC;
+    SCOPED_TRACE(nhwc ? "nhwc" : "nchw");
+    BackendConfig config;
+    config.cpu.quantizedLayout = layout;
+    int relaid = -1;
+    st = runOpWith(node, inputs, 1, &got, 2, config, &relaid);
+    ASSERT_TRUE(st) << st.message();
+    EXPECT_EQ(relaid > 0, nhwc && channelsLast);
+    expectWithinOneStep(got[0], want[0], 1 + got[0].elements() / 500);
+  }
   // ConvInteger: the same sums, exactly, as int32 (no scales, no bias).
   Node integer = makeNode(OpType::ConvInteger);
   integer.attrs = node.attrs;

@@ -50,6 +50,11 @@ std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& input
 }
 
 Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs, int threads) {
+  return runOpWith(std::move(node), inputs, numOutputs, outputs, threads, BackendConfig(), nullptr);
+}
+
+Status runOpWith(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs,
+                 int threads, const BackendConfig& config, int* relaid) {
   std::map<std::string, Tensor> feeds;
   auto model = oneNodeModel(std::move(node), inputs, numOutputs, &feeds);
   std::shared_ptr<Interpreter> interp;
@@ -57,8 +62,10 @@ Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std:
   std::unique_ptr<Session> session;
   ScheduleConfig schedule;
   schedule.threads = threads;
-  OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, BackendConfig(), &session));
-  return session->run(feeds, outputs);
+  OSPREY_RETURN_IF_ERROR(interp->createSession(schedule, config, &session));
+  OSPREY_RETURN_IF_ERROR(session->run(feeds, outputs));
+  if (relaid) *relaid = session->stats().relaidTensors;
+  return Status::ok();
 }
 
 Status referenceOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs) {

@@ -33,6 +33,10 @@ std::shared_ptr<Model> oneNodeModel(Node node, const std::vector<OpInput>& input
 // backend (with `threads` threads) and returns its Status, so tests can check both results and errors.
 Status runOp(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs,
              int threads = 1);
+// runOp with these backend settings; `relaid` (may be null) gets the activations the session
+// kept in another layout than NCHW (Session::stats).
+Status runOpWith(Node node, const std::vector<OpInput>& inputs, int numOutputs, std::vector<Tensor>* outputs,
+                 int threads, const BackendConfig& config, int* relaid);
 
 // The op's reference kernel run directly (no backend); data-movement ops without one run their
 // lowering on the CPU backend.

@@ -97,7 +97,7 @@ class GraphBuilder {
     TensorInfo t;
     t.name = "w";
     t.name += std::to_string(g.tensors.size());
-    t.dtype = DataType::Float32;
+    t.dtype = w.dtype();
     t.shape = w.shape();
     t.isConstant = true;
     t.data = ConstantData::copyOf(w.data(), w.bytes());

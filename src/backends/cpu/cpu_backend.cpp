@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "backends/cpu/float16_cast.h"
+#include "backends/cpu/kernels/channels_last_bytes.h"
 #include "backends/cpu/kernels/nc8hw8.h"
 #include "core/run_limits.h"
 #include "geometry/raster.h"
@@ -132,11 +133,16 @@ std::unique_ptr<Execution> CPUBackend::onCreate(const std::vector<RuntimeTensor*
   if (!exe && op.type == OpType::Cast) exe = createFloat16CastExecution(this, op, inputs, outputs);
   if (!exe && op.node && opDef(op.type).reference) exe = std::make_unique<ReferenceExecution>(this, op);
   if (exe && packedLayout_) exe = wrapForPackedLayout(this, op, inputs, outputs, std::move(exe));
+  if (exe && config_.cpu.quantizedLayout != CpuOptions::QuantizedLayout::NCHW)
+    exe = wrapForChannelsLastBytes(this, inputs, outputs, std::move(exe));
   return exe;
 }
 
 Layout CPUBackend::activationLayout(const RuntimeTensor& t) const {
-  return packedLayout_ && t.dtype == DataType::Float32 && t.shape.size() == 4 ? Layout::NC8HW8 : Layout::NCHW;
+  if (t.shape.size() != 4) return Layout::NCHW;
+  if (t.dtype == DataType::Int8 || t.dtype == DataType::UInt8)
+    return config_.cpu.quantizedLayout == CpuOptions::QuantizedLayout::NCHW ? Layout::NCHW : Layout::NHWC;
+  return packedLayout_ && t.dtype == DataType::Float32 ? Layout::NC8HW8 : Layout::NCHW;
 }
 
 std::unique_ptr<MemObj> CPUBackend::onAcquire(RuntimeTensor* tensor, StorageType storage) {

@@ -61,6 +61,7 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::QLinearMul: return createQuantizedBinaryExecution;
     case OpType::QLinearSigmoid:
     case OpType::QLinearLeakyRelu: return createQuantizedLookupExecution;
+    case OpType::QLinearGlobalAveragePool: return createQuantizedGlobalPoolExecution;
     case OpType::MatMulNBits: return createMatMulNBitsExecution;
     default: return nullptr;
   }

@@ -8,6 +8,7 @@
 
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/quantized_exec.h"
+#include "core/layout.h"
 #include "core/thread_pool.h"
 #include "ops/op_util.h"
 
@@ -43,25 +44,45 @@ bool quantRows(const Node& node, const RuntimeTensor& x, const RuntimeTensor& sc
 
 class QuantizeLinearExecution : public Execution {
  public:
-  QuantizeLinearExecution(CPUBackend* backend, const OpRef& op, bool dequantize)
-      : Execution(backend), node_(*op.node), dequantize_(dequantize) {}
+  QuantizeLinearExecution(CPUBackend* backend, const OpRef& op, bool dequantize, const QuantRows& rows)
+      : Execution(backend), node_(*op.node), dequantize_(dequantize), rows_(rows) {}
+
+  // Per tensor, the bytes may be stored channels-last while the floats stay NCHW: the floats are
+  // converted through scratch in the bytes' layout.
+  bool bridgesLayouts() const override { return !rows_.perAxis; }
+  bool favorsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override { return false; }
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NCHW || (layout == Layout::NHWC && !rows_.perAxis);
+  }
 
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     quantRows(node_, *inputs[0], *inputs[1], &rows_);
-    return Status::ok();
+    const RuntimeTensor &floats = *(dequantize_ ? outputs[0] : inputs[0]), &bytes = *(dequantize_ ? inputs[0] : outputs[0]);
+    converts_ = floats.layout != bytes.layout;
+    if (!converts_) return Status::ok();
+    if (rows_.perAxis) return Status::internal("per-axis " + node_.name + " across layouts");
+    std::unique_ptr<MemObj> memory;
+    return acquireByteScratch(backend(), floats.elements() * 4, "layout scratch", node_.name, &scratch_, &memory);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const CpuFunctions& fn = cpuFunctions();
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     const RuntimeTensor* zero = inputs.size() > 2 ? inputs[2] : nullptr;
     const float* scale = reinterpret_cast<const float*>(inputs[1]->host());
     const uint8_t* in = inputs[0]->host();
     uint8_t* out = outputs[0]->host();
+    const RuntimeTensor &floats = *(dequantize_ ? outputs[0] : inputs[0]), &bytes = *(dequantize_ ? inputs[0] : outputs[0]);
+    if (converts_ && !dequantize_) {
+      OSPREY_RETURN_IF_ERROR(convertLayout(in, floats.layout, scratch_.host(), bytes.layout, floats.shape, 4, pool));
+      in = scratch_.host();
+    }
+    if (converts_ && dequantize_) out = scratch_.host();
     const bool signedBytes = (dequantize_ ? inputs[0] : outputs[0])->dtype == DataType::Int8;
     // Per tensor: slices of one row for the threads; per axis: whole rows.
     const int64_t chunk = rows_.perAxis ? rows_.inner : 16384;
     const int64_t total = rows_.rows * rows_.inner, pieces = (total + chunk - 1) / chunk;
-    parallelFor(static_cast<CPUBackend*>(backend())->threadPool(), pieces, [&](int64_t p0, int64_t p1) {
+    parallelFor(pool, pieces, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t begin = p * chunk, n = std::min(chunk, total - begin);
         const int64_t param = rows_.perAxis ? p % rows_.axisLen : 0;
@@ -72,6 +93,8 @@ class QuantizeLinearExecution : public Execution {
           fn.quantizeRow(reinterpret_cast<const float*>(in) + begin, n, scale[param], zp, signedBytes, out + begin);
       }
     });
+    if (converts_ && dequantize_)
+      return convertLayout(out, bytes.layout, outputs[0]->host(), floats.layout, floats.shape, 4, pool);
     return Status::ok();
   }
 
@@ -79,6 +102,8 @@ class QuantizeLinearExecution : public Execution {
   const Node& node_;
   bool dequantize_;
   QuantRows rows_;
+  bool converts_ = false;
+  RuntimeTensor scratch_;
 };
 
 // DynamicQuantizeLinear: the range of x widened to hold 0, scale = range / 255, zero point =
@@ -154,7 +179,7 @@ std::unique_ptr<Execution> createQuantizeLinearExecution(CPUBackend* backend, co
   if (zero && zero->shape != scale.shape && !(zero->elements() == 1 && scale.elements() == 1)) return nullptr;
   QuantRows rows;
   if (!quantRows(*op.node, x, scale, &rows)) return nullptr;
-  return std::make_unique<QuantizeLinearExecution>(backend, op, dequantize);
+  return std::make_unique<QuantizeLinearExecution>(backend, op, dequantize, rows);
 }
 
 }  // namespace osprey

@@ -16,6 +16,8 @@
 #endif
 
 #include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/layout_choice.h"
+#include "backends/cpu/kernels/quantized_conv_nhwc.h"
 #include "backends/cpu/kernels/quantized_depthwise.h"
 #include "backends/cpu/kernels/quantized_exec.h"
 #include "core/thread_pool.h"
@@ -470,7 +472,10 @@ std::unique_ptr<Execution> createQuantizedConvExecution(CPUBackend* backend, con
   if (bias && (bias->dtype != DataType::Int32 || bias->elements() != outChannels)) return nullptr;
   Window window;
   if (!readConvWindow(*op.node, x->shape, w->shape, &window).isOk() || !isPlanarWindow(window)) return nullptr;
-  return std::make_unique<QuantizedConvExecution>(backend, op);
+  auto nchw = std::make_unique<QuantizedConvExecution>(backend, op);
+  if (auto nhwc = createQuantizedConvNhwcExecution(backend, op, inputs, outputs))
+    return std::make_unique<LayoutChoiceExecution>(backend, Layout::NHWC, std::move(nchw), std::move(nhwc));
+  return nchw;
 }
 
 }  // namespace osprey

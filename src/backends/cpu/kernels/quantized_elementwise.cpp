@@ -13,6 +13,7 @@
 
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/quantized_exec.h"
+#include "core/layout.h"
 #include "ops/fixed_point_add.h"
 #include "ops/op_util.h"
 #include "ops/qlinear_lookup.h"
@@ -140,6 +141,21 @@ void fixedPointRun(const FixedPointAdd& p, const uint8_t* a, const uint8_t* b, b
   }
 }
 
+// A rank-4 output's operand as stored channels-last: its shape padded to rank 4, in [N, H, W, C]
+// order. Its bytes are that shape's when it is stored NHWC itself, or when NHWC and NCHW store it
+// alike (a pooled [N, C, 1, 1] vector, a per-channel [C, 1, 1] constant).
+Shape channelsLastOf(const Shape& shape) {
+  Shape padded(4 - std::min<size_t>(4, shape.size()), 1);
+  padded.insert(padded.end(), shape.begin(), shape.end());
+  return {padded[0], padded[2], padded[3], padded[1]};
+}
+
+bool storedAlikeInNhwc(const RuntimeTensor* t) {
+  Shape padded(4 - std::min<size_t>(4, t->shape.size()), 1);
+  padded.insert(padded.end(), t->shape.begin(), t->shape.end());
+  return !layoutMatters(padded, Layout::NHWC);
+}
+
 class QuantizedBinaryExecution : public Execution {
  public:
   QuantizedBinaryExecution(CPUBackend* backend, bool isAdd, bool isSigned, RunPlan plan, bool fixedPoint)
@@ -148,6 +164,28 @@ class QuantizedBinaryExecution : public Execution {
         fixedPoint_(fixedPoint),
         loops_(binaryLoops(isSigned)),
         plan_(std::move(plan)) {}
+
+  // Channels-last: the broadcast planned over the stored shapes, where every operand that the
+  // pipeline does not store NHWC (constants, lower ranks) has the same bytes in both layouts.
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>& outputs) const override {
+    if (layout == Layout::NCHW) return true;
+    if (layout != Layout::NHWC || outputs[0]->shape.size() != 4) return false;
+    for (const RuntimeTensor* t : {inputs[0], inputs[3]})
+      if (t->shape.size() > 4 || ((t->constData || t->shape.size() != 4) && !storedAlikeInNhwc(t))) return false;
+    return true;
+  }
+
+  bool favorsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override { return false; }
+
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (outputs[0]->layout == Layout::NHWC)
+      plan_ = planRuns(channelsLastOf(inputs[0]->shape), channelsLastOf(inputs[3]->shape),
+                       channelsLastOf(outputs[0]->shape));
+    else
+      plan_ = planRuns(inputs[0]->shape, inputs[3]->shape, outputs[0]->shape);
+    return Status::ok();
+  }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RunPlan& p = plan_;
@@ -224,6 +262,11 @@ class QuantizedBinaryExecution : public Execution {
 class QuantizedLookupExecution : public Execution {
  public:
   QuantizedLookupExecution(CPUBackend* backend, const Node& node) : Execution(backend), node_(node) {}
+  // Byte by byte: any layout its input and output share.
+  bool supportsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return true;
+  }
+  bool favorsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override { return false; }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const RuntimeTensor* x = inputs[0];
     const float sX = reinterpret_cast<const float*>(inputs[1]->host())[0];

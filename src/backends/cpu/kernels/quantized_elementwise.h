@@ -19,6 +19,10 @@ std::unique_ptr<Execution> createQuantizedBinaryExecution(CPUBackend* backend, c
 std::unique_ptr<Execution> createQuantizedLookupExecution(CPUBackend* backend, const OpRef& op,
                                                           const std::vector<RuntimeTensor*>& inputs,
                                                           const std::vector<RuntimeTensor*>& outputs);
+// QLinearGlobalAveragePool (channels_last 0) over NCHW planes or channels-last rows.
+std::unique_ptr<Execution> createQuantizedGlobalPoolExecution(CPUBackend* backend, const OpRef& op,
+                                                              const std::vector<RuntimeTensor*>& inputs,
+                                                              const std::vector<RuntimeTensor*>& outputs);
 // MaxPool of any dtype: the float execution (pool.cpp) for float32, the byte one for uint8/int8.
 std::unique_ptr<Execution> createMaxPoolAnyExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,

@@ -1,0 +1,330 @@
+// QLinearConv (2-D) on channels-last bytes (CpuOptions::QuantizedLayout): each output position
+// is a row of the integer GEMM (qgemm.h) with its window's channels as K, and the weights,
+// reordered to [tap][input channel] per output channel and packed once, are its B; C is the
+// output itself, [position][channel]. A 1x1 convolution reads the input's rows as they are (as
+// A, when the GEMM multiplies raw uint8 bytes), others gather their window rows (im2col) into
+// the packed form directly. Depthwise convolutions run on channels in vector lanes
+// (quantized_depthwise_nhwc.h).
+#include <algorithm>
+#include <cstring>
+
+#include "backends/cpu/kernels/cpu_functions.h"
+#include "backends/cpu/kernels/quantized_conv_nhwc.h"
+#include "backends/cpu/kernels/quantized_depthwise_nhwc.h"
+#include "backends/cpu/kernels/quantized_exec.h"
+#include "core/layout.h"
+#include "core/thread_pool.h"
+
+namespace osprey {
+
+namespace {
+
+constexpr int64_t kColumnPadding = 64;  // column arrays are read in whole blocks of the widest kernel
+constexpr int64_t kMaxExactTaps = (int64_t{1} << 24) / (255 * 255);
+
+int64_t aligned(int64_t v) { return (v + 63) / 64 * 64; }
+
+// dst[i] = src[i] ^ flip for n bytes (int8 activations into the GEMM's uint8).
+inline void copyFlipped(uint8_t* dst, const uint8_t* src, int64_t n, uint8_t flip) {
+  if (!flip) {
+    std::memcpy(dst, src, static_cast<size_t>(n));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) dst[i] = src[i] ^ flip;
+}
+
+class QuantizedConvNhwcExecution : public Execution {
+ public:
+  QuantizedConvNhwcExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), node_(*op.node) {}
+
+  // Weights given at run time are read as [O][I][kH][kW]: the pipeline must not relay them.
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NHWC && (inputs[3]->constData || !layoutMatters(inputs[3]->shape, Layout::NHWC));
+  }
+
+  Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const RuntimeTensor &x = *inputs[0], &w = *inputs[3];
+    if (x.layout != Layout::NHWC && x.shape[2] * x.shape[3] > 1 && x.shape[1] > 1)
+      return Status::internal("QLinearConv '" + node_.name + "': channels-last execution given another layout");
+    OSPREY_RETURN_IF_ERROR(readConvWindow(node_, x.shape, w.shape, &window_));
+    batch_ = x.shape[0], channels_ = x.shape[1], outChannels_ = w.shape[0];
+    group_ = node_.getInt("group", 1);
+    groupIn_ = channels_ / group_, groupOut_ = outChannels_ / group_;
+    taps_ = window_.kernelSize();
+    K_ = groupIn_ * taps_;
+    depthwise_ = groupIn_ == 1 && groupOut_ == 1 && group_ > 1;
+    pointwise_ = taps_ == 1 && window_.stride[1] == 1 && window_.stride[2] == 1 && window_.padBegin[1] == 0 &&
+                 window_.padBegin[2] == 0 && window_.padEnd[1] == 0 && window_.padEnd[2] == 0;
+    constantWeights_ = w.constData != nullptr;
+    scale_.assign(static_cast<size_t>(outChannels_ + kColumnPadding), 1.f);
+    bias_.assign(static_cast<size_t>(outChannels_ + kColumnPadding), 0);
+    columnOffset_.assign(static_cast<size_t>(outChannels_ + kColumnPadding), 0);
+    constantScales_ = inputs[1]->constData && inputs[6]->constData && inputs[4]->constData;
+    if (constantScales_) computeScales(inputs);
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    threads_ = pool ? pool->threads() : 1;
+    if (depthwise_) {
+      depthwiseKernel_ = qdepthwiseNhwcKernel(cpuFunctions().isa);
+      packedTaps_.assign(qdepthwiseNhwcPackedBytes(channels_, taps_), 0);
+      if (constantWeights_) packDepthwise(w, inputAt(inputs, 5));
+    } else {
+      weights_.resize(static_cast<size_t>(group_));
+      if (constantWeights_) OSPREY_RETURN_IF_ERROR(packWeights(w, inputAt(inputs, 5), true));
+    }
+    return acquireScratch();
+  }
+
+  Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    const RuntimeTensor &x = *inputs[0], &y = *outputs[0];
+    QGemmOutputStage stage;
+    stage.signedOutput = y.dtype == DataType::Int8;
+    stage.lo = stage.signedOutput ? -128 : 0;
+    stage.hi = stage.signedOutput ? 127 : 255;
+    stage.zeroPoint = byteAt(inputAt(inputs, 7), 0);
+    if (!constantScales_) computeScales(inputs);
+    if (const RuntimeTensor* bias = inputAt(inputs, 8))
+      std::memcpy(bias_.data(), bias->host(), static_cast<size_t>(outChannels_) * sizeof(int32_t));
+    const int32_t xZero = byteAt(inputAt(inputs, 2), 0);
+    if (depthwise_) {
+      if (!constantWeights_) packDepthwise(*inputs[3], inputAt(inputs, 5));
+      runDepthwise(x, xZero, stage, y);
+    } else {
+      if (!constantWeights_) packWeights(*inputs[3], inputAt(inputs, 5), false);
+      runGemm(x, xZero, stage, y);
+    }
+    return Status::ok();
+  }
+
+ private:
+  void computeScales(const std::vector<RuntimeTensor*>& inputs) {
+    const float xs = reinterpret_cast<const float*>(inputs[1]->host())[0];
+    const float ys = reinterpret_cast<const float*>(inputs[6]->host())[0];
+    const RuntimeTensor* wScale = inputs[4];
+    const float* ws = reinterpret_cast<const float*>(wScale->host());
+    for (int64_t o = 0; o < outChannels_; ++o) scale_[o] = xs * ws[wScale->elements() == 1 ? 0 : o] / ys;
+  }
+
+  // Group g's weights as [output channel][tap][input channel] (the order of an im2col row), then
+  // packed as B. Constants into the runtime's packed-weight cache (`cached`), others into scratch.
+  Status packWeights(const RuntimeTensor& w, const RuntimeTensor* wZero, bool cached) {
+    std::vector<uint8_t> reordered(static_cast<size_t>(groupOut_ * K_));
+    const int64_t perGroup = static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, groupOut_));
+    for (int64_t g = 0; g < group_; ++g) {
+      const uint8_t* src = w.host() + g * groupOut_ * K_;
+      for (int64_t o = 0; o < groupOut_; ++o)
+        for (int64_t c = 0; c < groupIn_; ++c)
+          for (int64_t t = 0; t < taps_; ++t) reordered[o * K_ + t * groupIn_ + c] = src[(o * groupIn_ + c) * taps_ + t];
+      RuntimeTensor slice;
+      const RuntimeTensor* zeroPoints = wZero;
+      if (wZero && wZero->elements() > 1) {
+        slice.dtype = wZero->dtype, slice.shape = {groupOut_}, slice.constData = wZero->host() + g * groupOut_;
+        zeroPoints = &slice;
+      }
+      if (cached)
+        OSPREY_RETURN_IF_ERROR(weights_[g].pack(backend(), node_.name, false, reordered.data(), w.dtype, src,
+                                                "conv-channels-last", 1, K_, K_, groupOut_, zeroPoints));
+      else
+        weights_[g].packInto(false, reordered.data(), w.dtype, 1, K_, K_, groupOut_, zeroPoints,
+                             scratch_.host() + weightsOffset_ + g * perGroup);
+    }
+    return Status::ok();
+  }
+
+  void packDepthwise(const RuntimeTensor& w, const RuntimeTensor* wZero) {
+    std::vector<int32_t> zeroPoints(static_cast<size_t>(wZero && wZero->elements() > 1 ? channels_ : 1), 0);
+    for (size_t i = 0; i < zeroPoints.size(); ++i) zeroPoints[i] = byteAt(wZero, static_cast<int64_t>(i));
+    qdepthwiseNhwcPackWeights(w.host(), channels_, taps_, w.dtype == DataType::Int8, zeroPoints.data(),
+                              static_cast<int64_t>(zeroPoints.size()), packedTaps_.data());
+  }
+
+  QDepthwiseNhwcArgs depthwiseArgs(bool signedX, int32_t xZero) const {
+    QDepthwiseNhwcArgs a;
+    a.inH = window_.in[1], a.inW = window_.in[2], a.outH = window_.out[1], a.outW = window_.out[2];
+    a.channels = channels_;
+    a.kernelH = window_.kernel[1], a.kernelW = window_.kernel[2];
+    a.strideH = window_.stride[1], a.strideW = window_.stride[2];
+    a.padH = window_.padBegin[1], a.padW = window_.padBegin[2];
+    a.dilationH = window_.dilation[1], a.dilationW = window_.dilation[2];
+    a.signedX = signedX, a.xZero = xZero;
+    return a;
+  }
+
+  // The rows of A are used as the input's own bytes where the GEMM multiplies raw uint8 rows of
+  // exactly K bytes: a 1x1 convolution of one group on uint8 activations, K a multiple of 4.
+  bool readsInputAsA(DataType xType, bool needRowSums) const {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    return pointwise_ && group_ == 1 && f.format == QGemmFormat::Quads && xType == DataType::UInt8 && !needRowSums &&
+           qgemmPaddedK(f, K_) == K_;
+  }
+
+  Status acquireScratch() {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    std::unique_ptr<MemObj> memory;
+    if (depthwise_) {
+      slotBytes_ = aligned(static_cast<int64_t>(qdepthwiseNhwcScratchBytes(depthwiseArgs(false, 0))));
+      return acquireByteScratch(backend(), threads_ * slotBytes_, "QLinearConv rows", node_.name, &scratch_, &memory);
+    }
+    // Rows of a whole batch for a 1x1 convolution, else of one image: the gathered bytes (for
+    // formats that widen them), their packed form and their sums.
+    rows_ = pointwise_ ? batch_ * window_.outSize() : window_.outSize();
+    const int64_t rowBytes = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
+    gatheredOffset_ = 0;
+    packedOffset_ = aligned(rows_ * K_);
+    sumsOffset_ = packedOffset_ + aligned(rows_ * rowBytes);
+    weightsOffset_ = sumsOffset_ + aligned(4 * rows_);
+    const int64_t weightBytes =
+        constantWeights_ ? 0 : group_ * static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, groupOut_));
+    return acquireByteScratch(backend(), weightsOffset_ + weightBytes, "QLinearConv rows", node_.name, &scratch_,
+                              &memory);
+  }
+
+  // rows[p][tap * groupIn + c] = the input byte tap reads for output position p of image `x`,
+  // channels of group g, xZero where it reads padding; each byte ^ flip; rowStride bytes apart.
+  // A 1x1 convolution's rows are its input's, the whole batch's at once.
+  void gatherWindows(const uint8_t* x, int64_t g, uint8_t xZero, uint8_t flip, uint8_t* rows, int64_t rowStride,
+                     ThreadPool* pool) const {
+    if (pointwise_) {
+      parallelFor(pool, rows_, [&](int64_t p0, int64_t p1) {
+        for (int64_t p = p0; p < p1; ++p) {
+          copyFlipped(rows + p * rowStride, x + p * channels_ + g * groupIn_, K_, flip);
+          std::memset(rows + p * rowStride + K_, 0, static_cast<size_t>(rowStride - K_));
+        }
+      });
+      return;
+    }
+    const Window& win = window_;
+    const int64_t H = win.in[1], W = win.in[2], outW = win.out[2], positions = win.outSize();
+    const uint8_t pad = xZero ^ flip;
+    const int64_t kW = win.kernel[2];
+    // One group, no dilation: a window row's taps are kW * C consecutive input bytes.
+    const bool wholeRows = group_ == 1 && win.dilation[2] == 1;
+    parallelFor(pool, positions, [&](int64_t p0, int64_t p1) {
+      for (int64_t p = p0; p < p1; ++p) {
+        const int64_t oh = p / outW, ow = p % outW;
+        uint8_t* row = rows + p * rowStride;
+        const int64_t iw0 = ow * win.stride[2] - win.padBegin[2];
+        for (int64_t kh = 0; kh < win.kernel[1]; ++kh) {
+          const int64_t ih = oh * win.stride[1] - win.padBegin[1] + kh * win.dilation[1];
+          if (wholeRows) {
+            const int64_t lo = std::clamp<int64_t>(-iw0, 0, kW), hi = std::clamp<int64_t>(W - iw0, lo, kW);
+            if (ih < 0 || ih >= H) {
+              std::memset(row, pad, static_cast<size_t>(kW * channels_));
+            } else {
+              std::memset(row, pad, static_cast<size_t>(lo * channels_));
+              copyFlipped(row + lo * channels_, x + (ih * W + iw0 + lo) * channels_, (hi - lo) * channels_, flip);
+              std::memset(row + hi * channels_, pad, static_cast<size_t>((kW - hi) * channels_));
+            }
+            row += kW * channels_;
+            continue;
+          }
+          for (int64_t kw = 0; kw < kW; ++kw, row += groupIn_) {
+            const int64_t iw = ow * win.stride[2] - win.padBegin[2] + kw * win.dilation[2];
+            if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+              std::memset(row, pad, static_cast<size_t>(groupIn_));
+            else
+              copyFlipped(row, x + (ih * W + iw) * channels_ + g * groupIn_, groupIn_, flip);
+          }
+        }
+        std::memset(row, 0, static_cast<size_t>(rowStride - K_));  // the packed row's padding past K
+      }
+    });
+  }
+
+  void runGemm(const RuntimeTensor& x, int32_t xZero, QGemmOutputStage stage, const RuntimeTensor& y) {
+    const QGemmFunctions& f = cpuFunctions().qgemm;
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const int32_t za = activationZeroPoint(x.dtype, xZero);
+    const uint8_t flip = x.dtype == DataType::Int8 ? 0x80 : 0;
+    QGemmOperandBytes bytes;  // the gathered rows are already flipped
+    bytes.zeroPoints = &za;
+    uint8_t* base = scratch_.host();
+    uint8_t* packed = base + packedOffset_;
+    int32_t* sums = reinterpret_cast<int32_t*>(base + sumsOffset_);
+    const int64_t rowBytes = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
+    const int64_t positions = window_.outSize(), inSize = window_.inSize();
+    const int64_t images = pointwise_ ? 1 : batch_;
+    stage.unsignedA = true;
+    stage.scalePerRow = false;
+    for (int64_t g = 0; g < group_; ++g) {
+      const QuantizedWeights& wg = weights_[g];
+      const bool needSums = wg.needsActivationSums();
+      qgemmZeroPointOffsets(f, K_, groupOut_, qgemmPaddedN(f, groupOut_), bias_.data() + g * groupOut_, za, wg.sums(),
+                            wg.zeroPoints(), columnOffset_.data());
+      stage.columnOffset = columnOffset_.data();
+      stage.columnZeroPoints = needSums ? wg.zeroPoints() : nullptr;
+      stage.rowSums = needSums ? sums : nullptr;
+      stage.scale = scale_.data() + g * groupOut_;
+      for (int64_t n = 0; n < images; ++n) {
+        const uint8_t* image = x.host() + n * inSize * channels_;
+        const void* a = packed;
+        if (readsInputAsA(x.dtype, needSums)) {
+          a = image;
+        } else if (f.format == QGemmFormat::Quads && !needSums) {
+          gatherWindows(image, g, static_cast<uint8_t>(xZero), flip, packed, rowBytes, pool);
+        } else {
+          uint8_t* gathered = base + gatheredOffset_;
+          gatherWindows(image, g, static_cast<uint8_t>(xZero), flip, gathered, K_, pool);
+          parallelFor(pool, (rows_ + 63) / 64, [&](int64_t b0, int64_t b1) {
+            const int64_t r0 = b0 * 64, r1 = std::min(rows_, b1 * 64);
+            qgemmPackA(f, gathered + r0 * K_, K_, r1 - r0, K_, bytes, packed + r0 * rowBytes,
+                       needSums ? sums + r0 : nullptr);
+          });
+        }
+        qgemm(pool, f, rows_, groupOut_, K_, a, wg.data(), stage, y.host() + n * positions * outChannels_ + g * groupOut_,
+              outChannels_);
+      }
+    }
+  }
+
+  void runDepthwise(const RuntimeTensor& x, int32_t xZero, const QGemmOutputStage& stage, const RuntimeTensor& y) {
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const QDepthwiseNhwcArgs args = depthwiseArgs(x.dtype == DataType::Int8, xZero);
+    const int64_t outH = args.outH, inBytes = window_.inSize() * channels_, outBytes = window_.outSize() * channels_;
+    // Bands of output rows over (image, row): about four per thread, so that the threads finish together.
+    const int64_t bands = std::min(batch_ * outH, std::max<int64_t>(threads_ * 4, batch_));
+    parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+        uint8_t* slot = scratch_.host() + t * slotBytes_;
+        for (int64_t b = t * bands / threads_; b < (t + 1) * bands / threads_; ++b) {
+          const int64_t first = b * batch_ * outH / bands, last = (b + 1) * batch_ * outH / bands;
+          for (int64_t r = first; r < last;) {
+            const int64_t image = r / outH, oh0 = r % outH, oh1 = std::min(outH, oh0 + (last - r));
+            depthwiseKernel_(args, x.host() + image * inBytes, packedTaps_.data(), bias_.data(), scale_.data(), stage,
+                             oh0, oh1, y.host() + image * outBytes, slot);
+            r += oh1 - oh0;
+          }
+        }
+      }
+    });
+  }
+
+  const Node& node_;
+  Window window_;
+  int64_t batch_ = 0, channels_ = 0, outChannels_ = 0, group_ = 1, groupIn_ = 0, groupOut_ = 0, taps_ = 1, K_ = 0;
+  bool depthwise_ = false, pointwise_ = false, constantWeights_ = true, constantScales_ = false;
+  std::vector<float> scale_;
+  std::vector<int32_t> bias_, columnOffset_;
+  std::vector<QuantizedWeights> weights_;
+  QDepthwiseNhwcKernel depthwiseKernel_ = nullptr;
+  std::vector<uint8_t> packedTaps_;
+  int64_t threads_ = 1, slotBytes_ = 0, rows_ = 0;
+  int64_t gatheredOffset_ = 0, packedOffset_ = 0, sumsOffset_ = 0, weightsOffset_ = 0;
+  RuntimeTensor scratch_;
+};
+
+}  // namespace
+
+std::unique_ptr<Execution> createQuantizedConvNhwcExecution(CPUBackend* backend, const OpRef& op,
+                                                            const std::vector<RuntimeTensor*>& inputs,
+                                                            const std::vector<RuntimeTensor*>& outputs) {
+  if (op.node->type != OpType::QLinearConv || inputs[0]->shape.size() != 4) return nullptr;
+  const RuntimeTensor &x = *inputs[0], &w = *inputs[3];
+  const int64_t group = op.node->getInt("group", 1);
+  const bool depthwise = group > 1 && x.shape[1] == group && w.shape[0] == group;
+  if (depthwise && w.shape[2] * w.shape[3] > kMaxExactTaps) return nullptr;
+  (void)outputs;
+  return std::make_unique<QuantizedConvNhwcExecution>(backend, op);
+}
+
+}  // namespace osprey
