@@ -24,8 +24,20 @@ constexpr int64_t kMaxExactTaps = (int64_t{1} << 24) / (255 * 255);
 
 int64_t aligned(int64_t v) { return (v + 63) / 64 * 64; }
 
+// n bytes from s to d: eight at a time for the short spans of a stem's window rows (3 channels
+// by 3 or 7 taps), the last eight overlapping, rather than a library call per span.
+inline void copySpan(uint8_t* d, const uint8_t* s, int64_t n) {
+  if (n >= 64 || n < 8) {
+    std::memcpy(d, s, static_cast<size_t>(n));
+    return;
+  }
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) std::memcpy(d + i, s + i, 8);
+  if (i < n) std::memcpy(d + n - 8, s + n - 8, 8);
+}
+
 // dst[i] = src[i] ^ flip for n bytes (int8 activations into the GEMM's uint8).
-inline void copyFlipped(uint8_t* dst, const uint8_t* src, int64_t n, uint8_t flip) {
+inline void copyFlipped(uint8_t* __restrict dst, const uint8_t* __restrict src, int64_t n, uint8_t flip) {
   if (!flip) {
     std::memcpy(dst, src, static_cast<size_t>(n));
     return;
@@ -169,10 +181,13 @@ class QuantizedConvNhwcExecution : public Execution {
     // formats that widen them), their packed form and their sums.
     rows_ = pointwise_ ? batch_ * window_.outSize() : window_.outSize();
     const int64_t rowBytes = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
+    const int64_t C = channels_, reach = ((window_.out[2] - 1) * window_.stride[2] + window_.kernel[2]) * C;
+    paddedBytes_ = aligned(std::max((window_.padBegin[2] + window_.in[2]) * C, reach));
     gatheredOffset_ = 0;
     packedOffset_ = aligned(rows_ * K_);
     sumsOffset_ = packedOffset_ + aligned(rows_ * rowBytes);
-    weightsOffset_ = sumsOffset_ + aligned(4 * rows_);
+    paddedOffset_ = sumsOffset_ + aligned(4 * rows_);
+    weightsOffset_ = paddedOffset_ + threads_ * paddedBytes_;
     const int64_t weightBytes =
         constantWeights_ ? 0 : group_ * static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, groupOut_));
     return acquireByteScratch(backend(), weightsOffset_ + weightBytes, "QLinearConv rows", node_.name, &scratch_,
@@ -197,27 +212,15 @@ class QuantizedConvNhwcExecution : public Execution {
     const int64_t H = win.in[1], W = win.in[2], outW = win.out[2], positions = win.outSize();
     const uint8_t pad = xZero ^ flip;
     const int64_t kW = win.kernel[2];
-    // One group, no dilation: a window row's taps are kW * C consecutive input bytes.
-    const bool wholeRows = group_ == 1 && win.dilation[2] == 1;
+    // One group, no dilation: a window row's taps are kW * C consecutive bytes of the input row
+    // padded on both sides, which each output row copies once (flipped) into `padded`.
+    if (group_ == 1 && win.dilation[2] == 1) return gatherWholeRows(x, pad, flip, rows, rowStride, pool);
     parallelFor(pool, positions, [&](int64_t p0, int64_t p1) {
       for (int64_t p = p0; p < p1; ++p) {
         const int64_t oh = p / outW, ow = p % outW;
         uint8_t* row = rows + p * rowStride;
-        const int64_t iw0 = ow * win.stride[2] - win.padBegin[2];
         for (int64_t kh = 0; kh < win.kernel[1]; ++kh) {
           const int64_t ih = oh * win.stride[1] - win.padBegin[1] + kh * win.dilation[1];
-          if (wholeRows) {
-            const int64_t lo = std::clamp<int64_t>(-iw0, 0, kW), hi = std::clamp<int64_t>(W - iw0, lo, kW);
-            if (ih < 0 || ih >= H) {
-              std::memset(row, pad, static_cast<size_t>(kW * channels_));
-            } else {
-              std::memset(row, pad, static_cast<size_t>(lo * channels_));
-              copyFlipped(row + lo * channels_, x + (ih * W + iw0 + lo) * channels_, (hi - lo) * channels_, flip);
-              std::memset(row + hi * channels_, pad, static_cast<size_t>((kW - hi) * channels_));
-            }
-            row += kW * channels_;
-            continue;
-          }
           for (int64_t kw = 0; kw < kW; ++kw, row += groupIn_) {
             const int64_t iw = ow * win.stride[2] - win.padBegin[2] + kw * win.dilation[2];
             if (ih < 0 || ih >= H || iw < 0 || iw >= W)
@@ -227,6 +230,39 @@ class QuantizedConvNhwcExecution : public Execution {
           }
         }
         std::memset(row, 0, static_cast<size_t>(rowStride - K_));  // the packed row's padding past K
+      }
+    });
+  }
+
+  // gatherWindows for one group and no dilation across: per output row, each window row of
+  // input is copied once into a padded run (the thread's slot of paddedOffset_), from which each
+  // position's kW * C bytes are one copy.
+  void gatherWholeRows(const uint8_t* x, uint8_t pad, uint8_t flip, uint8_t* rows, int64_t rowStride,
+                       ThreadPool* pool) const {
+    const Window& win = window_;
+    const int64_t H = win.in[1], W = win.in[2], outH = win.out[1], outW = win.out[2], C = channels_;
+    const int64_t kW = win.kernel[2], span = kW * C, padL = win.padBegin[2];
+    parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
+      for (int64_t t = t0; t < t1; ++t) {
+      uint8_t* padded = scratch_.host() + paddedOffset_ + t * paddedBytes_;
+      for (int64_t oh = t * outH / threads_; oh < (t + 1) * outH / threads_; ++oh) {
+        for (int64_t kh = 0; kh < win.kernel[1]; ++kh) {
+          const int64_t ih = oh * win.stride[1] - win.padBegin[1] + kh * win.dilation[1];
+          uint8_t* first = rows + oh * outW * rowStride + kh * span;
+          if (ih < 0 || ih >= H) {
+            for (int64_t ow = 0; ow < outW; ++ow) std::memset(first + ow * rowStride, pad, static_cast<size_t>(span));
+            continue;
+          }
+          std::memset(padded, pad, static_cast<size_t>(paddedBytes_));
+          copyFlipped(padded + padL * C, x + ih * W * C, W * C, flip);
+          for (int64_t ow = 0; ow < outW; ++ow)
+            copySpan(first + ow * rowStride, padded + ow * win.stride[2] * C, span);
+        }
+        for (int64_t ow = 0; ow < outW; ++ow) {
+          uint8_t* end = rows + (oh * outW + ow) * rowStride + K_;
+          std::memset(end, 0, static_cast<size_t>(rowStride - K_));  // the packed row's padding past K
+        }
+      }
       }
     });
   }
@@ -309,7 +345,8 @@ class QuantizedConvNhwcExecution : public Execution {
   QDepthwiseNhwcKernel depthwiseKernel_ = nullptr;
   std::vector<uint8_t> packedTaps_;
   int64_t threads_ = 1, slotBytes_ = 0, rows_ = 0;
-  int64_t gatheredOffset_ = 0, packedOffset_ = 0, sumsOffset_ = 0, weightsOffset_ = 0;
+  int64_t gatheredOffset_ = 0, packedOffset_ = 0, sumsOffset_ = 0, paddedOffset_ = 0, weightsOffset_ = 0;
+  int64_t paddedBytes_ = 0;
   RuntimeTensor scratch_;
 };
 

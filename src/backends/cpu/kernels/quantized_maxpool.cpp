@@ -1,4 +1,4 @@
-// MaxPool on uint8 and int8 (2-D, NCHW, no Indices output; quantized_elementwise.h). Each output
+// MaxPool on uint8 and int8 (2-D, NCHW or channels-last, no Indices output; quantized_elementwise.h). Each output
 // row takes the maximum of its window's input rows first (a whole row at a time), then of the
 // columns each tap reads; with stride 2 the row is split into its even and odd columns first so
 // that every tap reads a contiguous run. Plain loops the compiler vectorises. The result is the
@@ -6,6 +6,7 @@
 // read), the type's minimum for a window with none.
 #include <algorithm>
 #include <limits>
+#include <type_traits>
 
 #include "backends/cpu/kernels/cpu_kernels.h"
 #include "backends/cpu/kernels/quantized_elementwise.h"
@@ -15,15 +16,28 @@ namespace osprey {
 
 namespace {
 
+// dst[c] = max(dst[c], src[c] ^ flip); restrict, so that the byte loop vectorises.
+void maxFlipped(uint8_t* __restrict dst, const uint8_t* __restrict src, int64_t n, uint8_t flip) {
+  for (int64_t c = 0; c < n; ++c) dst[c] = std::max(dst[c], static_cast<uint8_t>(src[c] ^ flip));
+}
+
 template <class T>
 class ByteMaxPoolExecution : public Execution {
  public:
-  ByteMaxPoolExecution(CPUBackend* backend, const Window& window, int64_t planes)
-      : Execution(backend), g_(window), planes_(planes) {}
+  ByteMaxPoolExecution(CPUBackend* backend, const Window& window, int64_t images, int64_t channels)
+      : Execution(backend), g_(window), images_(images), channels_(channels), planes_(images * channels) {}
+
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return layout == Layout::NCHW || layout == Layout::NHWC;
+  }
+  bool favorsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return false;
+  }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const T* x = reinterpret_cast<const T*>(inputs[0]->host());
     T* y = reinterpret_cast<T*>(outputs[0]->host());
+    if (inputs[0]->layout == Layout::NHWC) return runChannelsLast(x, y);
     const int64_t rows = planes_ * g_.out[1], inW = g_.in[2];
     ThreadPool* pool = rows * g_.out[2] >= kParallelMin ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
     parallelFor(pool, rows, [&](int64_t r0, int64_t r1) {
@@ -41,6 +55,43 @@ class ByteMaxPoolExecution : public Execution {
 
  private:
   static constexpr int64_t kParallelMin = 16384;  // fewer output elements run on the calling thread
+
+  // Channels last: each output position takes the maximum of its taps' channel rows, whole rows
+  // at a time (the channels are the vectorised loop). int8 runs as uint8 with the top bit
+  // flipped, which keeps the order: the baseline ISA has an unsigned byte maximum only.
+  Status runChannelsLast(const T* xBytes, T* yBytes) const {
+    const uint8_t flip = std::is_signed_v<T> ? 0x80 : 0;
+    const uint8_t* x = reinterpret_cast<const uint8_t*>(xBytes);
+    uint8_t* y = reinterpret_cast<uint8_t*>(yBytes);
+    const int64_t inH = g_.in[1], inW = g_.in[2], outH = g_.out[1], outW = g_.out[2], C = channels_;
+    const int64_t rows = images_ * outH;
+    ThreadPool* pool = rows * outW * C >= kParallelMin ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
+    parallelFor(pool, rows, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t image = r / outH, oh = r % outH;
+        const uint8_t* xi = x + image * inH * inW * C;
+        uint8_t* out = y + r * outW * C;
+        std::fill(out, out + outW * C, uint8_t{0});  // the type's lowest, flipped
+        const int64_t h0 = oh * g_.stride[1] - g_.padBegin[1];
+        int64_t khLo, khHi;
+        validRange(h0, g_.dilation[1], inH, g_.kernel[1], &khLo, &khHi);
+        for (int64_t kh = khLo; kh < khHi; ++kh) {
+          const uint8_t* row = xi + (h0 + kh * g_.dilation[1]) * inW * C;
+          for (int64_t kw = 0; kw < g_.kernel[2]; ++kw) {
+            const int64_t q = kw * g_.dilation[2] - g_.padBegin[2];
+            int64_t lo, hi;
+            validRange(q, g_.stride[2], inW, outW, &lo, &hi);
+            for (int64_t ow = lo; ow < hi; ++ow) {
+              maxFlipped(out + ow * C, row + (ow * g_.stride[2] + q) * C, C, flip);
+            }
+          }
+        }
+        if (flip)
+          for (int64_t i = 0; i < outW * C; ++i) out[i] ^= flip;
+      }
+    });
+    return Status::ok();
+  }
 
   // Output row oh of one plane xp into out.
   void poolRow(const T* xp, int64_t oh, T* scratch, T* out) const {
@@ -88,7 +139,7 @@ class ByteMaxPoolExecution : public Execution {
   }
 
   Window g_;
-  int64_t planes_;
+  int64_t images_, channels_, planes_;
 };
 
 std::unique_ptr<Execution> createByteMaxPoolExecution(CPUBackend* backend, const OpRef& op,
@@ -111,9 +162,8 @@ std::unique_ptr<Execution> createByteMaxPoolExecution(CPUBackend* backend, const
   if (!readWindow(node, spatial, node.getInts("kernel_shape"), &g).isOk()) return nullptr;
   if (!resolveForwardWindow(node.getInt("ceil_mode", 0) == 1, &g).isOk()) return nullptr;
   if (y.shape != Shape{x.shape[0], x.shape[1], g.out[1], g.out[2]}) return nullptr;
-  const int64_t planes = x.shape[0] * x.shape[1];
-  if (x.dtype == DataType::Int8) return std::make_unique<ByteMaxPoolExecution<int8_t>>(backend, g, planes);
-  return std::make_unique<ByteMaxPoolExecution<uint8_t>>(backend, g, planes);
+  if (x.dtype == DataType::Int8) return std::make_unique<ByteMaxPoolExecution<int8_t>>(backend, g, x.shape[0], x.shape[1]);
+  return std::make_unique<ByteMaxPoolExecution<uint8_t>>(backend, g, x.shape[0], x.shape[1]);
 }
 
 }  // namespace
