@@ -26,14 +26,27 @@ class ConvertingAroundExecution : public Execution {
   // pipeline has by now), it runs unconverted and keeps its own say.
   bool favorsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
                     const std::vector<RuntimeTensor*>& outputs) const override {
+    for (const auto* list : {&inputs, &outputs})
+      for (const RuntimeTensor* t : *list)
+        if (t && !t->constData && layoutMatters(t->shape, layout) && !isChannelsLastCandidate(t)) return false;
     return inner_->supportsLayout(layout, inputs, outputs) && inner_->favorsLayout(layout, inputs, outputs);
   }
   bool isReference() const override { return inner_->isReference(); }
+  // Its other tensors (a Cast's floats, a Shape's int64s) stay NCHW: only the bytes convert.
+  bool bridgesLayouts() const override { return true; }
 
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     ins_ = inputs, outs_ = outputs;
     shadows_.clear();
-    if (inner_->supportsLayout(Layout::NHWC, inputs, outputs)) return inner_->onResize(ins_, outs_);
+    bool anyChannelsLast = false, allChannelsLast = true;
+    for (const auto* list : {&inputs, &outputs})
+      for (const RuntimeTensor* t : *list) {
+        if (!t || !layoutMatters(t->shape, Layout::NHWC)) continue;
+        anyChannelsLast |= t->layout == Layout::NHWC;
+        allChannelsLast &= t->layout == Layout::NHWC;
+      }
+    if (!anyChannelsLast || (allChannelsLast && inner_->supportsLayout(Layout::NHWC, inputs, outputs)))
+      return inner_->onResize(ins_, outs_);
     shadows_.reserve(inputs.size() + outputs.size());  // stable addresses for ins_ / outs_
     std::vector<std::unique_ptr<MemObj>> scratch;      // released on return: live during this op only
     for (auto* list : {&ins_, &outs_}) {
@@ -87,7 +100,7 @@ std::unique_ptr<Execution> wrapForChannelsLastBytes(CPUBackend* backend, const s
   bool touches = false;
   for (const auto* list : {&inputs, &outputs})
     for (const RuntimeTensor* t : *list) touches |= isChannelsLastCandidate(t);
-  if (!touches || execution->bridgesLayouts()) return execution;
+  if (!touches || execution->bridgesLayouts()) return execution;  // a bridge converts its bytes itself
   return std::make_unique<ConvertingAroundExecution>(backend, std::move(execution));
 }
 
