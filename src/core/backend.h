@@ -63,6 +63,13 @@ class Execution {
   // layout (activationLayout) may be stored in it while its others stay NCHW, so the wanting ones
   // form groups of their own (QuantizeLinear from NCHW floats into channels-last bytes).
   virtual bool bridgesLayouts() const { return false; }
+  // False for an execution that adapts to whatever layout each of its tensors is given
+  // (converting them around its kernel): it neither joins nor constrains the layout groups.
+  virtual bool joinsLayoutGroups(const std::vector<RuntimeTensor*>& inputs,
+                                 const std::vector<RuntimeTensor*>& outputs) const {
+    (void)inputs, (void)outputs;
+    return true;
+  }
   // Whether running in the layout supportsLayout grants is a reason to choose it (the kernel is
   // faster there). Conversions around an NCHW kernel, conversions at a group's edges and loops
   // that run alike in any layout are not: a group takes a layout only where one of its

@@ -57,7 +57,7 @@ void SessionImpl::chooseLayouts() {
   };
   std::vector<Bound> bound;
   for (const auto& cmd : commands_) {
-    if (cmd.isCopy || !cmd.execution) continue;
+    if (cmd.isCopy || !cmd.execution || !cmd.execution->joinsLayoutGroups(cmd.inputs, cmd.outputs)) continue;
     std::vector<RuntimeTensor*> activations;
     for (const auto* list : {&cmd.inputs, &cmd.outputs})
       for (RuntimeTensor* t : *list)

@@ -134,6 +134,36 @@ TEST(CpuQuantizedNhwc, ResidualNetworkWithGroupedAndStridedConvolutions) {
   expectSameBytesInBothLayouts(b.g, {{"x", randomTensor(DataType::Float32, {2, 3, 30, 27}, 9, -2, 2)}});
 }
 
+TEST(CpuQuantizedNhwc, CastOfCodesBridgesToNchwFloats) {
+  // A TFLite int8 MEAN as its importer writes it: the codes cast to float and summed over the
+  // map; the Cast reads channels-last bytes and writes NCHW floats.
+  for (DataType type : {DataType::UInt8, DataType::Int8}) {
+    SCOPED_TRACE(dataTypeName(type));
+    GraphBuilder b;
+    QBuilder q{b, type};
+    const int x = b.input("x", {2, 5, 9, 11});
+    const int features = q.conv(q.quantize(x, 0.04f), 0.04f, 0.05f, 5, 37, 3, 1, 1);
+    const int codes = b.op(OpType::Cast, {features});
+    b.g.nodes.back().setInt("to", static_cast<int64_t>(DataType::Float32));
+    b.output(codes);
+    b.output(b.op(OpType::ReduceSum, {codes, b.ints({2, 3})}));
+    expectSameBytesInBothLayouts(b.g, {{"x", randomTensor(DataType::Float32, {2, 5, 9, 11}, 4, -3, 3)}});
+  }
+}
+
+TEST(CpuQuantizedNhwc, TransposesBetweenNhwcBytesAndTheirNchwViewCopy) {
+  // A TFLite int8 model's edges: NHWC bytes in, Transpose to the NCHW view the convolutions read
+  // (stored channels-last, so the same bytes), and back to NHWC at the output.
+  GraphBuilder b;
+  QBuilder q{b, DataType::Int8};
+  const int x = b.input("x", {2, 9, 11, 5}, DataType::Int8);
+  const int view = b.transpose(x, {0, 3, 1, 2});
+  const int features = q.conv(view, 0.04f, 0.05f, 5, 7, 3, 1, 1);
+  b.output(b.transpose(features, {0, 2, 3, 1}));
+  b.output(b.transpose(features, {0, 3, 2, 1}));  // any other permutation converts
+  expectSameBytesInBothLayouts(b.g, {{"x", randomBytes(DataType::Int8, {2, 9, 11, 5}, 8)}});
+}
+
 TEST(CpuQuantizedNhwc, BytesWithoutAConvolutionStayNchw) {
   GraphBuilder b;
   QBuilder q{b, DataType::UInt8};

@@ -12,6 +12,7 @@
 #include "backends/cpu/float16_cast.h"
 #include "backends/cpu/kernels/channels_last_bytes.h"
 #include "backends/cpu/kernels/nc8hw8.h"
+#include "backends/cpu/kernels/quantized_elementwise.h"
 #include "core/run_limits.h"
 #include "geometry/raster.h"
 #include "ops/evaluate.h"
@@ -131,10 +132,11 @@ std::unique_ptr<Execution> CPUBackend::onCreate(const std::vector<RuntimeTensor*
     exe = creator(this, op, inputs, outputs);
   }
   if (!exe && op.type == OpType::Cast) exe = createFloat16CastExecution(this, op, inputs, outputs);
+  if (!exe && op.type == OpType::Cast) exe = createByteCastExecution(this, op, inputs, outputs);
   if (!exe && op.node && opDef(op.type).reference) exe = std::make_unique<ReferenceExecution>(this, op);
   if (exe && packedLayout_) exe = wrapForPackedLayout(this, op, inputs, outputs, std::move(exe));
   if (exe && config_.cpu.quantizedLayout != CpuOptions::QuantizedLayout::NCHW)
-    exe = wrapForChannelsLastBytes(this, inputs, outputs, std::move(exe));
+    exe = wrapForChannelsLastBytes(this, op, inputs, outputs, std::move(exe));
   return exe;
 }
 

@@ -2,9 +2,10 @@
 // (CpuOptions::QuantizedLayout): executions that run on NHWC bytes themselves say so through
 // supportsLayout (quantized convolutions, elementwise and lookup ops, QuantizeLinear and
 // DequantizeLinear at the edges); every execution that touches such bytes is wrapped so that,
-// where it has no such kernel, it converts them to NCHW and back around its own kernel, which keeps one rare op (a
-// reference kernel, a data movement) from holding a whole quantized network in NCHW. Only the
-// convolutions favor the layout (Execution::favorsLayout): a group of bytes without one stays NCHW.
+// where it has no such kernel, it converts them to NCHW and back around its own kernel and joins
+// no layout group, which keeps one rare op (a reference kernel, a data movement) from holding a
+// whole quantized network in NCHW. Only the convolutions favor the layout
+// (Execution::favorsLayout): a group of bytes without one stays NCHW.
 #pragma once
 #include <memory>
 #include <vector>
@@ -13,7 +14,8 @@
 
 namespace osprey {
 
-std::unique_ptr<Execution> wrapForChannelsLastBytes(CPUBackend* backend, const std::vector<RuntimeTensor*>& inputs,
+std::unique_ptr<Execution> wrapForChannelsLastBytes(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
                                                     const std::vector<RuntimeTensor*>& outputs,
                                                     std::unique_ptr<Execution> execution);
 

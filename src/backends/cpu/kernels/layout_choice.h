@@ -20,6 +20,10 @@ class LayoutChoiceExecution : public Execution {
                             : nchw_->supportsLayout(layout, inputs, outputs);
   }
   bool bridgesLayouts() const override { return otherExecution_->bridgesLayouts(); }
+  bool joinsLayoutGroups(const std::vector<RuntimeTensor*>& inputs,
+                         const std::vector<RuntimeTensor*>& outputs) const override {
+    return otherExecution_->joinsLayoutGroups(inputs, outputs);
+  }
   bool favorsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
                     const std::vector<RuntimeTensor*>& outputs) const override {
     return layout == other_ ? otherExecution_->favorsLayout(layout, inputs, outputs)

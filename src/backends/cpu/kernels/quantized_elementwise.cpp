@@ -11,6 +11,7 @@
 #include <cstring>
 #include <limits>
 
+#include "backends/cpu/kernels/byte_lookup.h"
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/quantized_exec.h"
 #include "core/layout.h"
@@ -261,7 +262,8 @@ class QuantizedBinaryExecution : public Execution {
 // the scales or zero points change, then one byte load per element.
 class QuantizedLookupExecution : public Execution {
  public:
-  QuantizedLookupExecution(CPUBackend* backend, const Node& node) : Execution(backend), node_(node) {}
+  QuantizedLookupExecution(CPUBackend* backend, const Node& node)
+      : Execution(backend), node_(node), lookup_(byteLookupKernel(cpuFunctions().isa)) {}
   // Byte by byte: any layout its input and output share.
   bool supportsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
     return true;
@@ -283,13 +285,15 @@ class QuantizedLookupExecution : public Execution {
     const int64_t n = x->elements();
     ThreadPool* pool = n >= kParallelMin ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
     parallelFor(pool, (n + kPiece - 1) / kPiece, [&](int64_t p0, int64_t p1) {
-      for (int64_t i = p0 * kPiece, end = std::min(n, p1 * kPiece); i < end; ++i) out[i] = table_[in[i]];
+      const int64_t begin = p0 * kPiece, end = std::min(n, p1 * kPiece);
+      lookup_(table_, in + begin, end - begin, out + begin);
     });
     return Status::ok();
   }
 
  private:
   Node node_;
+  ByteLookupKernel lookup_;
   uint8_t table_[256] = {};
   float sX_ = 0, sY_ = 0;
   int32_t zX_ = 0, zY_ = 0;

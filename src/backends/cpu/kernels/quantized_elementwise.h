@@ -23,6 +23,10 @@ std::unique_ptr<Execution> createQuantizedLookupExecution(CPUBackend* backend, c
 std::unique_ptr<Execution> createQuantizedGlobalPoolExecution(CPUBackend* backend, const OpRef& op,
                                                               const std::vector<RuntimeTensor*>& inputs,
                                                               const std::vector<RuntimeTensor*>& outputs);
+// Cast from int8 / uint8 to float32, in either layout of the bytes (a bridge from channels-last).
+std::unique_ptr<Execution> createByteCastExecution(CPUBackend* backend, const OpRef& op,
+                                                   const std::vector<RuntimeTensor*>& inputs,
+                                                   const std::vector<RuntimeTensor*>& outputs);
 // MaxPool of any dtype: the float execution (pool.cpp) for float32, the byte one for uint8/int8.
 std::unique_ptr<Execution> createMaxPoolAnyExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
