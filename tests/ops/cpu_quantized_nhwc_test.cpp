@@ -103,6 +103,7 @@ void invertedResidualNetwork(DataType type) {
   const int sum = q.binary(OpType::QLinearAdd, project, 0.05f, stem, 0.05f, 0.07f);
   const int dw2 = q.conv(sum, 0.07f, 0.05f, 13, 13, 5, 2, 13);
   const int gate = q.unary(OpType::QLinearSigmoid, dw2, 0.05f, 1.f / 256);
+  b.output(b.op(OpType::ByteLookup, {gate, b.weights(randomBytes(type, {256}, 77))}));
   // Squeeze-and-excitation: the pooled vector [N, C, 1, 1] broadcast over the map.
   const int pooled = q.unary(OpType::QLinearGlobalAveragePool, gate, 1.f / 256, 1.f / 256);
   const int excited = q.binary(OpType::QLinearMul, dw2, 0.05f, pooled, 1.f / 256, 0.02f);

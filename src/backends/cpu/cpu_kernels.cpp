@@ -62,6 +62,7 @@ CPUExecutionCreator cpuKernelCreator(OpType type) {
     case OpType::QLinearSigmoid:
     case OpType::QLinearLeakyRelu: return createQuantizedLookupExecution;
     case OpType::QLinearGlobalAveragePool: return createQuantizedGlobalPoolExecution;
+    case OpType::ByteLookup: return createByteTableExecution;
     case OpType::MatMulNBits: return createMatMulNBitsExecution;
     default: return nullptr;
   }

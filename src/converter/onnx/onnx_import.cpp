@@ -80,7 +80,7 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
       st = importer(ctx, node, state.opset);
     } else {
       OpType type = opTypeFromName(node.opType);
-      if (type == OpType::Invalid || type == OpType::Raster || microsoftOp(node.opType) != OpType::Invalid) {
+      if (type == OpType::Invalid || type == OpType::Raster || type == OpType::ByteLookup || microsoftOp(node.opType) != OpType::Invalid) {
         state.unsupported.insert(key);
         continue;
       }

@@ -1,7 +1,7 @@
 // Quantized ops that LiteRT computes in an arithmetic of its own, imported as a table of their
-// exact results, computed at import and looked up with a Gather on the codes: unary HARD_SWISH
-// and RSQRT (256 entries: y = table[x - lowest code]), SQUARED_DIFFERENCE (every pair of codes)
-// and MEAN (every sum of the reduced codes). The float form (DequantizeLinear, op,
+// exact results, computed at import and looked up on the codes: unary HARD_SWISH and RSQRT (a
+// ByteLookup of 256 entries), SQUARED_DIFFERENCE (a Gather over every pair of codes) and MEAN
+// (a Gather over every sum of the reduced codes). The float form (DequantizeLinear, op,
 // QuantizeLinear) lands one step off for a few codes, and a network of such ops (MobileNetV3's
 // HARD_SWISH, a transformer's LayerNormalization) compounds them.
 #include <algorithm>
@@ -244,14 +244,11 @@ Status importQuantizedTable(ImportContext& ctx, const OpView& op, bool* done) {
   int codes;
   Held held;
   OSPREY_RETURN_IF_ERROR(ctx.codes(in, &codes, &held));
-  int index = codesAsFloat(ctx, op.name + "_codes", codes);
-  if (low != 0) {  // the table starts at the lowest code
-    const int shifted = ctx.temp(op.name + "_offset");
-    ctx.addNode(OpType::Add, op.name + "_offset",
-                {index, ctx.addFloatConstant(op.name + "_minus_low", {static_cast<float>(-low)}, true)}, {shifted});
-    index = shifted;
-  }
-  quantizedTableLookup(ctx, op.name, x.dtype, values, index, ctx.defineCodes(outT, held));
+  // ByteLookup indexes by the code's byte: an int8 code c sits at c & 255, values[c - low] holds it.
+  std::vector<uint8_t> byByte(256);
+  for (int32_t c = low; c <= high; ++c) byByte[static_cast<uint8_t>(c)] = static_cast<uint8_t>(values[c - low]);
+  const int table = ctx.addConstant(op.name + "_table", x.dtype, {256}, byByte.data(), byByte.size());
+  ctx.addNode(OpType::ByteLookup, op.name, {codes, table}, {ctx.defineCodes(outT, held)});
   *done = true;
   return Status::ok();
 }

@@ -23,6 +23,10 @@ std::unique_ptr<Execution> createQuantizedLookupExecution(CPUBackend* backend, c
 std::unique_ptr<Execution> createQuantizedGlobalPoolExecution(CPUBackend* backend, const OpRef& op,
                                                               const std::vector<RuntimeTensor*>& inputs,
                                                               const std::vector<RuntimeTensor*>& outputs);
+// ByteLookup: y = table[byte of x], any layout.
+std::unique_ptr<Execution> createByteTableExecution(CPUBackend* backend, const OpRef& op,
+                                                    const std::vector<RuntimeTensor*>& inputs,
+                                                    const std::vector<RuntimeTensor*>& outputs);
 // Cast from int8 / uint8 to float32, in either layout of the bytes (a bridge from channels-last).
 std::unique_ptr<Execution> createByteCastExecution(CPUBackend* backend, const OpRef& op,
                                                    const std::vector<RuntimeTensor*>& inputs,
