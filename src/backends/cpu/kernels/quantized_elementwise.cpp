@@ -54,7 +54,17 @@ struct ScalarLoops {
       store(y, i, scaled + zeroC);
     }
   }
-  static QuantizedBinaryLoops table() { return {add, addRepeated, mul, mulRepeated}; }
+  static void fixedPointAdd(const uint8_t* a, const uint8_t* b, int64_t n, int32_t bias, int32_t mA, int32_t mB,
+                            int shift, int32_t zeroC, uint8_t* y) {
+    using Limits = std::numeric_limits<T>;
+    for (int64_t i = 0; i < n; ++i) {
+      uint32_t sum = static_cast<uint32_t>(bias) + static_cast<uint32_t>(loadInt(a, i) * mA);
+      if (b) sum += static_cast<uint32_t>(loadInt(b, i) * mB);
+      const int32_t v = (static_cast<int32_t>(sum) >> shift) + zeroC;
+      reinterpret_cast<T*>(y)[i] = static_cast<T>(std::clamp<int32_t>(v, Limits::min(), Limits::max()));
+    }
+  }
+  static QuantizedBinaryLoops table() { return {add, addRepeated, mul, mulRepeated, fixedPointAdd}; }
 };
 
 // The loops for one byte type, chosen once: vector ones unless the CPU table is the scalar one
@@ -124,23 +134,6 @@ RunPlan planRuns(const Shape& a, const Shape& b, const Shape& out) {
 // A long run is cut into pieces so that a same-shape tensor (one run) still spreads over threads.
 constexpr int64_t kPiece = 16384;
 constexpr int64_t kParallelMin = 32768;  // fewer output elements run on the calling thread
-
-// LiteRT's integer Add (ops/fixed_point_add.h) over one run; `repeated` is the other operand's
-// value when it repeats, folded into the bias as XNNPACK's vaddc does (exact in integers).
-template <class T>
-void fixedPointRun(const FixedPointAdd& p, const uint8_t* a, const uint8_t* b, bool bRepeats, int64_t n, int32_t zC,
-                   uint8_t* y) {
-  const T* x = reinterpret_cast<const T*>(a);
-  const T* other = reinterpret_cast<const T*>(b);
-  T* out = reinterpret_cast<T*>(y);
-  using Limits = std::numeric_limits<T>;
-  const int64_t bias = p.bias + (bRepeats ? other[0] * p.multiplierB : 0);
-  for (int64_t i = 0; i < n; ++i) {
-    const int64_t sum = bias + x[i] * p.multiplierA + (bRepeats ? 0 : other[i] * p.multiplierB);
-    const int32_t v = static_cast<int32_t>(sum >> p.shift) + zC;
-    out[i] = static_cast<T>(std::clamp<int32_t>(v, Limits::min(), Limits::max()));
-  }
-}
 
 // A rank-4 output's operand as stored channels-last: its shape padded to rank 4, in [N, H, W, C]
 // order. Its bytes are that shape's when it is stored NHWC itself, or when NHWC and NCHW store it
@@ -227,8 +220,10 @@ class QuantizedBinaryExecution : public Execution {
           const bool swap = p.aRepeats && !p.bRepeats;
           const FixedPointAdd& q = swap ? swapped : fixedPoint;
           const uint8_t *first = swap ? bs : as, *second = swap ? as : bs;
-          if (isSigned) fixedPointRun<int8_t>(q, first, second, p.bRepeats || p.aRepeats, n, zC, ys);
-          else fixedPointRun<uint8_t>(q, first, second, p.bRepeats || p.aRepeats, n, zC, ys);
+          const bool repeats = p.bRepeats || p.aRepeats;
+          const int64_t bias = q.bias + (repeats ? value(second) * q.multiplierB : 0);
+          loops_.fixedPointAdd(first, repeats ? nullptr : second, n, static_cast<int32_t>(static_cast<uint32_t>(bias)),
+                               static_cast<int32_t>(q.multiplierA), static_cast<int32_t>(q.multiplierB), q.shift, zC, ys);
         } else if (isAdd_) {
           // The repeated value folded into the constant: fixed + x * ratio, rounded twice.
           if (p.bRepeats) {

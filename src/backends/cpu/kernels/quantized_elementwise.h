@@ -50,6 +50,11 @@ struct QuantizedBinaryLoops {
   // The same with the other operand's (b - zeroB) repeated as `factor`.
   void (*mulRepeated)(const uint8_t* x, int64_t n, int32_t zeroX, int32_t factor, float ratio, float zeroC,
                       uint8_t* y);
+  // LiteRT's integer Add (ops/fixed_point_add.h): y = saturate(((bias + a[i] * mA + b[i] * mB) >>
+  // shift) + zeroC), b[i] * mB left out when b is null (folded into bias). The sum is computed
+  // modulo 2^32: its true value lies within int32 (fixed_point_add.h bounds it below 1.5 * 2^30).
+  void (*fixedPointAdd)(const uint8_t* a, const uint8_t* b, int64_t n, int32_t bias, int32_t mA, int32_t mB, int shift,
+                        int32_t zeroC, uint8_t* y);
 };
 QuantizedBinaryLoops quantizedBinaryLoopsScalar(bool isSigned);
 QuantizedBinaryLoops quantizedBinaryLoopsAvx2(bool isSigned);

@@ -118,9 +118,35 @@ void mulRepeated(const uint8_t* x, int64_t n, int32_t zeroX, int32_t factor, flo
   });
 }
 
+// Stores the int32 lanes v[0..3] plus zeroC, saturated to the type, in element order.
+template <bool kSigned>
+void storeSaturated(const __m256i v[4], uint8_t* y) {
+  const __m256i w01 = _mm256_packs_epi32(v[0], v[1]), w23 = _mm256_packs_epi32(v[2], v[3]);
+  const __m256i bytes = kSigned ? _mm256_packs_epi16(w01, w23) : _mm256_packus_epi16(w01, w23);
+  const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(y), _mm256_permutevar8x32_epi32(bytes, order));
+}
+
+template <bool kSigned>
+void fixedPointAdd(const uint8_t* a, const uint8_t* b, int64_t n, int32_t bias, int32_t mA, int32_t mB, int shift,
+                   int32_t zeroC, uint8_t* y) {
+  const __m256i biasV = _mm256_set1_epi32(bias), mAV = _mm256_set1_epi32(mA), mBV = _mm256_set1_epi32(mB);
+  const __m256i zC = _mm256_set1_epi32(zeroC);
+  const __m128i count = _mm_cvtsi32_si128(shift);
+  overSteps(a, b, n, y, [&](const uint8_t* as, const uint8_t* bs, uint8_t* ys) {
+    __m256i v[4];
+    for (int j = 0; j < 4; ++j) {
+      __m256i sum = _mm256_add_epi32(biasV, _mm256_mullo_epi32(widen<kSigned>(as + 8 * j), mAV));
+      if (bs) sum = _mm256_add_epi32(sum, _mm256_mullo_epi32(widen<kSigned>(bs + 8 * j), mBV));
+      v[j] = _mm256_add_epi32(_mm256_sra_epi32(sum, count), zC);
+    }
+    storeSaturated<kSigned>(v, ys);
+  });
+}
+
 template <bool kSigned>
 QuantizedBinaryLoops loops() {
-  return {add<kSigned>, addRepeated<kSigned>, mul<kSigned>, mulRepeated<kSigned>};
+  return {add<kSigned>, addRepeated<kSigned>, mul<kSigned>, mulRepeated<kSigned>, fixedPointAdd<kSigned>};
 }
 
 }  // namespace
