@@ -114,6 +114,12 @@ void invertedResidualNetwork(DataType type) {
   b.g.nodes.back().setInts("kernel_shape", {3, 3});
   b.output(q.dequantize(maxPooled, 0.03f));
   b.output(b.transpose(wide, {0, 2, 3, 1}));
+  // A segmentation head's upsampling of codes (TFLite's RESIZE_BILINEAR as the importer writes it).
+  for (const char* mode : {"linear", "nearest", "cubic"}) {
+    b.output(b.op(OpType::Resize, {wide, b.floats({}, {0}), b.floats({1, 1, 2.5f, 3}, {4})}));
+    b.g.nodes.back().setString("mode", mode);
+    b.g.nodes.back().setString("integer_rounding", "half_up");
+  }
   expectSameBytesInBothLayouts(b.g, {{"x", randomTensor(DataType::Float32, {2, 3, 23, 19}, 5, -3, 3)}});
 }
 

@@ -96,6 +96,20 @@ class ResizeExecution : public Execution {
  public:
   ResizeExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), op_(op) {}
 
+  // Codes may be channels-last where only the map is resized (the batch and channel taps are
+  // the identity): each position's channels are then one run of the row.
+  bool supportsLayout(Layout layout, const std::vector<RuntimeTensor*>& inputs,
+                      const std::vector<RuntimeTensor*>& outputs) const override {
+    if (layout == Layout::NCHW) return true;
+    const RuntimeTensor &x = *inputs[0], &y = *outputs[0];
+    return layout == Layout::NHWC && x.dtype != DataType::Float32 && y.shape.size() == 4 &&
+           x.shape[0] == y.shape[0] && x.shape[1] == y.shape[1] &&
+           op_.node->getString("coordinate_transformation_mode", "half_pixel") != "tf_crop_and_resize";
+  }
+  bool favorsLayout(Layout, const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>&) const override {
+    return false;
+  }
+
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     TensorViews in(inputs.size()), out(1);
     for (size_t i = 0; i < inputs.size(); ++i) {
@@ -117,9 +131,19 @@ class ResizeExecution : public Execution {
       tapsFor_ = inputs[0]->shape;
       tapsReady_ = true;
     }
+    const bool channelsLast = inputs[0]->layout == Layout::NHWC;
+    if (!planar_ && channelsLast) return Status::internal("Resize '" + op_.node->name + "' of channels-last codes across channels");
     if (!planar_) return opDef(OpType::Resize).reference(*op_.node, in, out, pool);
-    if (in[0].dtype == DataType::Int8) resample<int8_t>(in[0], static_cast<float>(extrapolation_), out[0], pool);
-    else if (in[0].dtype == DataType::UInt8) resample<uint8_t>(in[0], static_cast<float>(extrapolation_), out[0], pool);
+    // Channels last, a position's C codes are one element of a [N][H][W * C] image resampled as
+    // N planes of C-wide columns.
+    const int64_t C = channelsLast ? inputs[0]->shape[1] : 1;
+    if (channelsLast) {
+      in[0].shape = {inputs[0]->shape[0], 1, inputs[0]->shape[2], inputs[0]->shape[3]};
+      out[0].shape = {outputs[0]->shape[0], 1, outputs[0]->shape[2], outputs[0]->shape[3]};
+    }
+    if (in[0].dtype == DataType::Int8) resample<int8_t>(in[0], static_cast<float>(extrapolation_), out[0], pool, C);
+    else if (in[0].dtype == DataType::UInt8)
+      resample<uint8_t>(in[0], static_cast<float>(extrapolation_), out[0], pool, C);
     else resample<float>(in[0], static_cast<float>(extrapolation_), out[0], pool);
     return Status::ok();
   }
@@ -128,10 +152,11 @@ class ResizeExecution : public Execution {
   // Plane by plane: each input row that some output row reads is resampled horizontally once,
   // then every output row blends its rows' resampled copies (a copy when it has one tap).
   // T: float, or int8 / uint8 codes blended in float and rounded half up (integer_rounding).
+  // C > 1: every column holds C consecutive values (channels-last codes), each resampled alike.
   template <class T>
-  void resample(const TensorView& x, float outsideValue, TensorView& y, ThreadPool* pool) const {
-    const int64_t planes = y.shape[0] * y.shape[1], inH = x.shape[2], inW = x.shape[3];
-    const int64_t outH = y.shape[2], outW = y.shape[3];
+  void resample(const TensorView& x, float outsideValue, TensorView& y, ThreadPool* pool, int64_t C = 1) const {
+    const int64_t planes = y.shape[0] * y.shape[1], inH = x.shape[2], inW = x.shape[3] * C;
+    const int64_t outH = y.shape[2], outW = y.shape[3] * C, mapOutW = y.shape[3];
     const T* src = x.as<const T>();
     T* out = y.as<T>();
     constexpr bool kCodes = !std::is_same_v<T, float>;
@@ -156,6 +181,24 @@ class ResizeExecution : public Execution {
     const std::vector<uint8_t>& used = c.usedRows;
     auto horizontal = [&](const T* xr, float* h) {
       auto at = [xr](int64_t i) { return static_cast<float>(xr[i]); };
+      if (C > 1) {
+        for (int64_t ox = 0; ox < mapOutW; ++ox) {
+          float* hv = h + ox * C;
+          if (cols_.outside[ox]) {
+            std::fill(hv, hv + C, outsideValue);
+          } else if (maxTaps <= 2) {
+            const int64_t a = i0[ox] * C, b = i1[ox] * C;
+            for (int64_t ch = 0; ch < C; ++ch) hv[ch] = w0[ox] * at(a + ch) + w1[ox] * at(b + ch);
+          } else {
+            for (int64_t ch = 0; ch < C; ++ch) {
+              float v = 0.f;
+              for (int32_t k = cols_.first[ox]; k < cols_.first[ox + 1]; ++k) v += cols_.weight[k] * at(cols_.index[k] * C + ch);
+              hv[ch] = v;
+            }
+          }
+        }
+        return;
+      }
       if (doubled) {
         for (int64_t ix = 0; ix < inW; ++ix) h[2 * ix] = h[2 * ix + 1] = at(ix);
       } else if (gather) {
