@@ -31,6 +31,33 @@ def test_options_take_effect_and_keep_results():
     assert packed.stats()["relaid_tensors"] > 0
 
 
+def qconv_model() -> bytes:
+    """QuantizeLinear, a QLinearConv and DequantizeLinear: bytes in between."""
+    rng = np.random.default_rng(3)
+    inits = [numpy_helper.from_array(np.array(0.05, np.float32), "s"), numpy_helper.from_array(np.array(0, np.uint8), "z"),
+             numpy_helper.from_array(rng.integers(-127, 128, (8, 5, 3, 3)).astype(np.int8), "w"),
+             numpy_helper.from_array(np.array(0.01, np.float32), "ws"), numpy_helper.from_array(np.array(0, np.int8), "wz"),
+             numpy_helper.from_array(np.array(0.2, np.float32), "ys"), numpy_helper.from_array(np.array(7, np.uint8), "yz")]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"]),
+             helper.make_node("QLinearConv", ["q", "s", "z", "w", "ws", "wz", "ys", "yz"], ["c"], kernel_shape=[3, 3]),
+             helper.make_node("DequantizeLinear", ["c", "ys", "yz"], ["y"])]
+    return make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 5, 7, 6])],
+                      [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], inits)
+
+
+def test_quantized_layout_option_keeps_results():
+    x = np.random.default_rng(4).standard_normal((1, 5, 7, 6)).astype(np.float32)
+    runs = {}
+    for layout in ("nchw", "nhwc", "auto"):
+        session = osprey.InferenceSession(qconv_model(), threads=2, cpu_quantized_layout=layout)
+        runs[layout] = (session.run(None, {"x": x})[0], session.stats()["relaid_tensors"])
+    np.testing.assert_array_equal(runs["nhwc"][0], runs["nchw"][0])
+    np.testing.assert_array_equal(runs["auto"][0], runs["nchw"][0])
+    assert runs["nchw"][1] == 0 and runs["nhwc"][1] > 0 and runs["auto"][1] > 0
+    with pytest.raises(osprey.InvalidArgumentError, match="cpu_quantized_layout"):
+        osprey.InferenceSession(qconv_model(), cpu_quantized_layout="nc4hw4")
+
+
 def test_runtime_passes_options_to_its_sessions():
     rt = osprey.Runtime("cpu", threads=2, cpu_pinning="off", cpu_layout="nc8hw8")
     assert rt.thread_count() == 2
@@ -65,6 +92,7 @@ def cli(*args, env=None):
 
 @pytest.mark.parametrize("flag,value", [("--cpu-pinning", "maybe"), ("--memory", "huge"),
                                         ("--cuda-graphs", "1"), ("--opencl-tune", "max"), ("--cpu-layout", "nc4hw4"),
+                                        ("--cpu-quantized-layout", "nc8hw8"),
                                         ("--opencl-memory", "disk"), ("--fp32-stem", "x"), ("--cpu-isa", "sse")])
 def test_cli_flag_errors_name_the_flag(tmp_path, flag, value):
     path = tmp_path / "conv.onnx"
@@ -78,7 +106,7 @@ def test_cli_accepts_the_flags(tmp_path):
     path = tmp_path / "conv.onnx"
     path.write_bytes(conv_model())
     r = cli("run", str(path), "--threads", "2", "--cpu-pinning", "off", "--cpu-layout", "nc8hw8",
-            "--memory", "low", "--cuda-graphs", "off", "--opencl-tune", "wide", "--cpu-isa", "native", "--quiet")
+            "--cpu-quantized-layout", "nchw", "--memory", "low", "--cuda-graphs", "off", "--opencl-tune", "wide", "--cpu-isa", "native", "--quiet")
     assert r.returncode == 0, r.stderr
 
 
