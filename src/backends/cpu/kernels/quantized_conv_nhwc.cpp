@@ -102,7 +102,7 @@ class QuantizedConvNhwcExecution : public Execution {
       if (!constantWeights_) packDepthwise(*inputs[3], inputAt(inputs, 5));
       runDepthwise(x, xZero, stage, y);
     } else {
-      if (!constantWeights_) packWeights(*inputs[3], inputAt(inputs, 5), false);
+      if (!constantWeights_) OSPREY_RETURN_IF_ERROR(packWeights(*inputs[3], inputAt(inputs, 5), false));
       runGemm(x, xZero, stage, y);
     }
     return Status::ok();
@@ -195,78 +195,65 @@ class QuantizedConvNhwcExecution : public Execution {
   }
 
   // rows[p][tap * groupIn + c] = the input byte tap reads for output position p of image `x`,
-  // channels of group g, xZero where it reads padding; each byte ^ flip; rowStride bytes apart.
-  // A 1x1 convolution's rows are its input's, the whole batch's at once.
-  void gatherWindows(const uint8_t* x, int64_t g, uint8_t xZero, uint8_t flip, uint8_t* rows, int64_t rowStride,
-                     ThreadPool* pool) const {
+  // channels of group g, xZero where it reads padding; each byte ^ flip; rowStride bytes apart;
+  // positions [p0, p1) (a 1x1 convolution's positions run over the whole batch). `padded` holds
+  // paddedBytes_ for the whole-row form.
+  void gatherRange(const uint8_t* x, int64_t g, uint8_t xZero, uint8_t flip, uint8_t* rows, int64_t rowStride,
+                   int64_t p0, int64_t p1, uint8_t* padded) const {
+    const auto zeroTail = [&](int64_t p) { std::memset(rows + p * rowStride + K_, 0, static_cast<size_t>(rowStride - K_)); };
     if (pointwise_) {
-      parallelFor(pool, rows_, [&](int64_t p0, int64_t p1) {
-        for (int64_t p = p0; p < p1; ++p) {
-          copyFlipped(rows + p * rowStride, x + p * channels_ + g * groupIn_, K_, flip);
-          std::memset(rows + p * rowStride + K_, 0, static_cast<size_t>(rowStride - K_));
-        }
-      });
+      for (int64_t p = p0; p < p1; ++p) {
+        copyFlipped(rows + p * rowStride, x + p * channels_ + g * groupIn_, K_, flip);
+        zeroTail(p);
+      }
       return;
     }
     const Window& win = window_;
-    const int64_t H = win.in[1], W = win.in[2], outW = win.out[2], positions = win.outSize();
+    const int64_t H = win.in[1], W = win.in[2], outW = win.out[2], kW = win.kernel[2];
     const uint8_t pad = xZero ^ flip;
-    const int64_t kW = win.kernel[2];
-    // One group, no dilation: a window row's taps are kW * C consecutive bytes of the input row
-    // padded on both sides, which each output row copies once (flipped) into `padded`.
-    if (group_ == 1 && win.dilation[2] == 1) return gatherWholeRows(x, pad, flip, rows, rowStride, pool);
-    parallelFor(pool, positions, [&](int64_t p0, int64_t p1) {
-      for (int64_t p = p0; p < p1; ++p) {
-        const int64_t oh = p / outW, ow = p % outW;
-        uint8_t* row = rows + p * rowStride;
+    if (group_ == 1 && win.dilation[2] == 1) {
+      // One group, no dilation: a window row's taps are kW * C consecutive bytes of the input row
+      // padded on both sides, copied once (flipped) per output row and window row.
+      const int64_t C = channels_, span = kW * C;
+      for (int64_t p = p0; p < p1;) {
+        const int64_t oh = p / outW, ow0 = p % outW, ow1 = std::min(outW, ow0 + (p1 - p));
         for (int64_t kh = 0; kh < win.kernel[1]; ++kh) {
           const int64_t ih = oh * win.stride[1] - win.padBegin[1] + kh * win.dilation[1];
-          for (int64_t kw = 0; kw < kW; ++kw, row += groupIn_) {
-            const int64_t iw = ow * win.stride[2] - win.padBegin[2] + kw * win.dilation[2];
-            if (ih < 0 || ih >= H || iw < 0 || iw >= W)
-              std::memset(row, pad, static_cast<size_t>(groupIn_));
-            else
-              copyFlipped(row, x + (ih * W + iw) * channels_ + g * groupIn_, groupIn_, flip);
-          }
-        }
-        std::memset(row, 0, static_cast<size_t>(rowStride - K_));  // the packed row's padding past K
-      }
-    });
-  }
-
-  // gatherWindows for one group and no dilation across: per output row, each window row of
-  // input is copied once into a padded run (the thread's slot of paddedOffset_), from which each
-  // position's kW * C bytes are one copy.
-  void gatherWholeRows(const uint8_t* x, uint8_t pad, uint8_t flip, uint8_t* rows, int64_t rowStride,
-                       ThreadPool* pool) const {
-    const Window& win = window_;
-    const int64_t H = win.in[1], W = win.in[2], outH = win.out[1], outW = win.out[2], C = channels_;
-    const int64_t kW = win.kernel[2], span = kW * C, padL = win.padBegin[2];
-    parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
-      for (int64_t t = t0; t < t1; ++t) {
-      uint8_t* padded = scratch_.host() + paddedOffset_ + t * paddedBytes_;
-      for (int64_t oh = t * outH / threads_; oh < (t + 1) * outH / threads_; ++oh) {
-        for (int64_t kh = 0; kh < win.kernel[1]; ++kh) {
-          const int64_t ih = oh * win.stride[1] - win.padBegin[1] + kh * win.dilation[1];
-          uint8_t* first = rows + oh * outW * rowStride + kh * span;
+          uint8_t* first = rows + (p - ow0) * rowStride + kh * span;
           if (ih < 0 || ih >= H) {
-            for (int64_t ow = 0; ow < outW; ++ow) std::memset(first + ow * rowStride, pad, static_cast<size_t>(span));
+            for (int64_t ow = ow0; ow < ow1; ++ow) std::memset(first + ow * rowStride, pad, static_cast<size_t>(span));
             continue;
           }
           std::memset(padded, pad, static_cast<size_t>(paddedBytes_));
-          copyFlipped(padded + padL * C, x + ih * W * C, W * C, flip);
-          for (int64_t ow = 0; ow < outW; ++ow)
-            copySpan(first + ow * rowStride, padded + ow * win.stride[2] * C, span);
+          copyFlipped(padded + win.padBegin[2] * C, x + ih * W * C, W * C, flip);
+          for (int64_t ow = ow0; ow < ow1; ++ow) copySpan(first + ow * rowStride, padded + ow * win.stride[2] * C, span);
         }
-        for (int64_t ow = 0; ow < outW; ++ow) {
-          uint8_t* end = rows + (oh * outW + ow) * rowStride + K_;
-          std::memset(end, 0, static_cast<size_t>(rowStride - K_));  // the packed row's padding past K
+        for (int64_t ow = ow0; ow < ow1; ++ow) zeroTail(p - ow0 + ow);
+        p += ow1 - ow0;
+      }
+      return;
+    }
+    for (int64_t p = p0; p < p1; ++p) {
+      const int64_t oh = p / outW, ow = p % outW;
+      uint8_t* row = rows + p * rowStride;
+      for (int64_t kh = 0; kh < win.kernel[1]; ++kh) {
+        const int64_t ih = oh * win.stride[1] - win.padBegin[1] + kh * win.dilation[1];
+        for (int64_t kw = 0; kw < kW; ++kw, row += groupIn_) {
+          const int64_t iw = ow * win.stride[2] - win.padBegin[2] + kw * win.dilation[2];
+          if (ih < 0 || ih >= H || iw < 0 || iw >= W)
+            std::memset(row, pad, static_cast<size_t>(groupIn_));
+          else
+            copyFlipped(row, x + (ih * W + iw) * channels_ + g * groupIn_, groupIn_, flip);
         }
       }
-      }
-    });
+      zeroTail(p);
+    }
   }
 
+  // Per image and group: each thread gathers a block of positions' rows into the packed form
+  // and multiplies that block at once, while the rows are in its cache; a 1x1 convolution on
+  // uint8 rows of K bytes hands them to the GEMM as they are. Few rows (small maps against many
+  // channels) go to the GEMM's own tiling over the columns instead.
   void runGemm(const RuntimeTensor& x, int32_t xZero, QGemmOutputStage stage, const RuntimeTensor& y) {
     const QGemmFunctions& f = cpuFunctions().qgemm;
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
@@ -275,11 +262,13 @@ class QuantizedConvNhwcExecution : public Execution {
     QGemmOperandBytes bytes;  // the gathered rows are already flipped
     bytes.zeroPoints = &za;
     uint8_t* base = scratch_.host();
-    uint8_t* packed = base + packedOffset_;
+    uint8_t *packed = base + packedOffset_, *gathered = base + gatheredOffset_;
     int32_t* sums = reinterpret_cast<int32_t*>(base + sumsOffset_);
     const int64_t rowBytes = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
     const int64_t positions = window_.outSize(), inSize = window_.inSize();
     const int64_t images = pointwise_ ? 1 : batch_;
+    const int64_t blockRows = f.mr * 8, blocks = (rows_ + blockRows - 1) / blockRows;
+    const bool byBlocks = blocks >= 2 * threads_;
     stage.unsignedA = true;
     stage.scalePerRow = false;
     for (int64_t g = 0; g < group_; ++g) {
@@ -291,24 +280,39 @@ class QuantizedConvNhwcExecution : public Execution {
       stage.columnZeroPoints = needSums ? wg.zeroPoints() : nullptr;
       stage.rowSums = needSums ? sums : nullptr;
       stage.scale = scale_.data() + g * groupOut_;
+      const bool direct = f.format == QGemmFormat::Quads && !needSums;  // gathered rows are the packed ones
       for (int64_t n = 0; n < images; ++n) {
         const uint8_t* image = x.host() + n * inSize * channels_;
-        const void* a = packed;
+        uint8_t* out = y.host() + n * positions * outChannels_ + g * groupOut_;
         if (readsInputAsA(x.dtype, needSums)) {
-          a = image;
-        } else if (f.format == QGemmFormat::Quads && !needSums) {
-          gatherWindows(image, g, static_cast<uint8_t>(xZero), flip, packed, rowBytes, pool);
-        } else {
-          uint8_t* gathered = base + gatheredOffset_;
-          gatherWindows(image, g, static_cast<uint8_t>(xZero), flip, gathered, K_, pool);
-          parallelFor(pool, (rows_ + 63) / 64, [&](int64_t b0, int64_t b1) {
-            const int64_t r0 = b0 * 64, r1 = std::min(rows_, b1 * 64);
-            qgemmPackA(f, gathered + r0 * K_, K_, r1 - r0, K_, bytes, packed + r0 * rowBytes,
-                       needSums ? sums + r0 : nullptr);
-          });
+          qgemm(pool, f, rows_, groupOut_, K_, image, wg.data(), stage, out, outChannels_);
+          continue;
         }
-        qgemm(pool, f, rows_, groupOut_, K_, a, wg.data(), stage, y.host() + n * positions * outChannels_ + g * groupOut_,
-              outChannels_);
+        // Rows [r0, r1) gathered and packed by the calling thread.
+        const auto prepare = [&](int64_t r0, int64_t r1, uint8_t* padded) {
+          if (direct) return gatherRange(image, g, static_cast<uint8_t>(xZero), flip, packed, rowBytes, r0, r1, padded);
+          gatherRange(image, g, static_cast<uint8_t>(xZero), flip, gathered, K_, r0, r1, padded);
+          qgemmPackA(f, gathered + r0 * K_, K_, r1 - r0, K_, bytes, packed + r0 * rowBytes, needSums ? sums + r0 : nullptr);
+        };
+        if (!byBlocks) {
+          parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
+            for (int64_t t = t0; t < t1; ++t)
+              prepare(t * rows_ / threads_, (t + 1) * rows_ / threads_, base + paddedOffset_ + t * paddedBytes_);
+          });
+          qgemm(pool, f, rows_, groupOut_, K_, packed, wg.data(), stage, out, outChannels_);
+          continue;
+        }
+        parallelFor(pool, threads_, [&](int64_t t0, int64_t t1) {
+          for (int64_t t = t0; t < t1; ++t)
+            for (int64_t b = t * blocks / threads_; b < (t + 1) * blocks / threads_; ++b) {
+              const int64_t r0 = b * blockRows, r1 = std::min(rows_, r0 + blockRows);
+              prepare(r0, r1, base + paddedOffset_ + t * paddedBytes_);
+              QGemmOutputStage block = stage;  // its row arrays start at the block's first row
+              if (block.rowSums) block.rowSums += r0;
+              qgemm(nullptr, f, r1 - r0, groupOut_, K_, packed + r0 * rowBytes, wg.data(), block, out + r0 * outChannels_,
+                    outChannels_);
+            }
+        });
       }
     }
   }
