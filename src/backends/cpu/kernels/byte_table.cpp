@@ -24,15 +24,8 @@ class ByteTableExecution : public Execution {
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
-    constexpr int64_t kPiece = 16384;
-    const uint8_t *x = inputs[0]->host(), *table = inputs[1]->host();
-    uint8_t* y = outputs[0]->host();
-    const int64_t n = inputs[0]->elements();
-    ThreadPool* pool = n >= 4 * kPiece ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
-    parallelFor(pool, (n + kPiece - 1) / kPiece, [&](int64_t p0, int64_t p1) {
-      const int64_t begin = p0 * kPiece, end = std::min(n, p1 * kPiece);
-      lookup_(table, x + begin, end - begin, y + begin);
-    });
+    lookupBytes(static_cast<CPUBackend*>(backend())->threadPool(), lookup_, inputs[1]->host(), inputs[0]->host(),
+                inputs[0]->elements(), outputs[0]->host());
     return Status::ok();
   }
 
@@ -41,6 +34,16 @@ class ByteTableExecution : public Execution {
 };
 
 }  // namespace
+
+void lookupBytes(ThreadPool* pool, ByteLookupKernel lookup, const uint8_t* table, const uint8_t* x, int64_t n,
+                 uint8_t* y) {
+  constexpr int64_t kPiece = 16384;  // the vector kernels take about 2 us for it
+  if (n < 4 * kPiece) pool = nullptr;
+  parallelFor(pool, (n + kPiece - 1) / kPiece, [&](int64_t p0, int64_t p1) {
+    const int64_t begin = p0 * kPiece, end = std::min(n, p1 * kPiece);
+    lookup(table, x + begin, end - begin, y + begin);
+  });
+}
 
 std::unique_ptr<Execution> createByteTableExecution(CPUBackend* backend, const OpRef& op,
                                                     const std::vector<RuntimeTensor*>& inputs,

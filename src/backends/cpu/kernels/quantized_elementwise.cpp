@@ -278,11 +278,7 @@ class QuantizedLookupExecution : public Execution {
     const uint8_t* in = x->host();
     uint8_t* out = outputs[0]->host();
     const int64_t n = x->elements();
-    ThreadPool* pool = n >= kParallelMin ? static_cast<CPUBackend*>(backend())->threadPool() : nullptr;
-    parallelFor(pool, (n + kPiece - 1) / kPiece, [&](int64_t p0, int64_t p1) {
-      const int64_t begin = p0 * kPiece, end = std::min(n, p1 * kPiece);
-      lookup_(table_, in + begin, end - begin, out + begin);
-    });
+    lookupBytes(static_cast<CPUBackend*>(backend())->threadPool(), lookup_, table_, in, n, out);
     return Status::ok();
   }
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backends/cpu/cpu_backend.h"
+#include "backends/cpu/kernels/byte_lookup.h"
 
 namespace osprey {
 
@@ -23,6 +24,9 @@ std::unique_ptr<Execution> createQuantizedLookupExecution(CPUBackend* backend, c
 std::unique_ptr<Execution> createQuantizedGlobalPoolExecution(CPUBackend* backend, const OpRef& op,
                                                               const std::vector<RuntimeTensor*>& inputs,
                                                               const std::vector<RuntimeTensor*>& outputs);
+// y[i] = table[x[i]] for n bytes through `lookup`, in pieces over the pool when n is large.
+void lookupBytes(ThreadPool* pool, ByteLookupKernel lookup, const uint8_t* table, const uint8_t* x, int64_t n,
+                 uint8_t* y);
 // ByteLookup: y = table[byte of x], any layout.
 std::unique_ptr<Execution> createByteTableExecution(CPUBackend* backend, const OpRef& op,
                                                     const std::vector<RuntimeTensor*>& inputs,
