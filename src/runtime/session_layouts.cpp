@@ -4,8 +4,10 @@
 // takes the backend's layout only when all of its executions agree, and stays NCHW otherwise.
 // Copies between backends convert (onCopyBuffer), so groups end at them; so do graph inputs
 // and outputs, which run() converts from and to the caller's layout, and executions that bridge
-// layouts (Execution::bridgesLayouts), whose NCHW-wanting tensors stay outside the group. A
-// group takes its layout only where one of its executions favors it (Execution::favorsLayout).
+// layouts (Execution::bridgesLayouts), whose NCHW-wanting tensors stay outside the group.
+// Executions that adapt to any layout by converting (Execution::joinsLayoutGroups false) join no
+// group. A group takes its layout only where executions that favor it (Execution::favorsLayout)
+// are at least as many as the adapting ones that would convert its tensors.
 #include <unordered_map>
 #include <unordered_set>
 
@@ -30,6 +32,7 @@ class TensorGroups {
     return root;
   }
   void unite(RuntimeTensor* a, RuntimeTensor* b) { parent_[find(a)] = find(b); }
+  bool has(RuntimeTensor* t) const { return parent_.count(t) != 0; }
   std::vector<RuntimeTensor*> members() const {
     std::vector<RuntimeTensor*> all;
     for (auto& [t, p] : parent_) all.push_back(t);
@@ -83,7 +86,9 @@ void SessionImpl::chooseLayouts() {
     if (first) bound.push_back({&cmd, layout, first});
   }
   for (RuntimeTensor* t : refused) wish[groups.find(t)] = Layout::NCHW;
-  std::unordered_set<RuntimeTensor*> favored;  // groups with an execution that favors their layout
+  // Per group: its executions that favor its layout, and those outside it that convert its
+  // tensors around themselves; a group takes its layout only where the first outnumber the second.
+  std::unordered_map<RuntimeTensor*, int> favoring, converting;
   for (const Bound& b : bound) {
     RuntimeTensor* root = groups.find(b.member);
     auto it = wish.find(root);
@@ -92,11 +97,20 @@ void SessionImpl::chooseLayouts() {
     if (it->second != b.layout || !exe.supportsLayout(b.layout, b.cmd->inputs, b.cmd->outputs))
       it->second = Layout::NCHW;
     else if (exe.favorsLayout(b.layout, b.cmd->inputs, b.cmd->outputs))
-      favored.insert(root);
+      ++favoring[root];
+  }
+  for (const auto& cmd : commands_) {
+    if (cmd.isCopy || !cmd.execution || cmd.execution->joinsLayoutGroups(cmd.inputs, cmd.outputs)) continue;
+    std::unordered_set<RuntimeTensor*> roots;
+    for (const auto* list : {&cmd.inputs, &cmd.outputs})
+      for (RuntimeTensor* t : *list)
+        if (t && groups.has(t)) roots.insert(groups.find(t));
+    for (RuntimeTensor* root : roots) ++converting[root];
   }
   for (RuntimeTensor* t : groups.members()) {
     RuntimeTensor* root = groups.find(t);
-    const Layout chosen = favored.count(root) ? wish[root] : Layout::NCHW;
+    const int favors = favoring.count(root) ? favoring[root] : 0, converts = converting.count(root) ? converting[root] : 0;
+    const Layout chosen = favors > 0 && favors >= converts ? wish[root] : Layout::NCHW;
     if (chosen == Layout::NCHW) continue;
     t->layout = chosen;
     ++stats_.relaidTensors;

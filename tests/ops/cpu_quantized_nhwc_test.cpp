@@ -165,10 +165,23 @@ TEST(CpuQuantizedNhwc, TransposesBetweenNhwcBytesAndTheirNchwViewCopy) {
   QBuilder q{b, DataType::Int8};
   const int x = b.input("x", {2, 9, 11, 5}, DataType::Int8);
   const int view = b.transpose(x, {0, 3, 1, 2});
-  const int features = q.conv(view, 0.04f, 0.05f, 5, 7, 3, 1, 1);
+  const int first = q.conv(view, 0.04f, 0.05f, 5, 7, 3, 1, 1);
+  const int features = q.conv(q.conv(first, 0.05f, 0.05f, 7, 7, 1, 1, 1), 0.05f, 0.05f, 7, 7, 3, 1, 7);
   b.output(b.transpose(features, {0, 2, 3, 1}));
   b.output(b.transpose(features, {0, 3, 2, 1}));  // any other permutation converts
   expectSameBytesInBothLayouts(b.g, {{"x", randomBytes(DataType::Int8, {2, 9, 11, 5}, 8)}});
+}
+
+TEST(CpuQuantizedNhwc, BytesConvertedMoreOftenThanConvolvedStayNchw) {
+  // One convolution whose output two ops without a channels-last kernel read: two conversions
+  // for one convolution's gain, so the group stays NCHW.
+  GraphBuilder b;
+  QBuilder q{b, DataType::UInt8};
+  const int x = b.input("x", {1, 6, 9, 7});
+  const int features = q.conv(q.quantize(x, 0.05f), 0.05f, 0.05f, 6, 8, 3, 1, 1);
+  b.output(b.transpose(features, {0, 1, 3, 2}));
+  b.output(b.transpose(features, {0, 2, 1, 3}));
+  expectSameBytesInBothLayouts(b.g, {{"x", randomTensor(DataType::Float32, {1, 6, 9, 7}, 6, -4, 4)}}, false);
 }
 
 TEST(CpuQuantizedNhwc, BytesWithoutAConvolutionStayNchw) {
