@@ -120,7 +120,8 @@ class QuantizedConvNhwcExecution : public Execution {
   // Group g's weights as [output channel][tap][input channel] (the order of an im2col row), then
   // packed as B. Constants into the runtime's packed-weight cache (`cached`), others into scratch.
   Status packWeights(const RuntimeTensor& w, const RuntimeTensor* wZero, bool cached) {
-    std::vector<uint8_t> reordered(static_cast<size_t>(groupOut_ * K_));
+    std::vector<uint8_t>& reordered = reorderedWeights_;  // kept: weights given at run time reorder at every run
+    reordered.resize(static_cast<size_t>(groupOut_ * K_));
     const int64_t perGroup = static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, groupOut_));
     for (int64_t g = 0; g < group_; ++g) {
       const uint8_t* src = w.host() + g * groupOut_ * K_;
@@ -144,7 +145,8 @@ class QuantizedConvNhwcExecution : public Execution {
   }
 
   void packDepthwise(const RuntimeTensor& w, const RuntimeTensor* wZero) {
-    std::vector<int32_t> zeroPoints(static_cast<size_t>(wZero && wZero->elements() > 1 ? channels_ : 1), 0);
+    std::vector<int32_t>& zeroPoints = depthwiseZeroPoints_;
+    zeroPoints.assign(static_cast<size_t>(wZero && wZero->elements() > 1 ? channels_ : 1), 0);
     for (size_t i = 0; i < zeroPoints.size(); ++i) zeroPoints[i] = byteAt(wZero, static_cast<int64_t>(i));
     qdepthwiseNhwcPackWeights(w.host(), channels_, taps_, w.dtype == DataType::Int8, zeroPoints.data(),
                               static_cast<int64_t>(zeroPoints.size()), packedTaps_.data());
@@ -347,7 +349,8 @@ class QuantizedConvNhwcExecution : public Execution {
   std::vector<int32_t> bias_, columnOffset_;
   std::vector<QuantizedWeights> weights_;
   QDepthwiseNhwcKernel depthwiseKernel_ = nullptr;
-  std::vector<uint8_t> packedTaps_;
+  std::vector<uint8_t> packedTaps_, reorderedWeights_;
+  std::vector<int32_t> depthwiseZeroPoints_;
   int64_t threads_ = 1, slotBytes_ = 0, rows_ = 0;
   int64_t gatheredOffset_ = 0, packedOffset_ = 0, sumsOffset_ = 0, paddedOffset_ = 0, weightsOffset_ = 0;
   int64_t paddedBytes_ = 0;

@@ -152,12 +152,8 @@ bool storedAlikeInNhwc(const RuntimeTensor* t) {
 
 class QuantizedBinaryExecution : public Execution {
  public:
-  QuantizedBinaryExecution(CPUBackend* backend, bool isAdd, bool isSigned, RunPlan plan, bool fixedPoint)
-      : Execution(backend),
-        isAdd_(isAdd),
-        fixedPoint_(fixedPoint),
-        loops_(binaryLoops(isSigned)),
-        plan_(std::move(plan)) {}
+  QuantizedBinaryExecution(CPUBackend* backend, bool isAdd, bool isSigned, bool fixedPoint)
+      : Execution(backend), isAdd_(isAdd), fixedPoint_(fixedPoint), loops_(binaryLoops(isSigned)) {}
 
   // Channels-last: the broadcast planned over the stored shapes, where every operand that the
   // pipeline does not store NHWC (constants, lower ranks) has the same bytes in both layouts.
@@ -332,7 +328,7 @@ std::unique_ptr<Execution> createQuantizedBinaryExecution(CPUBackend* backend, c
   if (!broadcastShapes(a->shape, b->shape, &shape).isOk() || shape != y->shape) return nullptr;
   const bool fixedPoint = op.node->getString("requantize", "") == "fixed_point";
   return std::make_unique<QuantizedBinaryExecution>(backend, op.type == OpType::QLinearAdd, a->dtype == DataType::Int8,
-                                                    planRuns(a->shape, b->shape, shape), fixedPoint);
+                                                    fixedPoint);
 }
 
 }  // namespace osprey
