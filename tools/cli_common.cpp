@@ -248,6 +248,7 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
   if (args.has("vulkan-device")) config->vulkan.device = args.get("vulkan-device");
   if (args.has("vulkan-cache")) config->vulkan.pipelineCachePath = args.get("vulkan-cache");
   OSPREY_RETURN_IF_ERROR(onOffArg(args, "vulkan-validation", &config->vulkan.validation));
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "vulkan-fp16-math", &config->vulkan.halfMath));
   return Status::ok();
 }
 
@@ -258,7 +259,7 @@ std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
                            "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cpu-quantized-layout", "cuda-low-precision",
                            "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
                            "opencl-memory", "opencl-fp16-math", "opencl-profile", "vulkan-device", "vulkan-cache",
-                           "vulkan-validation", "signature"})
+                           "vulkan-validation", "vulkan-fp16-math", "signature"})
     if (std::find(valued.begin(), valued.end(), name) == valued.end()) valued.push_back(name);
   return valued;
 }
@@ -280,7 +281,8 @@ const char* configOptionsUsage() {
          "    --opencl-tune none|fast|wide   --opencl-cache FILE (programs and tuned work sizes)\n"
          "    --opencl-memory auto|buffer|image  --opencl-fp16-math on|off  --opencl-profile on|off\n"
          "    --vulkan-device D  index or name substring (default: first GPU)  --vulkan-cache FILE (pipelines)\n"
-         "    --vulkan-validation on|off     VK_LAYER_KHRONOS_validation where installed\n";
+         "    --vulkan-validation on|off     VK_LAYER_KHRONOS_validation where installed\n"
+         "    --vulkan-fp16-math on|off      fp16 multiplies in convolutions and MatMul at --precision low\n";
 }
 
 Status backendConfigFromArgs(const Args& args, BackendConfig* config) {

@@ -72,6 +72,10 @@ struct VulkanOptions {
   std::string pipelineCachePath;
   // Turn on VK_LAYER_KHRONOS_validation where it is installed (debugging; slow).
   bool validation = false;
+  // At precision Low on a device with shaderFloat16: the convolution and MatMul shaders multiply
+  // in fp16 (partial sums of 16 products in fp16, added into fp32 accumulators). Off: fp16
+  // storage with fp32 arithmetic.
+  bool halfMath = true;
 };
 
 // The widest CPU kernel table the process may use: Native (what the CPU has), Avx2 (AVX2+FMA at

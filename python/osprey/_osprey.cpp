@@ -250,6 +250,8 @@ void applyOptions(const py::dict& options, BackendConfig* config) {
       config->vulkan.pipelineCachePath = py::str(item.second);
     } else if (name == "vulkan_validation") {
       config->vulkan.validation = item.second.cast<bool>();
+    } else if (name == "vulkan_fp16_math") {
+      config->vulkan.halfMath = item.second.cast<bool>();
     } else {
       throw StatusError{invalidArgument("unknown option '" + name + "'")};
     }

@@ -25,28 +25,35 @@ VulkanOptions testVulkanOptions() {
 }
 
 Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out,
-                           BackendConfig::Precision precision, float fullPrecisionStem) {
+                           BackendConfig::Precision precision, float fullPrecisionStem, bool halfMath) {
   ScheduleConfig schedule;
   schedule.backend = ForwardType::Vulkan;
   BackendConfig config;
   config.vulkan = testVulkanOptions();
+  config.vulkan.halfMath = halfMath;
   config.precision = precision;
   config.fullPrecisionStem = fullPrecisionStem;
   return interp.createSession(schedule, config, out);
 }
 
-bool vulkanHalfStorage() {
+namespace {
+// Whether the test device's description (osprey backends) contains `fact`.
+bool deviceSays(const std::string& fact) {
   const std::string wanted = testVulkanOptions().device;
   for (const BackendDescription& b : availableBackends()) {
     if (b.name != "vulkan") continue;
     for (const std::string& d : b.devices) {
       // Without a chosen device the runtime takes a GPU first; the tests' machines have one device.
       if (!wanted.empty() && d.find(wanted) == std::string::npos) continue;
-      return d.find("16-bit storage yes") != std::string::npos;
+      return d.find(fact) != std::string::npos;
     }
   }
   return false;
 }
+}  // namespace
+
+bool vulkanHalfStorage() { return deviceSays("16-bit storage yes"); }
+bool vulkanHalfMath() { return vulkanHalfStorage() && deviceSays("fp16 arithmetic yes"); }
 
 double tolerance(BackendConfig::Precision precision) {
   return precision == BackendConfig::Precision::Low ? 1e-2 : 1e-4;
@@ -70,12 +77,18 @@ void checkAgainstReference(const Node& node, const std::vector<OpInput>& inputs,
     SCOPED_TRACE("fp32");
     checkAgainstReferenceAt(BackendConfig::Precision::Normal, node, inputs, numOutputs);
   }
-  SCOPED_TRACE("fp16 (precision low)");
-  checkAgainstReferenceAt(BackendConfig::Precision::Low, node, inputs, numOutputs);
+  SCOPED_TRACE("fp16 storage (precision low, fp32 arithmetic)");
+  checkAgainstReferenceAt(BackendConfig::Precision::Low, node, inputs, numOutputs, false);
+}
+
+void checkHalfMathAgainstReference(const Node& node, const std::vector<OpInput>& inputs) {
+  if (!vulkanHalfMath()) GTEST_SKIP() << "the device has no fp16 arithmetic (shaderFloat16)";
+  SCOPED_TRACE("fp16 storage and arithmetic (precision low)");
+  checkAgainstReferenceAt(BackendConfig::Precision::Low, node, inputs, 1, true);
 }
 
 void checkAgainstReferenceAt(BackendConfig::Precision precision, const Node& node, const std::vector<OpInput>& inputs,
-                             int numOutputs) {
+                             int numOutputs, bool halfMath) {
   std::vector<Tensor> expected;
   Status st = referenceOp(node, inputs, numOutputs, &expected);
   ASSERT_TRUE(st) << st.message();
@@ -84,7 +97,7 @@ void checkAgainstReferenceAt(BackendConfig::Precision precision, const Node& nod
   std::shared_ptr<Interpreter> interp;
   ASSERT_TRUE(Interpreter::fromModel(model, &interp));
   std::unique_ptr<Session> session;
-  st = createVulkanSession(*interp, &session, precision);
+  st = createVulkanSession(*interp, &session, precision, 0.f, halfMath);
   ASSERT_TRUE(st) << st.message();
   std::vector<Tensor> actual;
   st = session->run(feeds, &actual);

@@ -26,22 +26,36 @@ if(OSPREY_VULKAN)
   set(OSPREY_SPIRV_FILES)
   # Each shader is compiled twice from the one source: fp32 storage (name.spv) and, with
   # -DOSP_FP16, float16_t storage of its float tensors (name_fp16.spv, BackendConfig precision Low).
+  # Shaders whose arithmetic type is AFLOAT (common.glsl) get a third, name_fp16a.spv, that also
+  # multiplies in fp16 (-DOSP_FP16_MATH; devices with shaderFloat16). Shaders that reduce over a
+  # workgroup (group_reduce.glsl) get an _sg twin of each, reducing with subgroup arithmetic.
   foreach(shader IN LISTS OSPREY_VULKAN_SHADERS)
     get_filename_component(name ${shader} NAME_WE)
-    foreach(variant IN ITEMS fp32 fp16)
-      if(variant STREQUAL "fp16")
-        set(spv ${OSPREY_SPIRV_DIR}/${name}_fp16.spv)
-        set(defines -DOSP_FP16)
-      else()
-        set(spv ${OSPREY_SPIRV_DIR}/${name}.spv)
-        set(defines)
-      endif()
+    file(READ ${shader} source)
+    set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${shader})
+    # Each variant: its file name suffix, then its defines, split by '+'.
+    set(variants "+" "_fp16+-DOSP_FP16")
+    string(FIND "${source}" "AFLOAT" arithmetic)
+    if(NOT arithmetic EQUAL -1)
+      list(APPEND variants "_fp16a+-DOSP_FP16+-DOSP_FP16_MATH")
+    endif()
+    string(FIND "${source}" "group_reduce.glsl" reduces)
+    if(NOT reduces EQUAL -1)
+      list(APPEND variants "_sg+-DOSP_SUBGROUPS" "_fp16_sg+-DOSP_FP16+-DOSP_SUBGROUPS")
+    endif()
+    foreach(variant IN LISTS variants)
+      string(FIND "${variant}" "+" split)
+      string(SUBSTRING "${variant}" 0 ${split} suffix)
+      math(EXPR split "${split} + 1")
+      string(SUBSTRING "${variant}" ${split} -1 defines)
+      string(REPLACE "+" ";" defines "${defines}")
+      set(spv ${OSPREY_SPIRV_DIR}/${name}${suffix}.spv)
       add_custom_command(
         OUTPUT ${spv}
         COMMAND ${CMAKE_COMMAND} -E make_directory ${OSPREY_SPIRV_DIR}
         COMMAND ${OSPREY_GLSLC} --target-env=vulkan1.1 -O ${defines} -I ${OSPREY_VULKAN_DIR}/shaders -o ${spv} ${shader}
         DEPENDS ${shader} ${OSPREY_VULKAN_SHADER_INCLUDES}
-        COMMENT "Compiling Vulkan shader ${name}.comp (${variant})")
+        COMMENT "Compiling Vulkan shader ${name}.comp (${name}${suffix})")
       list(APPEND OSPREY_SPIRV_FILES ${spv})
     endforeach()
   endforeach()

@@ -48,6 +48,7 @@ VulkanBackend::VulkanBackend(VulkanRuntime* runtime, const BackendConfig& config
       config_(config),
       planner_(std::max<size_t>(64, runtime->facts().minStorageBufferOffsetAlignment)) {
   half_ = config.precision == BackendConfig::Precision::Low && runtime->facts().storage16;
+  halfMath_ = half_ && config.vulkan.halfMath && runtime->facts().fp16Arithmetic;
   setupError_ = runtime_->allocateCommandBuffer(&commands_);
   if (setupError_) {
     VkFenceCreateInfo info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};

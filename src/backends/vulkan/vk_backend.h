@@ -51,6 +51,9 @@ class VulkanBackend : public Backend {
   bool halfStorage(const RuntimeTensor* t) const {
     return half_ && t && t->dtype == DataType::Float32 && !t->fullPrecision;
   }
+  // fp16 storage on a device with shaderFloat16, VulkanOptions::halfMath on: the shaders that have
+  // an _fp16a variant multiply in fp16.
+  bool halfMath() const { return halfMath_; }
   // Bytes per element of `t` on the device (2 for fp16 storage).
   size_t storageElementSize(const RuntimeTensor* t) const { return halfStorage(t) ? 2 : dataTypeSize(t->dtype); }
   size_t storageBytes(const RuntimeTensor* t) const;
@@ -104,7 +107,7 @@ class VulkanBackend : public Backend {
   bool captureSpoiled_ = false;  // the staging buffer was replaced while capturing
   VkFence fence_ = VK_NULL_HANDLE;
   bool recording_ = false, profiling_ = false, inRun_ = false;
-  bool half_ = false;
+  bool half_ = false, halfMath_ = false;
   // convert.comp's dispatches, one per (source, destination) pair: a descriptor set may not change
   // between the dispatches of one command buffer, and captured runs replay the sets they used.
   std::map<std::pair<const RuntimeTensor*, const RuntimeTensor*>, std::unique_ptr<Dispatch>> conversions_;

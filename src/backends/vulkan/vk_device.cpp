@@ -84,6 +84,9 @@ DeviceFacts factsOf(VkPhysicalDevice physical, int index) {
   f.maxStorageBufferRange = limits.maxStorageBufferRange;
   f.minStorageBufferOffsetAlignment = limits.minStorageBufferOffsetAlignment;
   f.subgroupSize = subgroup.subgroupSize;
+  const VkSubgroupFeatureFlags reductions = VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_ARITHMETIC_BIT;
+  f.subgroupArithmetic = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+                         (subgroup.supportedOperations & reductions) == reductions;
 
   VkPhysicalDeviceShaderFloat16Int8Features arithmetic{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
@@ -119,6 +122,7 @@ std::string DeviceFacts::summary() const {
          std::to_string(maxWorkGroupSize[0]) + "x" + std::to_string(maxWorkGroupSize[1]) + "x" +
          std::to_string(maxWorkGroupSize[2]) + ", " + std::to_string(maxWorkGroupInvocations) + " invocations, " +
          std::to_string(sharedMemoryBytes / 1024) + " KiB shared memory, subgroup " + std::to_string(subgroupSize) +
+         (subgroupArithmetic ? " (arithmetic)" : "") +
          "; fp16 arithmetic " + yesNo(fp16Arithmetic) + ", int8 arithmetic " + yesNo(int8Arithmetic) +
          ", 16-bit storage " + yesNo(storage16) + ", 8-bit storage " + yesNo(storage8);
 }

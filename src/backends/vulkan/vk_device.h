@@ -22,6 +22,8 @@ struct DeviceFacts {
   uint32_t sharedMemoryBytes = 0, maxPushConstantBytes = 0, subgroupSize = 0;
   uint64_t maxStorageBufferRange = 0, minStorageBufferOffsetAlignment = 0;
   bool fp16Arithmetic = false, int8Arithmetic = false, storage16 = false, storage8 = false;
+  // Subgroup reductions (subgroupAdd / subgroupMax) in compute shaders: the _sg shader variants.
+  bool subgroupArithmetic = false;
 
   std::string summary() const;  // one line of the facts above
 };

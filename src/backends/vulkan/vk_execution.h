@@ -25,14 +25,21 @@ class Dispatch {
     if (backend_) backend_->runtime()->freeSet(set_);
   }
   // `storageOf`: the tensor whose storage picks the shader's variant, fp32 or fp16 (the pipeline
-  // gives a command all its float tensors in one precision).
-  Status prepare(VulkanBackend* backend, const std::string& shader, uint32_t bindings, const RuntimeTensor* storageOf) {
+  // gives a command all its float tensors in one precision); fp16 storage takes the variant with
+  // fp16 arithmetic (_fp16a) where the shader has one and the backend computes in fp16; a
+  // shader's subgroup variant (_sg) is taken where the device's subgroups do arithmetic.
+  // `specialization`: the shader's specialization constants, in constant_id order.
+  Status prepare(VulkanBackend* backend, const std::string& shader, uint32_t bindings, const RuntimeTensor* storageOf,
+                 const std::vector<int32_t>& specialization = {}) {
     if (backend_) backend_->runtime()->freeSet(set_);
     backend_ = backend;
-    shader_ = backend->halfStorage(storageOf) ? shader + "_fp16" : shader;
+    shader_ = shader;
+    if (backend->halfStorage(storageOf))
+      shader_ += backend->halfMath() && VulkanRuntime::hasShader(shader + "_fp16a") ? "_fp16a" : "_fp16";
+    if (backend->runtime()->facts().subgroupArithmetic && VulkanRuntime::hasShader(shader_ + "_sg")) shader_ += "_sg";
     set_ = {};
     bound_.assign(bindings, VK_NULL_HANDLE);
-    OSPREY_RETURN_IF_ERROR(backend->runtime()->pipeline(shader_, bindings, &pipeline_));
+    OSPREY_RETURN_IF_ERROR(backend->runtime()->pipeline(shader_, bindings, specialization, &pipeline_));
     return backend->runtime()->allocateSet(*pipeline_, &set_);
   }
   // Records the dispatch of `groups` workgroups over `buffers` with `push` (at most
@@ -103,6 +110,16 @@ class VkExecution : public Execution {
 };
 
 inline uint32_t ceilDiv(int64_t n, int64_t d) { return static_cast<uint32_t>((n + d - 1) / d); }
+
+// The workgroup size of a shader that reduces rows of `length` elements (group_reduce.glsl's
+// specialization constant 0): a power of two near length / 4, so each invocation reads about
+// four, between 64 (or the subgroup size) and 256 (or the device's limit).
+inline int32_t reductionGroup(int64_t length, const DeviceFacts& f) {
+  const int64_t most = std::min<int64_t>(256, f.maxWorkGroupInvocations);
+  int64_t group = std::max<int64_t>(64, f.subgroupSize);
+  while (group * 2 <= most && group * 4 < length) group *= 2;
+  return static_cast<int32_t>(std::min(group, most));
+}
 
 // Workgroups for `n` elements at kElementwiseGroup per group, folded into x and y.
 inline std::array<uint32_t, 3> elementwiseGroups(int64_t n) {

@@ -28,10 +28,13 @@ class VulkanRuntimeCreator : public RuntimeCreator {
     std::vector<DeviceInfo> out;
     VkInstance instance = VK_NULL_HANDLE;
     if (!createInstance(false, &instance)) return out;  // no loader or driver: no devices
-    for (auto& f : listDevices(instance))
-      if (f.computeQueueFamily != UINT32_MAX)
-        out.push_back({f.name, f.summary() + (f.storage16 ? ", precision low: fp16 storage"
-                                                          : ", precision low: fp32 (no 16-bit storage)")});
+    for (auto& f : listDevices(instance)) {
+      if (f.computeQueueFamily == UINT32_MAX) continue;
+      const std::string low = !f.storage16        ? "fp32 (no 16-bit storage)"
+                              : f.fp16Arithmetic ? "fp16 storage, fp16 multiplies in convolutions and MatMul"
+                                                 : "fp16 storage";
+      out.push_back({f.name, f.summary() + ", precision low: " + low});
+    }
     vkDestroyInstance(instance, nullptr);
     return out;
   }

@@ -40,9 +40,13 @@ Status VulkanRuntime::init(const RuntimeOptions& options) {
   queueInfo.queueFamilyIndex = facts_.computeQueueFamily;
   queueInfo.queueCount = 1;
   queueInfo.pQueuePriorities = &priority;
-  // 16-bit storage is what the _fp16 shader variants use (BackendConfig precision Low).
+  // 16-bit storage is what the _fp16 shader variants use (BackendConfig precision Low), and
+  // shaderFloat16 what the _fp16a ones add (VulkanOptions::halfMath).
   VkPhysicalDevice16BitStorageFeatures storage16{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
   storage16.storageBuffer16BitAccess = facts_.storage16 ? VK_TRUE : VK_FALSE;
+  VkPhysicalDeviceShaderFloat16Int8Features arithmetic{VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+  arithmetic.shaderFloat16 = facts_.fp16Arithmetic ? VK_TRUE : VK_FALSE;
+  storage16.pNext = &arithmetic;
   VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
   deviceInfo.pNext = &storage16;
   deviceInfo.queueCreateInfoCount = 1;
@@ -137,9 +141,18 @@ Status VulkanRuntime::addDescriptorPool() {
   return Status::ok();
 }
 
-Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const Pipeline** out) {
+bool VulkanRuntime::hasShader(const std::string& name) {
+  for (const EmbeddedShader& s : embeddedShaders())
+    if (name == s.name) return true;
+  return false;
+}
+
+Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const std::vector<int32_t>& specialization,
+                               const Pipeline** out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = pipelines_.find(name);
+  std::string key = name;
+  for (int32_t v : specialization) key += "," + std::to_string(v);
+  auto it = pipelines_.find(key);
   if (it != pipelines_.end()) {
     if (it->second->bindings != bindings)
       return Status::internal("Vulkan: shader '" + name + "' asked for with " + std::to_string(bindings) +
@@ -194,12 +207,18 @@ Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const
   info.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
   info.stage.module = cleanup.module;
   info.stage.pName = "main";
+  std::vector<VkSpecializationMapEntry> entries(specialization.size());
+  for (size_t i = 0; i < entries.size(); ++i)
+    entries[i] = {static_cast<uint32_t>(i), static_cast<uint32_t>(i * sizeof(int32_t)), sizeof(int32_t)};
+  VkSpecializationInfo constants{static_cast<uint32_t>(entries.size()), entries.data(),
+                                 specialization.size() * sizeof(int32_t), specialization.data()};
+  if (!specialization.empty()) info.stage.pSpecializationInfo = &constants;
   info.layout = p->layout;
   OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateComputePipelines(device_, pipelineCache_, 1, &info, nullptr, &p->pipeline),
                                  "vkCreateComputePipelines for shader '" + name + "'"));
   cleanup.keep = true;
   *out = p.get();
-  pipelines_[name] = std::move(p);
+  pipelines_[key] = std::move(p);
   return Status::ok();
 }
 

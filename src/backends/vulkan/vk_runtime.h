@@ -1,6 +1,7 @@
 // VulkanRuntime: the per-device resources sessions share: instance, logical device, one compute
 // queue, the command pool, descriptor pools, and compute pipelines built from the embedded
-// SPIR-V (cached by shader name, through a VkPipelineCache that may be saved to a file).
+// SPIR-V (cached by shader name and specialization constants, through a VkPipelineCache that may be
+// saved to a file).
 #pragma once
 #include <map>
 #include <memory>
@@ -50,8 +51,13 @@ class VulkanRuntime : public Runtime {
   // when `wanted` is only a preference, as DEVICE_LOCAL is).
   Status memoryType(uint32_t typeBits, VkMemoryPropertyFlags wanted, bool required, uint32_t* out) const;
 
-  // The pipeline of shader `name` (a shaders/*.comp file name) with `bindings` storage buffers.
-  Status pipeline(const std::string& name, uint32_t bindings, const Pipeline** out);
+  // The pipeline of shader `name` (a shaders/*.comp file name, with its variant suffix) with
+  // `bindings` storage buffers and `specialization` as its constants 0..n-1 (one pipeline per
+  // distinct list: the shapes a shader folds in).
+  Status pipeline(const std::string& name, uint32_t bindings, const std::vector<int32_t>& specialization,
+                  const Pipeline** out);
+  // Whether the build embeds shader `name` (a variant exists only for shaders that need it).
+  static bool hasShader(const std::string& name);
   Status allocateSet(const Pipeline& pipeline, DescriptorSet* out);
   void freeSet(const DescriptorSet& set);
   Status allocateCommandBuffer(VkCommandBuffer* out);

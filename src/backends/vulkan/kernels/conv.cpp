@@ -21,8 +21,10 @@ class ConvExecution : public VkExecution {
     const Shape& y = out[0]->shape;
     wide_ = !depthwise_ && ceilDiv(y[2] * y[3], kWideTile) * ceilDiv(OC / group_, kWideTile) * y[0] * group_ >=
                                kWideMinWorkgroups;
+    const bool hasBias = in.size() > 2 && in[2], hasZ = in.size() > 3 && in[3];
     return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : wide_ ? "conv2d_gemm_wide" : "conv2d_gemm", 5,
-                             out[0]);
+                             out[0],
+                             convSpecialization(in[0]->shape, y, w_, depthwise_ ? OC / C : group_, hasBias, hasZ, act_));
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
@@ -34,13 +36,7 @@ class ConvExecution : public VkExecution {
         locate({in[0], in[1], hasBias ? in[2] : in[1], hasZ ? in[3] : in[0], out[0]}, &buffers, &o));
     const Shape& x = in[0]->shape;
     const Shape& y = out[0]->shape;
-    auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
-    ConvPush p{o[0], o[1], o[2], o[3], o[4],
-               i32(x[1]), i32(x[2]), i32(x[3]), i32(depthwise_ ? y[1] / x[1] : group_),
-               i32(y[1]), i32(y[2]), i32(y[3]), i32(x[0]),
-               i32(w_.kernel[1]), i32(w_.kernel[2]), i32(w_.stride[1]), i32(w_.stride[2]),
-               i32(w_.dilation[1]), i32(w_.dilation[2]), i32(w_.padBegin[1]), i32(w_.padBegin[2]),
-               hasBias, hasZ, static_cast<int32_t>(act_.kind), act_.a, act_.b};
+    const ConvPush p{o[0], o[1], o[2], o[3], o[4], static_cast<int32_t>(x[0]), act_.a, act_.b};
     std::array<uint32_t, 3> groups;
     if (depthwise_)
       groups = elementwiseGroups(out[0]->elements());
@@ -82,8 +78,11 @@ class PoolExecution : public VkExecution {
   PoolExecution(VulkanBackend* b, const Window& w, bool isMax, bool global, bool countIncludePad)
       : VkExecution(b), w_(w), isMax_(isMax), global_(global), countIncludePad_(countIncludePad) {}
 
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
-    return dispatch_.prepare(vk(), global_ ? "global_pool" : "pool2d", 2, out[0]);
+  Status onResize(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
+    if (!global_) return dispatch_.prepare(vk(), "pool2d", 2, out[0]);
+    const Shape& x = in[0]->shape;
+    const int64_t size = in[0]->elements() / std::max<int64_t>(x[0] * x[1], 1);
+    return dispatch_.prepare(vk(), "global_pool", 2, out[0], {reductionGroup(size, vk()->runtime()->facts())});
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {

@@ -1,18 +1,33 @@
-// The push constants of the convolution shaders (conv2d_gemm, conv2d_gemm_wide,
-// conv2d_depthwise, conv_transpose2d), as shaders/conv_params.glsl declares them.
+// What the convolution shaders (conv2d_gemm, conv2d_gemm_wide, conv2d_depthwise,
+// conv_transpose2d) take, as shaders/conv_params.glsl declares it: the geometry as
+// specialization constants, the element offsets, batch and activation parameters as push
+// constants.
 #pragma once
 #include <cstdint>
+#include <vector>
+
+#include "osprey/types.h"
+#include "ops/activation.h"
+#include "ops/window.h"
 
 namespace osprey::vulkan {
 
 struct ConvPush {
   uint32_t xOff, wOff, biasOff, zOff, yOff;
-  int32_t C, H, W, group;
-  int32_t OC, OH, OW, N;
-  int32_t KH, KW, SH, SW;
-  int32_t DH, DW, PH, PW;
-  int32_t hasBias, hasZ, act;
+  int32_t N;
   float actA, actB;
 };
+
+// The specialization constants 0..17 of conv_params.glsl. `groups`: the group count (the
+// channel multiplier for the depthwise shader).
+inline std::vector<int32_t> convSpecialization(const Shape& x, const Shape& y, const Window& w, int64_t groups,
+                                               bool hasBias, bool hasZ, const FusedActivation& act) {
+  auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
+  return {i32(x[1]),          i32(x[2]),          i32(x[3]),           i32(groups),
+          i32(y[1]),          i32(y[2]),          i32(y[3]),           i32(w.kernel[1]),
+          i32(w.kernel[2]),   i32(w.stride[1]),   i32(w.stride[2]),    i32(w.dilation[1]),
+          i32(w.dilation[2]), i32(w.padBegin[1]), i32(w.padBegin[2]),  hasBias,
+          hasZ,               static_cast<int32_t>(act.kind)};
+}
 
 }  // namespace osprey::vulkan

@@ -1,6 +1,6 @@
 // ConvTranspose 2-D (groups, strides, pads or auto_pad / output_shape, output_padding,
 // dilations, bias, a fused activation): conv_transpose2d.comp, one invocation per output
-// gathering the taps that scatter onto it. Its push constants are Conv's (conv_params.glsl).
+// gathering the taps that scatter onto it. Its constants are Conv's (conv_params.glsl).
 #include "backends/vulkan/kernels/conv_push.h"
 #include "backends/vulkan/vk_execution.h"
 #include "ops/activation.h"
@@ -15,8 +15,10 @@ class ConvTransposeExecution : public VkExecution {
   ConvTransposeExecution(VulkanBackend* b, const Window& w, int64_t group, FusedActivation act)
       : VkExecution(b), w_(w), group_(group), act_(act) {}
 
-  Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
-    return dispatch_.prepare(vk(), "conv_transpose2d", 5, out[0]);
+  Status onResize(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
+    const bool hasBias = in.size() > 2 && in[2];
+    return dispatch_.prepare(vk(), "conv_transpose2d", 5, out[0],
+                             convSpecialization(in[0]->shape, out[0]->shape, w_, group_, hasBias, false, act_));
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
@@ -25,15 +27,7 @@ class ConvTransposeExecution : public VkExecution {
     std::vector<uint32_t> o;
     // No residual here: binding 3 gets X, which the shader does not read as Z (hasZ = 0).
     OSPREY_RETURN_IF_ERROR(locate({in[0], in[1], hasBias ? in[2] : in[1], in[0], out[0]}, &buffers, &o));
-    const Shape& x = in[0]->shape;
-    const Shape& y = out[0]->shape;
-    auto i32 = [](int64_t v) { return static_cast<int32_t>(v); };
-    ConvPush p{o[0], o[1], o[2], o[3], o[4],
-               i32(x[1]), i32(x[2]), i32(x[3]), i32(group_),
-               i32(y[1]), i32(y[2]), i32(y[3]), i32(x[0]),
-               i32(w_.kernel[1]), i32(w_.kernel[2]), i32(w_.stride[1]), i32(w_.stride[2]),
-               i32(w_.dilation[1]), i32(w_.dilation[2]), i32(w_.padBegin[1]), i32(w_.padBegin[2]),
-               hasBias, 0, static_cast<int32_t>(act_.kind), act_.a, act_.b};
+    const ConvPush p{o[0], o[1], o[2], o[3], o[4], static_cast<int32_t>(in[0]->shape[0]), act_.a, act_.b};
     OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, elementwiseGroups(out[0]->elements())));
     return vk()->afterOp();
   }

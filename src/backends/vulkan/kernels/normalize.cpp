@@ -59,7 +59,7 @@ class LayerNormExecution : public VkExecution {
   LayerNormExecution(VulkanBackend* b, int64_t rows, int64_t size, float eps)
       : VkExecution(b), rows_(rows), size_(size), eps_(eps) {}
   Status onResize(const std::vector<RuntimeTensor*>&, const std::vector<RuntimeTensor*>& out) override {
-    return dispatch_.prepare(vk(), "layer_norm", 4, out[0]);
+    return dispatch_.prepare(vk(), "layer_norm", 4, out[0], {reductionGroup(size_, vk()->runtime()->facts())});
   }
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     const bool hasBias = in.size() > 2 && in[2];

@@ -5,13 +5,12 @@
 // then the maximum, then exp and its sum, then each output channel as a weighted sum of V rows.
 // Keys all masked give zero probabilities and so a zero row, as the reference kernel does.
 #include "common.glsl"
-#define GROUP 64
+#include "group_reduce.glsl"
 #define MAX_KEYS 3072  // with the rest, under the 16 KB of shared memory every device has
 #define MAX_DIM 256
 #define MASK_NONE 0
 #define MASK_ADDITIVE 1
 #define MASK_BOOL 2
-layout(local_size_x = GROUP) in;
 layout(std430, binding = 0) readonly buffer Q { SFLOAT q[]; };
 layout(std430, binding = 1) readonly buffer K { SFLOAT k[]; };
 layout(std430, binding = 2) readonly buffer V { SFLOAT v[]; };
@@ -29,19 +28,6 @@ layout(push_constant) uniform Push {
 
 shared float scores[MAX_KEYS];
 shared float qrow[MAX_DIM];
-shared float partial[GROUP];
-
-float reduceGroup(float value, int lid, bool takeMax) {
-  partial[lid] = value;
-  barrier();
-  for (int s = GROUP / 2; s > 0; s >>= 1) {
-    if (lid < s) partial[lid] = takeMax ? max(partial[lid], partial[lid + s]) : partial[lid] + partial[lid + s];
-    barrier();
-  }
-  const float total = partial[0];
-  barrier();
-  return total;
-}
 
 void main() {
   const int lid = int(gl_LocalInvocationID.x);
@@ -72,14 +58,14 @@ void main() {
     scores[j] = s;
     localMax = max(localMax, s);
   }
-  const float rowMax = reduceGroup(localMax, lid, true);
+  const float rowMax = groupReduce(localMax, true);
   float localSum = 0.0;
   for (int j = lid; j < p.kvSeq; j += GROUP) {
     const float e = rowMax == NEG_INF ? 0.0 : exp(scores[j] - rowMax);
     scores[j] = e;
     localSum += e;
   }
-  const float sum = reduceGroup(localSum, lid, false);
+  const float sum = groupReduce(localSum, false);
   const float inv = sum > 0.0 ? 1.0 / sum : 0.0;
   const int vBase = int(p.vOff) + batch * p.vs[0] + kvHead * p.vs[1];
   const int oBase = int(p.oOff) + batch * p.os[0] + head * p.os[1] + row * p.os[2];

@@ -4,14 +4,24 @@
 #define OSPREY_COMMON_GLSL
 
 // Float tensors are stored as SFLOAT: float, or float16_t when compiled with -DOSP_FP16
-// (BackendConfig precision Low, on devices with storageBuffer16BitAccess). Arithmetic stays in
-// fp32 either way: reads widen with float(), writes narrow with SFLOAT(), so the fp16 variant
-// needs only 16-bit storage, not shaderFloat16.
+// (BackendConfig precision Low, on devices with storageBuffer16BitAccess). Arithmetic is fp32:
+// reads widen with float(), writes narrow with SFLOAT(), so the fp16 variant needs only 16-bit
+// storage. The exception is AFLOAT, the type the GEMM-shaped shaders multiply in: float16_t in
+// their _fp16a variant (-DOSP_FP16_MATH, devices with shaderFloat16), where they sum at most 16
+// products in fp16 before adding them into fp32 accumulators.
 #ifdef OSP_FP16
 #extension GL_EXT_shader_16bit_storage : require
 #define SFLOAT float16_t
 #else
 #define SFLOAT float
+#endif
+#ifdef OSP_FP16_MATH
+#extension GL_EXT_shader_explicit_arithmetic_types_float16 : require
+#define AFLOAT float16_t
+#define AVEC4 f16vec4
+#else
+#define AFLOAT float
+#define AVEC4 vec4
 #endif
 
 #define ACT_NONE 0

@@ -1,25 +1,25 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Depthwise 2-D convolution (group == C, OC = C * multiplier): one invocation per output.
+// Depthwise 2-D convolution (group == C, OC = C * multiplier; GROUPS holds the multiplier): one
+// invocation per output.
 #include "common.glsl"
 #include "conv_params.glsl"
 layout(local_size_x = ELEMENTWISE_GROUP) in;
 
 void main() {
   const uint i = flat_index();
-  const int P = p.OH * p.OW;
-  if (i >= uint(p.N * p.OC * P)) return;
-  const int pixel = int(i) % P, oc = (int(i) / P) % p.OC, n = int(i) / (P * p.OC);
-  const int c = oc / p.group, oh = pixel / p.OW, ow = pixel % p.OW;
-  const int xBase = int(p.xOff) + (n * p.C + c) * p.H * p.W, wBase = int(p.wOff) + oc * p.KH * p.KW;
+  if (i >= uint(p.N * OUT_C * OUT_PIXELS)) return;
+  const int pixel = int(i) % OUT_PIXELS, oc = (int(i) / OUT_PIXELS) % OUT_C, n = int(i) / (OUT_PIXELS * OUT_C);
+  const int c = oc / GROUPS, oh = pixel / OUT_W, ow = pixel % OUT_W;
+  const int xBase = int(p.xOff) + (n * IN_C + c) * IN_PIXELS, wBase = int(p.wOff) + oc * TAPS;
   float acc = 0.0;
-  for (int kh = 0; kh < p.KH; ++kh) {
-    const int ih = oh * p.SH - p.PH + kh * p.DH;
-    if (ih < 0 || ih >= p.H) continue;
-    for (int kw = 0; kw < p.KW; ++kw) {
-      const int iw = ow * p.SW - p.PW + kw * p.DW;
-      if (iw >= 0 && iw < p.W) acc += float(x[xBase + ih * p.W + iw]) * float(w[wBase + kh * p.KW + kw]);
+  for (int kh = 0; kh < K_H; ++kh) {
+    const int ih = oh * S_H - P_H + kh * D_H;
+    if (ih < 0 || ih >= IN_H) continue;
+    for (int kw = 0; kw < K_W; ++kw) {
+      const int iw = ow * S_W - P_W + kw * D_W;
+      if (iw >= 0 && iw < IN_W) acc += float(x[xBase + ih * IN_W + iw]) * float(w[wBase + kh * K_W + kw]);
     }
   }
-  y[p.yOff + (n * p.OC + oc) * P + pixel] = SFLOAT(finish(acc, n, oc, pixel));
+  y[p.yOff + (n * OUT_C + oc) * OUT_PIXELS + pixel] = SFLOAT(finish(acc, n, oc, pixel));
 }

@@ -8,36 +8,34 @@
 #define TILE 16
 layout(local_size_x = TILE, local_size_y = TILE) in;
 
-shared float tileW[TILE][TILE + 1];
-shared float tileX[TILE][TILE + 1];
+shared AFLOAT tileW[TILE][TILE + 1];
+shared AFLOAT tileX[TILE][TILE + 1];
 
 void main() {
   const int lx = int(gl_LocalInvocationID.x), ly = int(gl_LocalInvocationID.y);
   const int pixel = int(gl_WorkGroupID.x) * TILE + lx;
   const int m = int(gl_WorkGroupID.y) * TILE + ly;
-  const int n = int(gl_WorkGroupID.z) / p.group, g = int(gl_WorkGroupID.z) % p.group;
-  const int groupOut = p.OC / p.group, groupIn = p.C / p.group;
-  const int K = groupIn * p.KH * p.KW, P = p.OH * p.OW;
-  const int oc = g * groupOut + m;
-  // The pixel this invocation loads for the X tile (column lx of the tile, as computed).
-  const int oh = pixel / p.OW, ow = pixel % p.OW;
-  const int xBase = (n * p.C + g * groupIn) * p.H * p.W;
+  const int n = int(gl_WorkGroupID.z) / GROUPS, g = int(gl_WorkGroupID.z) % GROUPS;
+  const int oc = g * GROUP_OUT + m;
+  const int xBase = int(p.xOff) + (n * IN_C + g * GROUP_IN) * IN_PIXELS;
+  // This invocation's share of the next tiles is read from memory before the current tiles are
+  // multiplied, so that the reads' latency overlaps the arithmetic.
+  const bool rowIn = m < GROUP_OUT, pixelIn = pixel < OUT_PIXELS;
+  float nextW = rowIn && lx < REDUCTION ? float(w[p.wOff + oc * REDUCTION + lx]) : 0.0;
+  float nextX = pixelIn && ly < REDUCTION ? im2col(xBase, ly, pixel) : 0.0;
   float acc = 0.0;
-  for (int k0 = 0; k0 < K; k0 += TILE) {
-    const int kw_ = k0 + lx;  // the W tile: row ly (output channel), column lx (reduction)
-    tileW[ly][lx] = m < groupOut && kw_ < K ? float(w[p.wOff + oc * K + kw_]) : 0.0;
-    const int kx = k0 + ly;  // the X tile: row ly (reduction), column lx (pixel)
-    float v = 0.0;
-    if (kx < K && pixel < P) {
-      const int c = kx / (p.KH * p.KW), r = kx % (p.KH * p.KW);
-      const int ih = oh * p.SH - p.PH + (r / p.KW) * p.DH, iw = ow * p.SW - p.PW + (r % p.KW) * p.DW;
-      if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = float(x[p.xOff + xBase + (c * p.H + ih) * p.W + iw]);
-    }
-    tileX[ly][lx] = v;
+  for (int k0 = 0; k0 < REDUCTION; k0 += TILE) {
+    tileW[ly][lx] = AFLOAT(nextW);  // row ly (output channel), column lx (reduction)
+    tileX[ly][lx] = AFLOAT(nextX);  // row ly (reduction), column lx (pixel)
     barrier();
-    for (int k = 0; k < TILE; ++k) acc += tileW[ly][k] * tileX[k][lx];
+    const int kw_ = k0 + TILE + lx, kx = k0 + TILE + ly;
+    nextW = rowIn && kw_ < REDUCTION ? float(w[p.wOff + oc * REDUCTION + kw_]) : 0.0;
+    nextX = pixelIn && kx < REDUCTION ? im2col(xBase, kx, pixel) : 0.0;
+    AFLOAT part = AFLOAT(0.0);
+    for (int k = 0; k < TILE; ++k) part += tileW[ly][k] * tileX[k][lx];
+    acc += float(part);
     barrier();
   }
-  if (m >= groupOut || pixel >= P) return;
-  y[p.yOff + (n * p.OC + oc) * P + pixel] = SFLOAT(finish(acc, n, oc, pixel));
+  if (m >= GROUP_OUT || pixel >= OUT_PIXELS) return;
+  y[p.yOff + (n * OUT_C + oc) * OUT_PIXELS + pixel] = SFLOAT(finish(acc, n, oc, pixel));
 }

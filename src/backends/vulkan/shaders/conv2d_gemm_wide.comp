@@ -2,61 +2,71 @@
 #extension GL_GOOGLE_include_directive : require
 // conv2d_gemm.comp's implicit GEMM with 64x64 output tiles: 256 invocations, each computing a
 // 4x4 block of (output channel, pixel), so that each value read from shared memory feeds four
-// multiply-adds instead of one. Chosen where the output has enough such tiles to fill the GPU.
+// multiply-adds instead of one; the tiles are stored as 4-vectors so that one read brings the
+// four values a row (or column) of the block needs. Chosen where the output has enough such
+// tiles to fill the GPU.
 #include "common.glsl"
 #include "conv_params.glsl"
 #define TILE 64
 #define KTILE 16
 layout(local_size_x = 16, local_size_y = 16) in;
 
-shared float tileW[KTILE][TILE];  // [reduction][output channel]
-shared float tileX[KTILE][TILE];  // [reduction][pixel]
+shared AVEC4 tileW[KTILE][TILE / 4];  // [reduction][output channel / 4]
+shared AVEC4 tileX[KTILE][TILE / 4];  // [reduction][pixel / 4]
 
 void main() {
   const int lx = int(gl_LocalInvocationID.x), ly = int(gl_LocalInvocationID.y);
   const int t = ly * 16 + lx;
   const int pixel0 = int(gl_WorkGroupID.x) * TILE, m0 = int(gl_WorkGroupID.y) * TILE;
-  const int n = int(gl_WorkGroupID.z) / p.group, g = int(gl_WorkGroupID.z) % p.group;
-  const int groupOut = p.OC / p.group, groupIn = p.C / p.group;
-  const int K = groupIn * p.KH * p.KW, P = p.OH * p.OW, taps = p.KH * p.KW;
-  const int xBase = (n * p.C + g * groupIn) * p.H * p.W;
-  float acc[4][4];
-  for (int i = 0; i < 4; ++i)
-    for (int j = 0; j < 4; ++j) acc[i][j] = 0.0;
-  for (int k0 = 0; k0 < K; k0 += KTILE) {
+  const int n = int(gl_WorkGroupID.z) / GROUPS, g = int(gl_WorkGroupID.z) % GROUPS;
+  const int xBase = int(p.xOff) + (n * IN_C + g * GROUP_IN) * IN_PIXELS;
+  // Which elements of the tiles this invocation loads: W row wm (output channel), column wk + the
+  // step's first reduction index; X row xk + that index, column xp (pixel); e = 0..3 in steps of
+  // 256 invocations. Its share of the next tiles is read before the current ones are multiplied.
+  float nextW[4], nextX[4];
+  for (int e = 0; e < 4; ++e) {
+    const int i = t + e * 256;
+    const int wm = i / KTILE, wk = i % KTILE, xk = i / TILE, xp = i % TILE;
+    nextW[e] = m0 + wm < GROUP_OUT && wk < REDUCTION ? float(w[p.wOff + (g * GROUP_OUT + m0 + wm) * REDUCTION + wk]) : 0.0;
+    nextX[e] = xk < REDUCTION && pixel0 + xp < OUT_PIXELS ? im2col(xBase, xk, pixel0 + xp) : 0.0;
+  }
+  vec4 acc[4];  // acc[i][j]: output channel m0 + ly * 4 + i, pixel pixel0 + lx * 4 + j
+  for (int i = 0; i < 4; ++i) acc[i] = vec4(0.0);
+  for (int k0 = 0; k0 < REDUCTION; k0 += KTILE) {
     for (int e = 0; e < 4; ++e) {
-      // W: consecutive invocations read consecutive reduction steps of one output channel.
-      const int wi = t + e * 256, wk = wi % KTILE, wm = wi / KTILE;
-      const int m = m0 + wm, k = k0 + wk;
-      tileW[wk][wm] = m < groupOut && k < K ? float(w[p.wOff + (g * groupOut + m) * K + k]) : 0.0;
-      // X: consecutive invocations gather consecutive output pixels of one reduction step.
-      const int xi = t + e * 256, xk = xi / TILE, xp = xi % TILE;
-      const int pixel = pixel0 + xp, kx = k0 + xk;
-      float v = 0.0;
-      if (kx < K && pixel < P) {
-        const int c = kx / taps, r = kx % taps, oh = pixel / p.OW, ow = pixel % p.OW;
-        const int ih = oh * p.SH - p.PH + (r / p.KW) * p.DH, iw = ow * p.SW - p.PW + (r % p.KW) * p.DW;
-        if (ih >= 0 && ih < p.H && iw >= 0 && iw < p.W) v = float(x[p.xOff + xBase + (c * p.H + ih) * p.W + iw]);
-      }
-      tileX[xk][xp] = v;
+      const int i = t + e * 256;
+      const int wm = i / KTILE, wk = i % KTILE, xk = i / TILE, xp = i % TILE;
+      tileW[wk][wm / 4][wm % 4] = AFLOAT(nextW[e]);
+      tileX[xk][xp / 4][xp % 4] = AFLOAT(nextX[e]);
     }
     barrier();
-    for (int k = 0; k < KTILE; ++k) {
-      float a[4], b[4];
-      for (int i = 0; i < 4; ++i) a[i] = tileW[k][ly * 4 + i];
-      for (int j = 0; j < 4; ++j) b[j] = tileX[k][lx * 4 + j];
-      for (int i = 0; i < 4; ++i)
-        for (int j = 0; j < 4; ++j) acc[i][j] += a[i] * b[j];
+    for (int e = 0; e < 4; ++e) {
+      const int i = t + e * 256;
+      const int wm = i / KTILE, wk = k0 + KTILE + i % KTILE, xk = k0 + KTILE + i / TILE, xp = i % TILE;
+      // W: consecutive invocations read consecutive reduction steps of one output channel; X:
+      // consecutive output pixels of one reduction step.
+      nextW[e] = m0 + wm < GROUP_OUT && wk < REDUCTION ? float(w[p.wOff + (g * GROUP_OUT + m0 + wm) * REDUCTION + wk]) : 0.0;
+      nextX[e] = xk < REDUCTION && pixel0 + xp < OUT_PIXELS ? im2col(xBase, xk, pixel0 + xp) : 0.0;
     }
+    AVEC4 part[4];
+    for (int i = 0; i < 4; ++i) part[i] = AVEC4(0.0);
+    for (int k = 0; k < KTILE; ++k) {
+      const AVEC4 a = tileW[k][ly], b = tileX[k][lx];
+      part[0] += a.x * b;
+      part[1] += a.y * b;
+      part[2] += a.z * b;
+      part[3] += a.w * b;
+    }
+    for (int i = 0; i < 4; ++i) acc[i] += vec4(part[i]);
     barrier();
   }
   for (int i = 0; i < 4; ++i) {
     const int m = m0 + ly * 4 + i;
-    if (m >= groupOut) continue;
-    const int oc = g * groupOut + m;
+    if (m >= GROUP_OUT) continue;
+    const int oc = g * GROUP_OUT + m;
     for (int j = 0; j < 4; ++j) {
       const int pixel = pixel0 + lx * 4 + j;
-      if (pixel < P) y[p.yOff + (n * p.OC + oc) * P + pixel] = SFLOAT(finish(acc[i][j], n, oc, pixel));
+      if (pixel < OUT_PIXELS) y[p.yOff + (n * OUT_C + oc) * OUT_PIXELS + pixel] = SFLOAT(finish(acc[i][j], n, oc, pixel));
     }
   }
 }

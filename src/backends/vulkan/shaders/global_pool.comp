@@ -1,14 +1,11 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
-// Global max / average pooling: one workgroup per (n, c) row reduces it in shared memory.
+// Global max / average pooling: one workgroup per (n, c) row reduces it (group_reduce.glsl).
 #include "common.glsl"
-#define GROUP 64
-layout(local_size_x = GROUP) in;
+#include "group_reduce.glsl"
 layout(std430, binding = 0) readonly buffer X { SFLOAT x[]; };
 layout(std430, binding = 1) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push { uint xOff, yOff; int rows, size, isMax; } p;
-
-shared float partial[GROUP];
 
 void main() {
   const int row = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x), lid = int(gl_LocalInvocationID.x);
@@ -19,11 +16,6 @@ void main() {
       const float v = float(x[p.xOff + row * p.size + i]);
       acc = p.isMax != 0 ? max(acc, v) : acc + v;
     }
-  partial[lid] = acc;
-  barrier();
-  for (int s = GROUP / 2; s > 0; s >>= 1) {
-    if (lid < s) partial[lid] = p.isMax != 0 ? max(partial[lid], partial[lid + s]) : partial[lid] + partial[lid + s];
-    barrier();
-  }
-  if (inRange && lid == 0) y[p.yOff + row] = SFLOAT(p.isMax != 0 ? partial[0] : partial[0] / float(p.size));
+  const float total = groupReduce(acc, p.isMax != 0);
+  if (inRange && lid == 0) y[p.yOff + row] = SFLOAT(p.isMax != 0 ? total : total / float(p.size));
 }

@@ -1,29 +1,14 @@
 #version 450
 #extension GL_GOOGLE_include_directive : require
 // LayerNormalization over the trailing `size` elements of each row; one workgroup per row
-// reduces the mean, then the variance, in shared memory.
+// reduces the mean, then the variance (group_reduce.glsl).
 #include "common.glsl"
-#define GROUP 64
-layout(local_size_x = GROUP) in;
+#include "group_reduce.glsl"
 layout(std430, binding = 0) readonly buffer X { SFLOAT x[]; };
 layout(std430, binding = 1) readonly buffer Scale { SFLOAT scale[]; };
 layout(std430, binding = 2) readonly buffer Bias { SFLOAT bias[]; };
 layout(std430, binding = 3) writeonly buffer Y { SFLOAT y[]; };
 layout(push_constant) uniform Push { uint xOff, scaleOff, biasOff, yOff; int rows, size, hasBias; float eps; } p;
-
-shared float partial[GROUP];
-
-float rowSum(float v, int lid) {
-  partial[lid] = v;
-  barrier();
-  for (int s = GROUP / 2; s > 0; s >>= 1) {
-    if (lid < s) partial[lid] += partial[lid + s];
-    barrier();
-  }
-  const float total = partial[0];
-  barrier();  // everyone has read partial[0] before it is written again
-  return total;
-}
 
 void main() {
   const int row = int(gl_WorkGroupID.x + gl_WorkGroupID.y * gl_NumWorkGroups.x), lid = int(gl_LocalInvocationID.x);
@@ -32,14 +17,14 @@ void main() {
   float s = 0.0;
   if (inRange)
     for (int i = lid; i < p.size; i += GROUP) s += float(x[xb + i]);
-  const float mean = rowSum(s, lid) / float(p.size);
+  const float mean = groupReduce(s, false) / float(p.size);
   float q = 0.0;
   if (inRange)
     for (int i = lid; i < p.size; i += GROUP) {
       const float d = float(x[xb + i]) - mean;
       q += d * d;
     }
-  const float inv = inversesqrt(rowSum(q, lid) / float(p.size) + p.eps);
+  const float inv = inversesqrt(groupReduce(q, false) / float(p.size) + p.eps);
   if (!inRange) return;
   for (int i = lid; i < p.size; i += GROUP) {
     float v = (float(x[xb + i]) - mean) * inv * float(scale[p.scaleOff + i]);

@@ -20,8 +20,8 @@ layout(push_constant) uniform Push {
   float actA, actB;
 } p;
 
-shared float tileA[TILE][TILE + 1];
-shared float tileB[TILE][TILE + 1];
+shared AFLOAT tileA[TILE][TILE + 1];
+shared AFLOAT tileB[TILE][TILE + 1];
 
 void main() {
   const int lx = int(gl_LocalInvocationID.x), ly = int(gl_LocalInvocationID.y);
@@ -31,10 +31,12 @@ void main() {
   float acc = 0.0;
   for (int k0 = 0; k0 < p.K; k0 += TILE) {
     const int ka = k0 + lx, kb = k0 + ly;
-    tileA[ly][lx] = row < p.M && ka < p.K ? float(a[p.aOff + aBase + row * p.aStride[1] + ka * p.aStride[2]]) : 0.0;
-    tileB[ly][lx] = kb < p.K && col < p.N ? float(b[p.bOff + bBase + kb * p.bStride[1] + col * p.bStride[2]]) : 0.0;
+    tileA[ly][lx] = AFLOAT(row < p.M && ka < p.K ? float(a[p.aOff + aBase + row * p.aStride[1] + ka * p.aStride[2]]) : 0.0);
+    tileB[ly][lx] = AFLOAT(kb < p.K && col < p.N ? float(b[p.bOff + bBase + kb * p.bStride[1] + col * p.bStride[2]]) : 0.0);
     barrier();
-    for (int k = 0; k < TILE; ++k) acc += tileA[ly][k] * tileB[k][lx];
+    AFLOAT part = AFLOAT(0.0);
+    for (int k = 0; k < TILE; ++k) part += tileA[ly][k] * tileB[k][lx];
+    acc += float(part);
     barrier();
   }
   if (row >= p.M || col >= p.N) return;
