@@ -1,6 +1,7 @@
 #include "backends/vulkan/vk_device.h"
 
 #include <cstring>
+#include <mutex>
 
 namespace osprey::vulkan {
 
@@ -127,6 +128,7 @@ std::string DeviceFacts::summary() const {
          ", 16-bit storage " + yesNo(storage16) + ", 8-bit storage " + yesNo(storage8);
 }
 
+namespace {
 Status createInstance(bool validation, VkInstance* out) {
   VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
   app.pApplicationName = "osprey";
@@ -142,6 +144,18 @@ Status createInstance(bool validation, VkInstance* out) {
   if (made == VK_ERROR_INCOMPATIBLE_DRIVER)
     return Status::unsupported("Vulkan: no Vulkan 1.1 driver is installed (vkCreateInstance: VK_ERROR_INCOMPATIBLE_DRIVER)");
   return vkCheck(made, "vkCreateInstance");
+}
+}  // namespace
+
+Status processInstance(bool validation, VkInstance* out) {
+  static std::mutex mutex;
+  static VkInstance instances[2] = {VK_NULL_HANDLE, VK_NULL_HANDLE};  // [validation]
+  std::lock_guard<std::mutex> lock(mutex);
+  VkInstance& instance = instances[validation ? 1 : 0];
+  // Never destroyed: runtimes may outlive static destructors, and drivers unload at exit.
+  if (!instance) OSPREY_RETURN_IF_ERROR(createInstance(validation, &instance));
+  *out = instance;
+  return Status::ok();
 }
 
 std::vector<DeviceFacts> listDevices(VkInstance instance) {

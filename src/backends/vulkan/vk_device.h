@@ -35,8 +35,12 @@ inline Status vkCheck(VkResult result, const std::string& what) {
   return Status::internal("Vulkan: " + what + " failed: " + vkResultName(result));
 }
 
-// An instance for compute (Vulkan 1.1); with `validation`, VK_LAYER_KHRONOS_validation where installed.
-Status createInstance(bool validation, VkInstance* out);
+// The process's Vulkan 1.1 instance (one with VK_LAYER_KHRONOS_validation, where installed, and
+// one without), made at the first call and kept for the life of the process, as ncnn keeps its
+// GPU instance: every runtime and device listing shares it, so the driver is loaded once (about
+// 100 ms on NVIDIA's), and NVIDIA's driver, which now and then refuses a new instance
+// (VK_ERROR_INCOMPATIBLE_DRIVER) in a process that has made and destroyed many, is asked once.
+Status processInstance(bool validation, VkInstance* out);
 // Every physical device of `instance`.
 std::vector<DeviceFacts> listDevices(VkInstance instance);
 // The device chosen by `device` (an index or a name substring); empty: the first discrete or

@@ -27,7 +27,7 @@ class VulkanRuntimeCreator : public RuntimeCreator {
   std::vector<DeviceInfo> devices() const override {
     std::vector<DeviceInfo> out;
     VkInstance instance = VK_NULL_HANDLE;
-    if (!createInstance(false, &instance)) return out;  // no loader or driver: no devices
+    if (!processInstance(false, &instance)) return out;  // no loader or driver: no devices
     for (auto& f : listDevices(instance)) {
       if (f.computeQueueFamily == UINT32_MAX) continue;
       const std::string low = !f.storage16        ? "fp32 (no 16-bit storage)"
@@ -35,7 +35,6 @@ class VulkanRuntimeCreator : public RuntimeCreator {
                                                  : "fp16 storage";
       out.push_back({f.name, f.summary() + ", precision low: " + low});
     }
-    vkDestroyInstance(instance, nullptr);
     return out;
   }
 };

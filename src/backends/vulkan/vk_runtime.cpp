@@ -31,7 +31,7 @@ Status VulkanRuntime::create(const RuntimeOptions& options, std::unique_ptr<Vulk
 
 Status VulkanRuntime::init(const RuntimeOptions& options) {
   options_ = options;
-  OSPREY_RETURN_IF_ERROR(createInstance(options.validation, &instance_));
+  OSPREY_RETURN_IF_ERROR(processInstance(options.validation, &instance_));
   OSPREY_RETURN_IF_ERROR(selectDevice(instance_, options.device, &facts_));
   vkGetPhysicalDeviceMemoryProperties(facts_.physical, &memory_);
 
@@ -93,7 +93,6 @@ VulkanRuntime::~VulkanRuntime() {
     if (commandPool_) vkDestroyCommandPool(device_, commandPool_, nullptr);
     vkDestroyDevice(device_, nullptr);
   }
-  if (instance_) vkDestroyInstance(instance_, nullptr);
 }
 
 Status VulkanRuntime::savePipelineCache() const {
@@ -151,7 +150,10 @@ Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const
                                const Pipeline** out) {
   std::lock_guard<std::mutex> lock(mutex_);
   std::string key = name;
-  for (int32_t v : specialization) key += "," + std::to_string(v);
+  for (int32_t v : specialization) {
+    key += ',';
+    key += std::to_string(v);
+  }
   auto it = pipelines_.find(key);
   if (it != pipelines_.end()) {
     if (it->second->bindings != bindings)

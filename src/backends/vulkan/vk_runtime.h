@@ -75,7 +75,7 @@ class VulkanRuntime : public Runtime {
 
   RuntimeOptions options_;
   DeviceFacts facts_;
-  VkInstance instance_ = VK_NULL_HANDLE;
+  VkInstance instance_ = VK_NULL_HANDLE;  // the process's (processInstance), not this runtime's
   VkDevice device_ = VK_NULL_HANDLE;
   VkQueue queue_ = VK_NULL_HANDLE;
   VkCommandPool commandPool_ = VK_NULL_HANDLE;

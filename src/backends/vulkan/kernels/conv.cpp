@@ -16,36 +16,64 @@ class ConvExecution : public VkExecution {
       : VkExecution(b), w_(w), group_(group), act_(act) {}
 
   Status onResize(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
-    const int64_t C = in[0]->shape[1], OC = out[0]->shape[1];
-    depthwise_ = group_ == C && OC % C == 0;
+    const Shape& x = in[0]->shape;
     const Shape& y = out[0]->shape;
+    const int64_t C = x[1], OC = y[1];
+    depthwise_ = group_ == C && OC % C == 0;
     wide_ = !depthwise_ && ceilDiv(y[2] * y[3], kWideTile) * ceilDiv(OC / group_, kWideTile) * y[0] * group_ >=
                                kWideMinWorkgroups;
+    splits_ = depthwise_ || wide_ ? 1 : chooseSplits(y, in[1]->shape);
     const bool hasBias = in.size() > 2 && in[2], hasZ = in.size() > 3 && in[3];
-    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : wide_ ? "conv2d_gemm_wide" : "conv2d_gemm", 5,
-                             out[0],
-                             convSpecialization(in[0]->shape, y, w_, depthwise_ ? OC / C : group_, hasBias, hasZ, act_));
+    const auto constants = convSpecialization(x, y, w_, depthwise_ ? OC / C : group_, hasBias, hasZ, act_, splits_);
+    if (splits_ > 1) {
+      // The slices' partial sums: fp32 scratch in the arena, free again for the ops after this one.
+      partial_ = RuntimeTensor();
+      partial_.name = out[0]->name + " (partial sums)";
+      partial_.dtype = DataType::Float32;
+      partial_.fullPrecision = true;
+      partial_.shape = {splits_, y[0], y[1], y[2] * y[3]};
+      if (!vk()->onAcquire(&partial_, StorageType::DYNAMIC))
+        return Status::outOfMemory("Vulkan: no memory for the partial sums of '" + out[0]->name + "'");
+      OSPREY_RETURN_IF_ERROR(sum_.prepare(vk(), "conv_split_sum", 6, out[0], constants));
+    }
+    return dispatch_.prepare(vk(), depthwise_ ? "conv2d_depthwise" : wide_ ? "conv2d_gemm_wide" : "conv2d_gemm",
+                             depthwise_ || wide_ ? 5 : 6, out[0], constants);
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& in, const std::vector<RuntimeTensor*>& out) override {
     const bool hasBias = in.size() > 2 && in[2], hasZ = in.size() > 3 && in[3];
     std::vector<VkBuffer> buffers;
     std::vector<uint32_t> o;
-    // An absent bias or residual binds a tensor the shader never reads, so every binding has a buffer.
-    OSPREY_RETURN_IF_ERROR(
-        locate({in[0], in[1], hasBias ? in[2] : in[1], hasZ ? in[3] : in[0], out[0]}, &buffers, &o));
+    // An absent bias or residual binds a tensor the shader never reads, so every binding has a
+    // buffer; so does the partial sums' binding of an unsplit conv2d_gemm.
+    std::vector<const RuntimeTensor*> tensors{in[0], in[1], hasBias ? in[2] : in[1], hasZ ? in[3] : in[0], out[0]};
+    if (!depthwise_ && !wide_) tensors.push_back(splits_ > 1 ? &partial_ : out[0]);
+    OSPREY_RETURN_IF_ERROR(locate(tensors, &buffers, &o));
     const Shape& x = in[0]->shape;
     const Shape& y = out[0]->shape;
-    const ConvPush p{o[0], o[1], o[2], o[3], o[4], static_cast<int32_t>(x[0]), act_.a, act_.b};
+    const ConvPush p{o[0], o[1], o[2], o[3], o[4], splits_ > 1 ? o[5] : 0, static_cast<int32_t>(x[0]), act_.a, act_.b};
     std::array<uint32_t, 3> groups;
     if (depthwise_)
       groups = elementwiseGroups(out[0]->elements());
     else {
       const int64_t tile = wide_ ? kWideTile : 16;
-      groups = {ceilDiv(y[2] * y[3], tile), ceilDiv(y[1] / group_, tile), static_cast<uint32_t>(x[0] * group_)};
+      groups = {ceilDiv(y[2] * y[3], tile), ceilDiv(y[1] / group_, tile), static_cast<uint32_t>(x[0] * group_ * splits_)};
     }
     OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, groups));
+    if (splits_ > 1) OSPREY_RETURN_IF_ERROR(sum_.record(buffers, p, elementwiseGroups(out[0]->elements())));
     return vk()->afterOp();
+  }
+
+ private:
+  // Slices of the reduction for conv2d_gemm.comp: where its 16x16 tiles are too few to keep a
+  // large GPU busy (under kSplitTargetWorkgroups), the reduction is cut into slices of at least
+  // kMinSliceTiles tiles, each summed by workgroups of its own, so that more of them run at once.
+  int64_t chooseSplits(const Shape& y, const Shape& w) const {
+    const int64_t images = y[0] * group_, tiles = ceilDiv(y[2] * y[3], 16) * ceilDiv(y[1] / group_, 16) * images;
+    const int64_t reductionTiles = ceilDiv(w[1] * w[2] * w[3], 16);
+    int64_t splits = std::min<int64_t>(ceilDiv(kSplitTargetWorkgroups, tiles), reductionTiles / kMinSliceTiles);
+    splits = std::min<int64_t>(splits, 65535 / images);
+    return std::max<int64_t>(splits, 1);
   }
 
  private:
@@ -55,8 +83,11 @@ class ConvExecution : public VkExecution {
   // conv2d_gemm_wide.comp's 64x64 tiles, where there are enough of them to keep a GPU's compute
   // units busy (128 workgroups: a large GPU has about as many units); 16x16 tiles otherwise.
   static constexpr int64_t kWideTile = 64, kWideMinWorkgroups = 128;
+  static constexpr int64_t kSplitTargetWorkgroups = 512, kMinSliceTiles = 8;
   bool depthwise_ = false, wide_ = false;
-  Dispatch dispatch_;
+  int64_t splits_ = 1;
+  RuntimeTensor partial_;
+  Dispatch dispatch_, sum_;
 };
 
 struct PoolPush {

@@ -27,7 +27,7 @@ class ConvTransposeExecution : public VkExecution {
     std::vector<uint32_t> o;
     // No residual here: binding 3 gets X, which the shader does not read as Z (hasZ = 0).
     OSPREY_RETURN_IF_ERROR(locate({in[0], in[1], hasBias ? in[2] : in[1], in[0], out[0]}, &buffers, &o));
-    const ConvPush p{o[0], o[1], o[2], o[3], o[4], static_cast<int32_t>(in[0]->shape[0]), act_.a, act_.b};
+    const ConvPush p{o[0], o[1], o[2], o[3], o[4], 0, static_cast<int32_t>(in[0]->shape[0]), act_.a, act_.b};
     OSPREY_RETURN_IF_ERROR(dispatch_.record(buffers, p, elementwiseGroups(out[0]->elements())));
     return vk()->afterOp();
   }

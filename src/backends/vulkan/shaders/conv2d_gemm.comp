@@ -2,11 +2,16 @@
 #extension GL_GOOGLE_include_directive : require
 // General 2-D convolution as an implicit GEMM per (image, group): rows are the group's output
 // channels, columns the output pixels, and the reduction runs over (input channel, kh, kw);
-// the im2col column is gathered straight from x into shared memory, 16x16 tiles.
+// the im2col column is gathered straight from x into shared memory, 16x16 tiles. With SPLITS > 1
+// (few tiles, a long reduction) the grid's z runs over (image, group, slice of the reduction) and
+// each workgroup writes its sums to `partial` [SPLITS, N, OC, OH * OW] for conv_split_sum.comp.
 #include "common.glsl"
 #include "conv_params.glsl"
 #define TILE 16
 layout(local_size_x = TILE, local_size_y = TILE) in;
+layout(std430, binding = 5) writeonly buffer PartialBuf { float partial[]; };
+// Each slice's reduction steps, a whole number of tiles.
+const int SLICE = (REDUCTION + TILE * SPLITS - 1) / (TILE * SPLITS) * TILE;
 
 shared AFLOAT tileW[TILE][TILE + 1];
 shared AFLOAT tileX[TILE][TILE + 1];
@@ -15,27 +20,33 @@ void main() {
   const int lx = int(gl_LocalInvocationID.x), ly = int(gl_LocalInvocationID.y);
   const int pixel = int(gl_WorkGroupID.x) * TILE + lx;
   const int m = int(gl_WorkGroupID.y) * TILE + ly;
-  const int n = int(gl_WorkGroupID.z) / GROUPS, g = int(gl_WorkGroupID.z) % GROUPS;
+  const int split = int(gl_WorkGroupID.z) % SPLITS, image = int(gl_WorkGroupID.z) / SPLITS;
+  const int n = image / GROUPS, g = image % GROUPS;
   const int oc = g * GROUP_OUT + m;
+  const int kBegin = split * SLICE, kEnd = min(REDUCTION, kBegin + SLICE);
   const int xBase = int(p.xOff) + (n * IN_C + g * GROUP_IN) * IN_PIXELS;
   // This invocation's share of the next tiles is read from memory before the current tiles are
   // multiplied, so that the reads' latency overlaps the arithmetic.
   const bool rowIn = m < GROUP_OUT, pixelIn = pixel < OUT_PIXELS;
-  float nextW = rowIn && lx < REDUCTION ? float(w[p.wOff + oc * REDUCTION + lx]) : 0.0;
-  float nextX = pixelIn && ly < REDUCTION ? im2col(xBase, ly, pixel) : 0.0;
+  float nextW = rowIn && kBegin + lx < kEnd ? float(w[p.wOff + oc * REDUCTION + kBegin + lx]) : 0.0;
+  float nextX = pixelIn && kBegin + ly < kEnd ? im2col(xBase, kBegin + ly, pixel) : 0.0;
   float acc = 0.0;
-  for (int k0 = 0; k0 < REDUCTION; k0 += TILE) {
+  for (int k0 = kBegin; k0 < kEnd; k0 += TILE) {
     tileW[ly][lx] = AFLOAT(nextW);  // row ly (output channel), column lx (reduction)
     tileX[ly][lx] = AFLOAT(nextX);  // row ly (reduction), column lx (pixel)
     barrier();
     const int kw_ = k0 + TILE + lx, kx = k0 + TILE + ly;
-    nextW = rowIn && kw_ < REDUCTION ? float(w[p.wOff + oc * REDUCTION + kw_]) : 0.0;
-    nextX = pixelIn && kx < REDUCTION ? im2col(xBase, kx, pixel) : 0.0;
+    nextW = rowIn && kw_ < kEnd ? float(w[p.wOff + oc * REDUCTION + kw_]) : 0.0;
+    nextX = pixelIn && kx < kEnd ? im2col(xBase, kx, pixel) : 0.0;
     AFLOAT part = AFLOAT(0.0);
     for (int k = 0; k < TILE; ++k) part += tileW[ly][k] * tileX[k][lx];
     acc += float(part);
     barrier();
   }
   if (m >= GROUP_OUT || pixel >= OUT_PIXELS) return;
-  y[p.yOff + (n * OUT_C + oc) * OUT_PIXELS + pixel] = SFLOAT(finish(acc, n, oc, pixel));
+  const int at = (n * OUT_C + oc) * OUT_PIXELS + pixel;
+  if (SPLITS > 1)
+    partial[p.partialOff + split * p.N * OUT_C * OUT_PIXELS + at] = acc;
+  else
+    y[p.yOff + at] = SFLOAT(finish(acc, n, oc, pixel));
 }

@@ -31,8 +31,11 @@ layout(constant_id = 14) const int P_W = 0;
 layout(constant_id = 15) const int HAS_BIAS = 0;
 layout(constant_id = 16) const int HAS_Z = 0;
 layout(constant_id = 17) const int ACT = 0;
+// conv2d_gemm.comp's split of the reduction into SPLITS slices, each summed by workgroups of
+// their own into the fp32 partials that conv_split_sum.comp adds up and finishes.
+layout(constant_id = 18) const int SPLITS = 1;
 layout(push_constant) uniform Push {
-  uint xOff, wOff, biasOff, zOff, yOff;
+  uint xOff, wOff, biasOff, zOff, yOff, partialOff;
   int N;
   float actA, actB;
 } p;
