@@ -5,6 +5,7 @@
 
 #include "backends/vulkan/vk_execution.h"
 #include "core/dtype.h"
+#include "core/half_arrays.h"
 #include "core/layout.h"
 
 namespace osprey::vulkan {
@@ -31,14 +32,6 @@ struct StaticChunk : MemChunk {
 class StaticMemObj : public MemObj {};
 
 bool isHost(const RuntimeTensor* t) { return t->constData || !t->backend || t->backend->type() == ForwardType::CPU; }
-
-void narrowToHalf(const float* from, uint16_t* to, size_t n) {
-  for (size_t i = 0; i < n; ++i) to[i] = floatToHalf(from[i]);
-}
-
-void widenFromHalf(const uint16_t* from, float* to, size_t n) {
-  for (size_t i = 0; i < n; ++i) to[i] = halfToFloat(from[i]);
-}
 
 }  // namespace
 
@@ -249,7 +242,7 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
   if (halfStorage(dst)) {
     const size_t n = static_cast<size_t>(layoutElements(src->shape, src->layout));
     half.resize(n);
-    narrowToHalf(reinterpret_cast<const float*>(bytes), half.data(), n);
+    floatsToHalves(reinterpret_cast<const float*>(bytes), half.data(), n);
     bytes = reinterpret_cast<const uint8_t*>(half.data());
   }
   if (src->layout != dst->layout)
@@ -287,7 +280,7 @@ Status VulkanBackend::download(const RuntimeTensor* src, RuntimeTensor* dst) {
   std::vector<uint16_t> half(n);
   OSPREY_RETURN_IF_ERROR(convertLayout(staging_->mapped() + at, src->layout, reinterpret_cast<uint8_t*>(half.data()),
                                        dst->layout, src->shape, 2));
-  widenFromHalf(half.data(), reinterpret_cast<float*>(out), n);
+  halvesToFloats(half.data(), reinterpret_cast<float*>(out), n);
   return Status::ok();
 }
 

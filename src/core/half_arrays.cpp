@@ -1,0 +1,54 @@
+#include "core/half_arrays.h"
+
+#include "core/dtype.h"
+
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define OSPREY_HOST_F16C 1
+#endif
+
+namespace osprey {
+
+namespace {
+
+#ifdef OSPREY_HOST_F16C
+bool hostHasF16c() {
+  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  return has;
+}
+
+// Each returns how many leading elements it converted (a multiple of 8).
+__attribute__((target("avx,f16c"))) size_t floatsToHalvesF16c(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
+  return i;
+}
+
+__attribute__((target("avx,f16c"))) size_t halvesToFloatsF16c(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  return i;
+}
+#endif
+
+}  // namespace
+
+void floatsToHalves(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+#ifdef OSPREY_HOST_F16C
+  if (hostHasF16c()) i = floatsToHalvesF16c(src, dst, n);
+#endif
+  for (; i < n; ++i) dst[i] = floatToHalf(src[i]);
+}
+
+void halvesToFloats(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+#ifdef OSPREY_HOST_F16C
+  if (hostHasF16c()) i = halvesToFloatsF16c(src, dst, n);
+#endif
+  for (; i < n; ++i) dst[i] = halfToFloat(src[i]);
+}
+
+}  // namespace osprey
