@@ -171,6 +171,23 @@ Status loadModel(const Args& args, const char* command, std::shared_ptr<Interpre
   return Interpreter::fromFile(args.positional[0], options, out);
 }
 
+RuntimeMadeWhileLoading::RuntimeMadeWhileLoading(const ScheduleConfig& schedule, const BackendConfig& config)
+    : schedule_(schedule), config_(config) {
+  // Vulkan and OpenCL objects may be used from any thread; a CUDA runtime binds its device to
+  // the thread that makes it, so it is made by the session, on the caller's thread, as the CPU's.
+  if (schedule_.backend == ForwardType::Vulkan || schedule_.backend == ForwardType::OpenCL)
+    made_ = std::async(std::launch::async, [this] { return Interpreter::createRuntime(schedule_, config_, &runtime_); });
+}
+
+RuntimeMadeWhileLoading::~RuntimeMadeWhileLoading() {
+  if (made_.valid()) made_.wait();
+}
+
+Status RuntimeMadeWhileLoading::createSession(const Interpreter& interp, std::unique_ptr<Session>* out) {
+  if (made_.valid() && made_.get() && runtime_) return interp.createSession(runtime_, out);
+  return interp.createSession(schedule_, config_, out);
+}
+
 Status scheduleFromArgs(const Args& args, ScheduleConfig* schedule) {
   std::string backend = args.get("backend", "cpu");
   if (!forwardTypeFromName(backend, &schedule->backend))

@@ -1,5 +1,6 @@
 // Shared pieces of the `osprey` CLI: argument access, tensor files, printing.
 #pragma once
+#include <future>
 #include <map>
 #include <memory>
 #include <string>
@@ -44,6 +45,25 @@ Status backendConfigFromArgs(const Args& args, BackendConfig* config);
 std::vector<std::string> withConfigOptions(std::vector<std::string> valued);
 // The usage lines of those options, for `osprey --help`.
 const char* configOptionsUsage();
+// A Vulkan or OpenCL runtime (the device, queues and pipeline or program cache) made on a thread
+// of its own from the moment this is constructed, while the caller loads the model
+// (Interpreter::createRuntime needs no model; on NVIDIA's Vulkan driver the device alone takes
+// ~150 ms). Other backends' runtimes are made by the session, as before.
+class RuntimeMadeWhileLoading {
+ public:
+  RuntimeMadeWhileLoading(const ScheduleConfig& schedule, const BackendConfig& config);
+  ~RuntimeMadeWhileLoading();
+  // A session of `interp` on that runtime; where it could not be made, a session made as
+  // Interpreter::createSession(schedule, config) makes it, which says why.
+  Status createSession(const Interpreter& interp, std::unique_ptr<Session>* out);
+
+ private:
+  ScheduleConfig schedule_;
+  BackendConfig config_;
+  std::shared_ptr<SharedRuntime> runtime_;
+  std::future<Status> made_;
+};
+
 // Plans `session` for the given inputs' shapes and the shapes of those still to be generated,
 // so that shapes past the memory limit are refused before any input is allocated.
 Status planBeforeGenerating(Session* session, const std::map<std::string, Tensor>& given,

@@ -171,14 +171,16 @@ int cmdBench(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   const auto started = t0;  // time to first result: load, session (device, pipelines), first run
   const std::string cacheNote = pipelineCacheNote(args);
+  BackendConfig config;
+  if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
+  RuntimeMadeWhileLoading runtime(schedule, config);
   std::shared_ptr<Interpreter> interp;
   if (!(st = loadModel(args, "bench", &interp))) return fail(st);
   const double loadMs = msSince(t0);
-  BackendConfig config;
-  if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
   t0 = std::chrono::steady_clock::now();
-  if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
+  // What the runtime still needed after the load, then the session.
+  if (!(st = runtime.createSession(*interp, &session))) return fail(st);
   const double sessionMs = msSince(t0);
   std::map<std::string, Tensor> inputs;
   if (!(st = loadInputs(args, *interp, session.get(), &inputs))) return fail(st);

@@ -71,6 +71,9 @@ int cmdRun(int argc, char** argv) {
   if (args.has("seed") && !(st = parseInt(args.get("seed"), "--seed", &seed))) return fail(st);
   loops = std::max(loops, 1);
 
+  BackendConfig config;
+  if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
+  RuntimeMadeWhileLoading runtime(schedule, config);
   auto t0 = std::chrono::steady_clock::now();
   std::shared_ptr<Interpreter> interp;
   if (!(st = loadModel(args, "run", &interp))) return fail(st);
@@ -92,10 +95,8 @@ int cmdRun(int argc, char** argv) {
       if (d < 0) d = 1;  // symbolic dimensions default to 1
   }
 
-  BackendConfig config;
-  if (!(st = backendConfigFromArgs(args, &config))) return fail(st);
   std::unique_ptr<Session> session;
-  if (!(st = interp->createSession(schedule, config, &session))) return fail(st);
+  if (!(st = runtime.createSession(*interp, &session))) return fail(st);
   if (!(st = planBeforeGenerating(session.get(), inputs, generated))) return fail(st);
   uint32_t inputSeed = static_cast<uint32_t>(seed);
   for (const auto& info : interp->inputs()) {
