@@ -3,6 +3,7 @@
 #include "core/dtype.h"
 
 #if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
 #include <immintrin.h>
 #define OSPREY_HOST_F16C 1
 #endif
@@ -12,8 +13,20 @@ namespace osprey {
 namespace {
 
 #ifdef OSPREY_HOST_F16C
+// CPUID's F16C and AVX bits, and the OS saving the YMM registers (XCR0 bits 1 and 2). Read with
+// cpuid/xgetbv rather than __builtin_cpu_supports, which clang does not know "f16c" for.
+bool detectF16c() {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (!__get_cpuid(1, &a, &b, &c, &d)) return false;
+  const unsigned osxsave = 1u << 27, avx = 1u << 28, f16c = 1u << 29;
+  if ((c & (osxsave | avx | f16c)) != (osxsave | avx | f16c)) return false;
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (lo & 6u) == 6u;
+}
+
 bool hostHasF16c() {
-  static const bool has = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool has = detectF16c();
   return has;
 }
 
