@@ -76,7 +76,6 @@ class ConvExecution : public VkExecution {
     return std::max<int64_t>(splits, 1);
   }
 
- private:
   Window w_;
   int64_t group_;
   FusedActivation act_;
