@@ -31,15 +31,15 @@ bool hostHasF16c() {
 }
 
 // Each returns how many leading elements it converted (a multiple of 8).
-__attribute__((target("avx,f16c"))) size_t floatsToHalvesF16c(const float* src, uint16_t* dst, size_t n) {
-  size_t i = 0;
+__attribute__((target("avx,f16c"))) int64_t floatsToHalvesF16c(const float* src, uint16_t* dst, int64_t n) {
+  int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT));
   return i;
 }
 
-__attribute__((target("avx,f16c"))) size_t halvesToFloatsF16c(const uint16_t* src, float* dst, size_t n) {
-  size_t i = 0;
+__attribute__((target("avx,f16c"))) int64_t halvesToFloatsF16c(const uint16_t* src, float* dst, int64_t n) {
+  int64_t i = 0;
   for (; i + 8 <= n; i += 8)
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
   return i;
@@ -48,18 +48,18 @@ __attribute__((target("avx,f16c"))) size_t halvesToFloatsF16c(const uint16_t* sr
 
 }  // namespace
 
-void floatsToHalves(const float* src, uint16_t* dst, size_t n) {
-  size_t i = 0;
+void floatsToHalves(const float* src, uint16_t* dst, int64_t n, bool vectorised) {
+  int64_t i = 0;
 #ifdef OSPREY_HOST_F16C
-  if (hostHasF16c()) i = floatsToHalvesF16c(src, dst, n);
+  if (vectorised && hostHasF16c()) i = floatsToHalvesF16c(src, dst, n);
 #endif
   for (; i < n; ++i) dst[i] = floatToHalf(src[i]);
 }
 
-void halvesToFloats(const uint16_t* src, float* dst, size_t n) {
-  size_t i = 0;
+void halvesToFloats(const uint16_t* src, float* dst, int64_t n, bool vectorised) {
+  int64_t i = 0;
 #ifdef OSPREY_HOST_F16C
-  if (hostHasF16c()) i = halvesToFloatsF16c(src, dst, n);
+  if (vectorised && hostHasF16c()) i = halvesToFloatsF16c(src, dst, n);
 #endif
   for (; i < n; ++i) dst[i] = halfToFloat(src[i]);
 }

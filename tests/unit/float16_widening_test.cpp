@@ -12,6 +12,7 @@
 #include "../ops/op_test_util.h"
 #include "backends/cpu/float16_cast.h"
 #include "converter/passes/widen_float16.h"
+#include "core/half_arrays.h"
 #include "graph_builder.h"
 #include "ops/evaluate.h"
 

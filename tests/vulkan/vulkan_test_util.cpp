@@ -55,6 +55,11 @@ bool deviceSays(const std::string& fact) {
 bool vulkanHalfStorage() { return deviceSays("16-bit storage yes"); }
 bool vulkanHalfMath() { return vulkanHalfStorage() && deviceSays("fp16 arithmetic yes"); }
 
+Tensor trainedScaleWeights(const Shape& s, int64_t fanIn, uint32_t seed) {
+  const double bound = std::sqrt(3.0 / static_cast<double>(fanIn));
+  return randomTensor(DataType::Float32, s, seed, -bound, bound);
+}
+
 double tolerance(BackendConfig::Precision precision) {
   return precision == BackendConfig::Precision::Low ? 1e-2 : 1e-4;
 }

@@ -39,6 +39,11 @@ bool vulkanHalfStorage();
 // True when, besides, the device multiplies in fp16 (shaderFloat16): the _fp16a shader variants.
 bool vulkanHalfMath();
 
+// Float32 weights of shape `s` uniform within sqrt(3 / fanIn), the scale of trained layers, for
+// tests of long reductions at fp16: at unit scale a reduction of 2304 sums to about 16, where
+// fp16's rounding of the inputs alone passes 1e-2 absolute near zero.
+Tensor trainedScaleWeights(const Shape& s, int64_t fanIn, uint32_t seed);
+
 // The relative tolerance of results at `precision`: 1e-4 in fp32, 1e-2 in fp16 (issue #38).
 double tolerance(BackendConfig::Precision precision);
 

@@ -4,14 +4,8 @@
 #include <cstring>
 
 #include "backends/cpu/kernels/cpu_functions.h"
-#include "core/dtype.h"
+#include "core/half_arrays.h"
 #include "core/thread_pool.h"
-
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-#include <cpuid.h>
-#include <immintrin.h>
-#define OSPREY_F16C 1
-#endif
 
 namespace osprey {
 
@@ -19,35 +13,12 @@ namespace {
 
 constexpr int64_t kChunk = 8192;  // elements per task: large enough to hide the pool's wake-up
 
-#ifdef OSPREY_F16C
-// Compiled for F16C here rather than in a kernels/*_avx2.cpp file, and taken only where the CPU
-// function table is AVX2's or wider (every such x86 CPU has F16C), so that the process-wide ISA
-// limit (setCpuIsaLimit "scalar") holds for these too.
-__attribute__((target("avx,f16c"))) void halvesToFloatsF16c(const uint16_t* x, float* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm256_storeu_ps(y + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(x + i))));
-  for (; i < n; ++i) y[i] = halfToFloat(x[i]);
+// F16C (core/half_arrays.h) unless the process-wide ISA limit is "scalar" (setCpuIsaLimit), so
+// that the limit holds for these too.
+bool vectorised() {
+  static const bool allowed = std::strcmp(cpuFunctions().isa, "scalar") != 0;
+  return allowed;
 }
-
-__attribute__((target("avx,f16c"))) void floatsToHalvesF16c(const float* x, uint16_t* y, int64_t n) {
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(y + i), _mm256_cvtps_ph(_mm256_loadu_ps(x + i), _MM_FROUND_TO_NEAREST_INT));
-  for (; i < n; ++i) y[i] = floatToHalf(x[i]);
-}
-
-// CPUID leaf 1, ECX bit 29 (clang 14's __builtin_cpu_supports knows no "f16c").
-bool cpuHasF16c() {
-  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-  return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29)) != 0;
-}
-
-bool useF16c() {
-  static const bool use = std::strcmp(cpuFunctions().isa, "scalar") != 0 && cpuHasF16c();
-  return use;
-}
-#endif
 
 class Float16CastExecution : public Execution {
  public:
@@ -62,9 +33,9 @@ class Float16CastExecution : public Execution {
     parallelFor(pool, chunks, [&](int64_t begin, int64_t end) {
       const int64_t lo = begin * kChunk, count = std::min(n, end * kChunk) - lo;
       if (toHalf_)
-        floatsToHalves(reinterpret_cast<const float*>(x) + lo, reinterpret_cast<uint16_t*>(y) + lo, count);
+        floatsToHalves(reinterpret_cast<const float*>(x) + lo, reinterpret_cast<uint16_t*>(y) + lo, count, vectorised());
       else
-        halvesToFloats(reinterpret_cast<const uint16_t*>(x) + lo, reinterpret_cast<float*>(y) + lo, count);
+        halvesToFloats(reinterpret_cast<const uint16_t*>(x) + lo, reinterpret_cast<float*>(y) + lo, count, vectorised());
     }, kFineRangesPerThread);
     return Status::ok();
   }
@@ -74,20 +45,6 @@ class Float16CastExecution : public Execution {
 };
 
 }  // namespace
-
-void halvesToFloats(const uint16_t* x, float* y, int64_t n) {
-#ifdef OSPREY_F16C
-  if (useF16c()) return halvesToFloatsF16c(x, y, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) y[i] = halfToFloat(x[i]);
-}
-
-void floatsToHalves(const float* x, uint16_t* y, int64_t n) {
-#ifdef OSPREY_F16C
-  if (useF16c()) return floatsToHalvesF16c(x, y, n);
-#endif
-  for (int64_t i = 0; i < n; ++i) y[i] = floatToHalf(x[i]);
-}
 
 std::unique_ptr<Execution> createFloat16CastExecution(CPUBackend* backend, const OpRef& op,
                                                       const std::vector<RuntimeTensor*>& inputs,

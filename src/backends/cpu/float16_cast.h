@@ -1,7 +1,7 @@
 // Cast between float16 and float32 on the CPU: the edges of a float16 model that a session runs
-// widened to float32 (runtime/float16_widening.h). F16C converts 8 elements per instruction; the
-// reference Cast calls a scalar conversion per element, which took as long as a 64-channel 3x3
-// convolution on the same activation.
+// widened to float32 (runtime/float16_widening.h), through core/half_arrays.h. F16C converts 8
+// elements per instruction; the reference Cast calls a scalar conversion per element, which took
+// as long as a 64-channel 3x3 convolution on the same activation.
 #pragma once
 #include <memory>
 #include <vector>
@@ -14,9 +14,5 @@ namespace osprey {
 std::unique_ptr<Execution> createFloat16CastExecution(CPUBackend* backend, const OpRef& op,
                                                       const std::vector<RuntimeTensor*>& inputs,
                                                       const std::vector<RuntimeTensor*>& outputs);
-
-// The conversions themselves (exposed for tests): round to nearest even, as floatToHalf does.
-void halvesToFloats(const uint16_t* x, float* y, int64_t n);
-void floatsToHalves(const float* x, uint16_t* y, int64_t n);
 
 }  // namespace osprey

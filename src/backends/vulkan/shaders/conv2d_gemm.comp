@@ -28,16 +28,15 @@ void main() {
   // This invocation's share of the next tiles is read from memory before the current tiles are
   // multiplied, so that the reads' latency overlaps the arithmetic.
   const bool rowIn = m < GROUP_OUT, pixelIn = pixel < OUT_PIXELS;
-  float nextW = rowIn && kBegin + lx < kEnd ? float(w[p.wOff + oc * REDUCTION + kBegin + lx]) : 0.0;
-  float nextX = pixelIn && kBegin + ly < kEnd ? im2col(xBase, kBegin + ly, pixel) : 0.0;
+  // W tile: row ly (output channel), column lx (reduction); X tile: row ly (reduction), column lx.
+  float nextW = weightTile(rowIn, oc, kBegin + lx, kEnd), nextX = im2colTile(pixelIn, xBase, kBegin + ly, pixel, kEnd);
   float acc = 0.0;
   for (int k0 = kBegin; k0 < kEnd; k0 += TILE) {
-    tileW[ly][lx] = AFLOAT(nextW);  // row ly (output channel), column lx (reduction)
-    tileX[ly][lx] = AFLOAT(nextX);  // row ly (reduction), column lx (pixel)
+    tileW[ly][lx] = AFLOAT(nextW);
+    tileX[ly][lx] = AFLOAT(nextX);
     barrier();
-    const int kw_ = k0 + TILE + lx, kx = k0 + TILE + ly;
-    nextW = rowIn && kw_ < kEnd ? float(w[p.wOff + oc * REDUCTION + kw_]) : 0.0;
-    nextX = pixelIn && kx < kEnd ? im2col(xBase, kx, pixel) : 0.0;
+    nextW = weightTile(rowIn, oc, k0 + TILE + lx, kEnd);
+    nextX = im2colTile(pixelIn, xBase, k0 + TILE + ly, pixel, kEnd);
     AFLOAT part = AFLOAT(0.0);
     for (int k = 0; k < TILE; ++k) part += tileW[ly][k] * tileX[k][lx];
     acc += float(part);

@@ -58,6 +58,14 @@ float im2col(int xBase, int k, int pixel) {
   return ih >= 0 && ih < IN_H && iw >= 0 && iw < IN_W ? float(x[xBase + (c * IN_H + ih) * IN_W + iw]) : 0.0;
 }
 
+// The GEMM shaders' tile elements: the weight of output channel `oc` at reduction step k (w as
+// an [OC, REDUCTION] matrix) and the im2col element (k, pixel); zero outside the output
+// (`inside` false) or past the reduction (or its slice), which ends at kEnd.
+float weightTile(bool inside, int oc, int k, int kEnd) { return inside && k < kEnd ? float(w[p.wOff + oc * REDUCTION + k]) : 0.0; }
+float im2colTile(bool inside, int xBase, int k, int pixel, int kEnd) {
+  return inside && k < kEnd ? im2col(xBase, k, pixel) : 0.0;
+}
+
 // Bias, the residual and the activation, in the order the reference applies them.
 float finish(float acc, int n, int oc, int pixel) {
   if (HAS_BIAS != 0) acc += float(bias[p.biasOff + oc]);
