@@ -52,13 +52,13 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* rep
 namespace {
 
 // `modelDir` is where the model file lives (for external data); null when it came as bytes.
-// `owned`, when given, holds data and is freed once parsed, before the weights are converted.
-Status convertParsed(const uint8_t* data, size_t size, std::vector<uint8_t>* owned, const std::string* modelDir,
+// `owned`, when given, holds data and is released once parsed, before the weights are converted.
+Status convertParsed(const uint8_t* data, size_t size, std::shared_ptr<const void>* owned, const std::string* modelDir,
                      Model* out, const ConvertOptions& options, ConvertReport* report) {
   auto start = std::chrono::steady_clock::now();
   onnx::ModelProto proto;
   OSPREY_RETURN_IF_ERROR(onnx::parseModel(data, size, &proto));
-  if (owned) std::vector<uint8_t>().swap(*owned);
+  if (owned) owned->reset();
   OSPREY_RETURN_IF_ERROR(onnx::loadExternalData(&proto, modelDir ? *modelDir : std::string(), modelDir != nullptr));
   ConvertReport r;
   OSPREY_RETURN_IF_ERROR(onnx::importModel(&proto, out, &r.onnxNodes));
@@ -104,16 +104,25 @@ Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const Conv
   return convertParsed(data, size, nullptr, nullptr, out, options, report);
 }
 
-Status convertOnnxFileBytes(std::vector<uint8_t>&& bytes, const std::string& modelDir, Model* out,
-                            const ConvertOptions& options, ConvertReport* report) {
-  return convertParsed(bytes.data(), bytes.size(), &bytes, &modelDir, out, options, report);
+Status convertOnnxFileBytes(std::shared_ptr<const void> holder, const uint8_t* data, size_t size,
+                            const std::string& modelDir, Model* out, const ConvertOptions& options,
+                            ConvertReport* report) {
+  return convertParsed(data, size, &holder, &modelDir, out, options, report);
 }
 
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options, ConvertReport* report) {
-  std::vector<uint8_t> bytes;
-  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  return convertParsed(bytes.data(), bytes.size(), &bytes, &dir, out, options, report).withContext(path);
+  std::shared_ptr<const MappedFile> file;
+  const Status mapped = MappedFile::open(path, &file);
+  if (mapped.code() == StatusCode::NotFound) return mapped;
+  if (mapped) {
+    const uint8_t* data = file->data();
+    const size_t size = file->size();
+    return convertOnnxFileBytes(std::move(file), data, size, dir, out, options, report).withContext(path);
+  }
+  std::vector<uint8_t> bytes;  // not a regular file (a pipe, a device): read it whole
+  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
+  return convertParsed(bytes.data(), bytes.size(), nullptr, &dir, out, options, report).withContext(path);
 }
 
 }  // namespace osprey

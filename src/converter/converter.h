@@ -1,6 +1,7 @@
 // ONNX, TFLite and Caffe -> Osprey conversion: import every node, then run the optimisation passes.
 #pragma once
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -43,10 +44,12 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options = {}, ConvertReport
 
 Status convertOnnxBytes(const uint8_t* data, size_t size, Model* out, const ConvertOptions& options = {},
                         ConvertReport* report = nullptr);
-// The bytes of a model file that lives in `modelDir`, where its external data files are found;
-// they are freed once parsed, so that the file and the converted weights are not held together.
-Status convertOnnxFileBytes(std::vector<uint8_t>&& bytes, const std::string& modelDir, Model* out,
-                            const ConvertOptions& options = {}, ConvertReport* report = nullptr);
+// The bytes of a model file that lives in `modelDir`, where its external data files are found.
+// `holder` owns them (a MappedFile, a vector) and is released once they are parsed, so that the
+// file and the converted weights are not held together.
+Status convertOnnxFileBytes(std::shared_ptr<const void> holder, const uint8_t* data, size_t size,
+                            const std::string& modelDir, Model* out, const ConvertOptions& options = {},
+                            ConvertReport* report = nullptr);
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options = {},
                        ConvertReport* report = nullptr);
 

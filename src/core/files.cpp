@@ -8,15 +8,22 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 
 namespace osprey {
 
 Status readFile(const std::string& path, std::vector<uint8_t>* out) {
-  std::ifstream f(path, std::ios::binary | std::ios::ate);
+  std::ifstream f(path, std::ios::binary);
   if (!f) return Status::notFound("cannot open '" + path + "'");
   // Sized once: growing the vector while reading held up to twice the file at a time.
-  const std::streamoff size = f.tellg();
-  if (size < 0 || !f.seekg(0)) return Status::invalidArgument("cannot read '" + path + "'");
+  const std::streamoff size = f.seekg(0, std::ios::end) ? std::streamoff(f.tellg()) : -1;
+  if (size < 0 || !f.seekg(0)) {
+    // A pipe has no size: read it to its end.
+    f.clear();
+    out->assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    if (f.bad()) return Status::invalidArgument("cannot read '" + path + "'");
+    return Status::ok();
+  }
   out->resize(static_cast<size_t>(size));
   if (size > 0 && !f.read(reinterpret_cast<char*>(out->data()), size))
     return Status::invalidArgument("cannot read '" + path + "'");

@@ -63,30 +63,38 @@ Status Interpreter::fromFile(const std::string& path, const LoadOptions& options
     *out = holding(std::move(model));
     return Status::ok();
   }
-  if (options.mapFile) {
-    std::shared_ptr<const MappedFile> file;
-    OSPREY_RETURN_IF_ERROR(MappedFile::open(path, &file));
-    std::vector<uint8_t> head(file->data(), file->data() + std::min<size_t>(file->size(), 64));
-    if (!looksLikeOnnx(path, head) && !isTfliteModel(path, head.data(), head.size())) {
-      auto model = std::make_shared<Model>();
-      OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(), file), path);
-      model->mapping = std::move(file);
-      *out = holding(std::move(model));
-      return Status::ok();
-    }
-  }
-  std::vector<uint8_t> bytes;
-  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
-  auto model = std::make_shared<Model>();
-  if (isTfliteModel(path, bytes.data(), bytes.size())) {
-    OSPREY_RETURN_IF_ERROR(convertTfliteBytes(bytes.data(), bytes.size(), model.get()).withContext(path));
-  } else if (looksLikeOnnx(path, bytes)) {
-    const std::string dir = std::filesystem::path(path).parent_path().string();
-    OSPREY_RETURN_IF_ERROR(convertOnnxFileBytes(std::move(bytes), dir, model.get()).withContext(path));
+  // Read through a mapping: the parsers read the file's pages in place, with no copy of the
+  // whole file on the heap first. A pipe or a device is read whole instead.
+  std::shared_ptr<const void> holder;
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  std::shared_ptr<const MappedFile> file;
+  const Status mapped = MappedFile::open(path, &file);
+  if (mapped) {
+    data = file->data(), size = file->size(), holder = file;
+  } else if (mapped.code() == StatusCode::NotFound) {
+    return mapped;
   } else {
-    // The constants point into the file's bytes, held by the model, instead of being copied.
-    auto file = std::make_shared<const std::vector<uint8_t>>(std::move(bytes));
-    OSPREY_RETURN_IF_ERROR_IN(readModel(file->data(), file->size(), model.get(), file), path);
+    auto bytes = std::make_shared<std::vector<uint8_t>>();
+    OSPREY_RETURN_IF_ERROR(readFile(path, bytes.get()));
+    data = bytes->data(), size = bytes->size(), holder = std::move(bytes);
+  }
+  const std::vector<uint8_t> head(data, data + std::min<size_t>(size, 64));
+  auto model = std::make_shared<Model>();
+  if (isTfliteModel(path, head.data(), head.size())) {
+    OSPREY_RETURN_IF_ERROR(convertTfliteBytes(data, size, model.get()).withContext(path));
+  } else if (looksLikeOnnx(path, head)) {
+    const std::string dir = std::filesystem::path(path).parent_path().string();
+    file.reset();
+    OSPREY_RETURN_IF_ERROR(convertOnnxFileBytes(std::move(holder), data, size, dir, model.get()).withContext(path));
+  } else if (options.mapFile && file) {
+    OSPREY_RETURN_IF_ERROR_IN(readModel(data, size, model.get(), holder), path);
+    model->mapping = std::move(file);
+  } else {
+    // The constants point into a copy of the file on the heap, held by the model.
+    if (file) holder = std::make_shared<const std::vector<uint8_t>>(data, data + size), file.reset();
+    const auto* bytes = static_cast<const std::vector<uint8_t>*>(holder.get());
+    OSPREY_RETURN_IF_ERROR_IN(readModel(bytes->data(), bytes->size(), model.get(), holder), path);
   }
   *out = holding(std::move(model));
   return Status::ok();

@@ -12,7 +12,11 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace osprey::onnx {
 namespace {
@@ -252,6 +256,37 @@ TEST(OnnxImport, ConvAndMatMulKeepOnnxArity) {
   EXPECT_EQ(st.message().find("inputs; ONNX"), std::string::npos) << st.message();
   st = convert(modelWith("Conv", {"x", "w", "b"}, true));
   EXPECT_EQ(st.message().find("inputs; ONNX"), std::string::npos) << st.message();
+}
+
+// A model file is read through a mapping; a pipe, which cannot be mapped, is read to its end.
+TEST(OnnxImport, ModelFromAFileAndFromAPipe) {
+  Pb node;
+  node.bytes(1, "x").bytes(2, "y").bytes(3, "relu0").bytes(4, "Relu");
+  Pb g;
+  g.msg(1, node).bytes(2, "pipe");
+  g.msg(11, valueInfo("x", tensorType(1, {Pb().varint(1, 2), Pb().varint(1, 3)})));
+  g.msg(12, valueInfo("y", tensorType(1, {}, false)));
+  const std::vector<uint8_t> bytes = modelAround(g).vec();
+  const std::string dir = ::testing::TempDir();
+  const std::string file = dir + "relu_" + std::to_string(::getpid()) + ".onnx";
+  const std::string fifo = dir + "relu_" + std::to_string(::getpid()) + ".fifo";
+  std::ofstream(file, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size());
+  Model fromFile, fromPipe;
+  Status st = convertOnnxFile(file, &fromFile);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  std::thread writer([&] { std::ofstream(fifo, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()), bytes.size()); });
+  st = convertOnnxFile(fifo, &fromPipe);
+  writer.join();
+  ASSERT_TRUE(st.isOk()) << st.message();
+  ASSERT_EQ(fromFile.graph.nodes.size(), 1u);
+  ASSERT_EQ(fromPipe.graph.nodes.size(), 1u);
+  EXPECT_EQ(fromPipe.graph.nodes[0].type, fromFile.graph.nodes[0].type);
+  std::remove(file.c_str());
+  std::remove(fifo.c_str());
+  st = convertOnnxFile(file, &fromFile);
+  EXPECT_EQ(st.code(), StatusCode::NotFound);
+  EXPECT_NE(st.message().find(file), std::string::npos) << st.message();
 }
 
 TEST(OnnxProto, EveryTruncationIsAnError) {
