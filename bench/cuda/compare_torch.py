@@ -2,20 +2,25 @@
 """Osprey's CUDA backend vs PyTorch on the same GPU, the same models and weights, in one run.
 
 For every case MODEL:BATCH:PRECISION the script builds the model of make_models.py (random
-weights, seed 0), exports it as static-shape ONNX at that batch, and times
-  - Osprey:  `osprey bench MODEL.onnx --backend cuda --json` (fp16: `--precision low`),
-  - PyTorch: eager fp32 (PyTorch's defaults), or autocast fp16 for fp16 cases,
-each from host input to host output (the input, in pageable host memory for both, is copied to
-the GPU and the output back every run, as Osprey's run does). After both warm up, their timed runs alternate (Osprey through
-`osprey bench --step`), so a change in the machine's state hits both alike. Prints median
-latency, throughput (samples/s) and the ratios.
+weights, seed 0), exports it as static-shape ONNX at that batch, and times, runs alternating so
+that a change in the machine's state hits every engine alike:
+  - Osprey:  `osprey bench MODEL.onnx --backend cuda --step` (fp16: `--precision low`),
+  - PyTorch, each variant of --torch: `eager` (fp32 with TF32 convolutions and matmuls, as
+    PyTorch allows them; fp16: the model in half precision), `compile` (torch.compile, default
+    mode) and `max-autotune` (torch.compile(mode="max-autotune"): Triton / cuDNN / cuBLAS
+    choices timed per shape, CUDA graphs). fp16 models run in channels-last memory where their
+    input is an image, as PyTorch's documentation advises for tensor cores.
+--io says where inputs and outputs live: `device` (Osprey `--device-io`: bound device tensors,
+IoBinding; PyTorch: the input already on the GPU, the output left there; both synchronise at
+the end of each run), `host` (pageable host memory in and out: every run uploads its input and
+reads its output back), or `both` (two tables). Compiled graphs are cached under --work-dir
+(TORCHINDUCTOR_CACHE_DIR), so a second run of the script compiles far less. Prints median ms per
+engine and Osprey's time over the fastest compiled PyTorch and over the fastest of all.
 
   bench/cuda/compare_torch.py --osprey build/osprey [--make-models .devdeps/models/make_models.py]
-      [--work-dir /tmp/osprey-vs-torch] [--warmup 10] [--loops 50]
-      [--cases resnet50:1:fp32,resnet50:32:fp16,bert_base_l12_seq128:32:fp16] [--torch-pinned]
-
-Targets (docs of the CUDA backend): ResNet-50 bs1 fp32 latency <= 0.6x eager; ResNet-50 bs32
-fp16 throughput >= 1.2x autocast; BERT-base bs32 fp16 throughput >= 1.0x autocast.
+      [--work-dir /tmp/osprey-vs-torch] [--warmup 10] [--loops 50] [--io device|host|both]
+      [--torch eager,compile,max-autotune] [--json-out FILE]
+      [--cases resnet50:32:fp16,bert_base_l12_seq128:32:fp16,vit_tiny_p16_224:32:fp16]
 """
 import argparse
 import importlib.util
@@ -27,9 +32,7 @@ import time
 
 import numpy as np
 
-DEFAULT_CASES = "resnet50:1:fp32,resnet50:32:fp16,bert_base_l12_seq128:32:fp16"
-TARGETS = {("resnet50", 1, "fp32"): ("latency", 0.6), ("resnet50", 32, "fp16"): ("throughput", 1.2),
-           ("bert_base_l12_seq128", 32, "fp16"): ("throughput", 1.0)}
+DEFAULT_CASES = "resnet50:32:fp16,bert_base_l12_seq128:32:fp16,vit_tiny_p16_224:32:fp16"
 
 
 def load_make_models(path):
@@ -66,11 +69,13 @@ def export(model, x, path):
 class OspreyWorker:
     """`osprey bench --step`: warms up, prints "ready", then times one run per line it reads."""
 
-    def __init__(self, osprey, onnx_path, input_path, precision, warmup):
+    def __init__(self, osprey, onnx_path, input_path, precision, warmup, device_io):
         cmd = [osprey, "bench", onnx_path, "--backend", "cuda", "--input", "input=" + input_path, "--json",
                "--warmup", str(warmup), "--step"]
         if precision == "fp16":
             cmd += ["--precision", "low"]
+        if device_io:
+            cmd += ["--device-io"]
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                      text=True, bufsize=1)
         line = self.proc.stdout.readline().strip()
@@ -90,54 +95,87 @@ class OspreyWorker:
         self.proc.wait()
 
 
-def torch_runner(model, x_host, precision, pinned):
-    """One timed PyTorch run from host input to host output, in ms. The input starts in ordinary
-    (pageable) host memory, as the array a user hands to Osprey's Session::run does, or, with
-    `pinned`, in page-locked memory (which Osprey's API cannot be handed)."""
+def torch_runner(model, x_host, precision, variant, device_io):
+    """One timed PyTorch run, in ms: `variant` is eager, compile or max-autotune; with device_io
+    the input is on the GPU before the clock starts and the output stays there (the run ends
+    with a synchronise), else the input starts in pageable host memory and the output is read
+    back. Returns (run, compile seconds of the first call)."""
     import torch
+    half = precision == "fp16"
+    image = x_host.ndim == 4
+    fmt = torch.channels_last if half and image else torch.contiguous_format
     model = model.cuda().eval()
+    if half:
+        model = model.half()
+    if image:
+        model = model.to(memory_format=fmt)
+    fn = model
+    if variant == "compile":
+        fn = torch.compile(model)
+    elif variant == "max-autotune":
+        fn = torch.compile(model, mode="max-autotune")
+    elif variant != "eager":
+        raise SystemExit(f"unknown PyTorch variant {variant}: eager, compile or max-autotune")
     x_cpu = torch.from_numpy(x_host)
-    if pinned:
-        x_cpu = x_cpu.pin_memory()
+    dtype = torch.float16 if half else torch.float32
+
+    def upload():
+        x = x_cpu.cuda()
+        x = x.to(dtype) if half else x
+        return x.contiguous(memory_format=fmt) if image else x
+
+    x_dev = upload()
 
     def run():
-        t0 = time.perf_counter()
         with torch.no_grad():
-            x = x_cpu.cuda()
-            if precision == "fp16":
-                with torch.autocast("cuda", dtype=torch.float16):
-                    y = model(x)
+            t0 = time.perf_counter()
+            y = fn(x_dev if device_io else upload())
+            if device_io:
+                torch.cuda.synchronize()
             else:
-                y = model(x)
-            y.float().cpu()  # synchronises
-        return (time.perf_counter() - t0) * 1000.0
+                y.float().cpu()  # synchronises
+            return (time.perf_counter() - t0) * 1000.0
 
-    return run
+    t0 = time.perf_counter()
+    run()
+    return run, time.perf_counter() - t0
 
 
-def time_both(osprey, onnx_path, input_path, model, x, precision, warmup, loops, pinned):
-    """Median ms of Osprey and of PyTorch, their timed runs alternating so that any drift in the
-    machine's state hits both alike. Osprey's median is None (with the error) if it failed."""
-    run_torch = torch_runner(model, x, precision, pinned)
-    for _ in range(warmup):
-        run_torch()
+def time_case(osprey, onnx_path, input_path, model, x, precision, variants, device_io, warmup, loops):
+    """{engine: median ms} for Osprey and each PyTorch variant, their timed runs alternating, and
+    {engine: error or compile note}."""
+    import torch
+    runners, notes = {}, {}
+    for v in variants:
+        try:
+            runners[v], compile_s = torch_runner(model, x, precision, v, device_io)
+            if v != "eager":
+                notes[v] = f"first call {compile_s:.1f} s"
+        except Exception as e:  # a variant that cannot compile leaves the others
+            notes[v] = f"failed: {str(e).splitlines()[0][:200]}"
+            torch.cuda.empty_cache()
+    for run in runners.values():
+        for _ in range(warmup):
+            run()
     try:
-        worker = OspreyWorker(osprey, onnx_path, input_path, precision, warmup)
+        worker = OspreyWorker(osprey, onnx_path, input_path, precision, warmup, device_io)
     except RuntimeError as e:
-        times = sorted(run_torch() for _ in range(loops))
-        return None, times[len(times) // 2], str(e)
-    ours, theirs = [], []
+        worker = None
+        notes["osprey"] = f"failed: {e}"
+    times = {name: [] for name in (["osprey"] if worker else []) + list(runners)}
     try:
         for _ in range(loops):
-            ours.append(worker.step())
-            theirs.append(run_torch())
+            if worker:
+                times["osprey"].append(worker.step())
+            for name, run in runners.items():
+                times[name].append(run())
     except RuntimeError as e:
-        return None, sorted(theirs)[len(theirs) // 2] if theirs else float("nan"), str(e)
+        notes["osprey"] = f"failed: {e}"
+        times.pop("osprey", None)
     finally:
-        worker.finish()
-    ours.sort()
-    theirs.sort()
-    return ours[len(ours) // 2], theirs[len(theirs) // 2], None
+        if worker:
+            worker.finish()
+    return {name: sorted(t)[len(t) // 2] for name, t in times.items() if t}, notes
 
 
 def main():
@@ -148,22 +186,30 @@ def main():
     p.add_argument("--make-models", default=os.path.join(root, ".devdeps", "models", "make_models.py"))
     p.add_argument("--work-dir", default="/tmp/osprey-vs-torch")
     p.add_argument("--cases", default=DEFAULT_CASES)
-    p.add_argument("--warmup", type=int, default=20)
+    p.add_argument("--io", choices=["device", "host", "both"], default="both")
+    p.add_argument("--torch", default="eager,compile,max-autotune", help="PyTorch variants, comma-separated")
+    p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--loops", type=int, default=50)
     p.add_argument("--json-out", help="also write the rows as JSON here")
-    p.add_argument("--torch-pinned", action="store_true", help="PyTorch's input in pinned host memory")
     args = p.parse_args()
 
+    os.makedirs(args.work_dir, exist_ok=True)
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", os.path.join(args.work_dir, "inductor-cache"))
     import torch
     if not torch.cuda.is_available():
         print("no CUDA device: nothing to compare", file=sys.stderr)
         return 77
-    os.makedirs(args.work_dir, exist_ok=True)
+    # PyTorch's fp32 with TF32 tensor cores (its convolutions' default; matmuls opt in).
+    torch.backends.cuda.matmul.allow_tf32 = True
+    torch.backends.cudnn.allow_tf32 = True
+    variants = [v for v in args.torch.split(",") if v]
     mm = load_make_models(args.make_models)
-    print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}, "
-          f"cudnn.allow_tf32={torch.backends.cudnn.allow_tf32}, matmul precision {torch.get_float32_matmul_precision()}")
-    header = (f"{'model':22} {'bs':>3} {'prec':5} {'osprey ms':>10} {'torch ms':>10} {'osprey/s':>10} "
-              f"{'torch/s':>10} {'lat ratio':>9} {'thr ratio':>9}  target")
+    print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}; fp32 with TF32; "
+          f"median of {args.loops} alternating runs after {args.warmup} warm-up runs")
+    ios = ["device", "host"] if args.io == "both" else [args.io]
+    engines = ["osprey"] + variants
+    header = (f"{'model':22} {'bs':>3} {'prec':5} {'io':6}" + "".join(f" {e + ' ms':>16}" for e in engines) +
+              f" {'vs compiled':>11} {'vs best':>8}")
     print(header)
     rows = []
     for case in args.cases.split(","):
@@ -177,26 +223,24 @@ def main():
         if not os.path.exists(onnx_path):
             export(model, torch.from_numpy(x), onnx_path)
         np.save(input_path, x)
-        ms, torch_ms, error = time_both(args.osprey, onnx_path, input_path, model, x, precision, args.warmup,
-                                        args.loops, args.torch_pinned)
-        row = {"model": name, "batch": batch, "precision": precision, "torch_ms": torch_ms,
-               "torch_per_s": batch * 1000.0 / torch_ms}
-        target = TARGETS.get((name, batch, precision))
-        if ms is None:
-            row["error"] = error
-            print(f"{name:22} {batch:3d} {precision:5} {'failed':>10} {torch_ms:10.3f}  osprey: {error}")
-        else:
-            row.update({"osprey_ms": ms, "osprey_per_s": batch * 1000.0 / ms, "latency_ratio": ms / torch_ms,
-                        "throughput_ratio": torch_ms / ms})
-            verdict = ""
-            if target:
-                kind, bound = target
-                ok = row["latency_ratio"] <= bound if kind == "latency" else row["throughput_ratio"] >= bound
-                verdict = f"{kind} {'<=' if kind == 'latency' else '>='} {bound}: {'met' if ok else 'NOT met'}"
-            print(f"{name:22} {batch:3d} {precision:5} {ms:10.3f} {torch_ms:10.3f} {row['osprey_per_s']:10.1f} "
-                  f"{row['torch_per_s']:10.1f} {row['latency_ratio']:9.3f} {row['throughput_ratio']:9.3f}  {verdict}")
-        sys.stdout.flush()
-        rows.append(row)
+        for io in ios:
+            medians, notes = time_case(args.osprey, onnx_path, input_path, model, x, precision, variants,
+                                       io == "device", args.warmup, args.loops)
+            row = {"model": name, "batch": batch, "precision": precision, "io": io, "ms": medians, "notes": notes}
+            line = f"{name:22} {batch:3d} {precision:5} {io:6}" + "".join(
+                f" {medians[e]:16.3f}" if e in medians else f" {'-':>16}" for e in engines)
+            compiled = [medians[v] for v in variants if v != "eager" and v in medians]
+            theirs = [medians[v] for v in variants if v in medians]
+            if "osprey" in medians and compiled:
+                row["vs_compiled"] = medians["osprey"] / min(compiled)
+                line += f" {row['vs_compiled']:10.2f}x"
+            else:
+                line += f" {'-':>11}"
+            if "osprey" in medians and theirs:
+                row["vs_best"] = medians["osprey"] / min(theirs)
+                line += f" {row['vs_best']:7.2f}x"
+            print(line + ("   " + "; ".join(f"{k}: {v}" for k, v in notes.items()) if notes else ""), flush=True)
+            rows.append(row)
         del model
         torch.cuda.empty_cache()
     if args.json_out:

@@ -110,9 +110,19 @@ class Backend {
   // BackendConfig::Memory::Low, after a run has handed back its outputs: return the activation
   // arena's pages to the system. The plan keeps its addresses; the next run touches fresh pages.
   virtual void onReleaseScratch() {}
-  // Per-op timing is wanted (Session::setProfiling): a device backend then finishes each op
-  // before its onExecute returns and runs op by op (no replayed graphs), so host clocks time ops.
+  // Per-op timing is wanted (Session::setProfiling): a device backend without a clock of its own
+  // (timesOnDevice) then finishes each op before its onExecute returns, so host clocks time ops.
   virtual void onProfiling(bool on) { (void)on; }
+  // Per-op timing on the device's own clock, where the backend has one (timesOnDevice()): while
+  // profiling, the session puts a mark into the backend's queue before and after each command it
+  // runs there (onProfileMark, which does not wait), and after the run reads each mark's time in
+  // microseconds after the run's first mark (onProfileMarkTimes). Nothing waits between ops.
+  virtual bool timesOnDevice() const { return false; }
+  virtual Status onProfileMark() { return Status::ok(); }
+  virtual Status onProfileMarkTimes(std::vector<double>* us) {
+    us->clear();
+    return Status::ok();
+  }
   // Waits until the work enqueued so far has finished (the seeds' onWaitFinish), reporting an
   // error that asynchronous work met.
   virtual Status onWaitFinish() { return Status::ok(); }

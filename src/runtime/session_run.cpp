@@ -398,6 +398,15 @@ Status SessionImpl::executeCommands() {
   using Clock = std::chrono::steady_clock;
   const Clock::time_point runStart = profiling_ ? Clock::now() : Clock::time_point();
   if (profiling_) profile_.clear();
+  // Ops on a backend with its own clock are timed by marks in its queue (Backend::timesOnDevice).
+  Backend* const deviceClock = profiling_ && main_->timesOnDevice() ? main_.get() : nullptr;
+  struct DeviceTimed {
+    size_t profileIndex;
+    int firstMark;
+  };
+  std::vector<DeviceTimed> deviceTimed;
+  int marks = 0;
+  double firstMarkUs = -1;
   for (auto& cmd : commands_) {
     if (cmd.isCopy && cmd.inputs[0]->constData) continue;  // uploaded at resize
     const bool reported = callbacks_ && !cmd.isCopy;
@@ -407,15 +416,23 @@ Status SessionImpl::executeCommands() {
       continue;
     }
     if (RunDeadline::passed()) return RunDeadline::error(cmd.isCopy ? "a copy" : cmd.op.describe());
+    const bool markedOp = deviceClock && cmd.backend == deviceClock;
     const Clock::time_point start = profiling_ ? Clock::now() : Clock::time_point();
+    auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
+    if (markedOp) {
+      OSPREY_RETURN_IF_ERROR(deviceClock->onProfileMark());
+      if (firstMarkUs < 0) firstMarkUs = us(start - runStart);
+      deviceTimed.push_back({profile_.size(), marks});
+      marks += 2;
+    }
     if (cmd.isCopy) {
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));
     } else {
       OSPREY_RETURN_IF_ERROR_IN(cmd.execution->onExecute(cmd.inputs, cmd.outputs), cmd.op.describe());
     }
+    if (markedOp) OSPREY_RETURN_IF_ERROR(deviceClock->onProfileMark());
     if (profiling_) {
       const Clock::time_point end = Clock::now();
-      auto us = [](Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); };
       OpTiming t;
       t.opType = cmd.isCopy ? copyKind(cmd) : cmd.op.type == OpType::Raster ? "Raster" : opTypeName(cmd.op.type);
       if (cmd.op.node) t.name = cmd.op.node->name;
@@ -429,6 +446,17 @@ Status SessionImpl::executeCommands() {
     if (reported) OSPREY_RETURN_IF_ERROR(report(cmd, true));
   }
   scope.end();
+  if (!deviceTimed.empty()) {
+    std::vector<double> times;
+    OSPREY_RETURN_IF_ERROR(deviceClock->onProfileMarkTimes(&times));
+    if (times.size() != static_cast<size_t>(marks))
+      return Status::internal("the device gave " + std::to_string(times.size()) + " op times for " + std::to_string(marks) + " marks");
+    for (const DeviceTimed& d : deviceTimed) {
+      OpTiming& t = profile_[d.profileIndex];
+      t.startUs = firstMarkUs + times[d.firstMark];
+      t.durationUs = times[d.firstMark + 1] - times[d.firstMark];
+    }
+  }
   return Status::ok();
 }
 

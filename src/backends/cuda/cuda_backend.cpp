@@ -72,9 +72,7 @@ class GraphAwareExecution : public Execution {
   }
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     if (cuda_->replaying()) return Status::ok();
-    Status st = inner_->onExecute(inputs, outputs);
-    if (st.isOk() && cuda_->profiling()) OSPREY_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(cuda_->stream()), "profiled op");
-    return st;
+    return inner_->onExecute(inputs, outputs);
   }
 
  private:
@@ -98,6 +96,7 @@ CUDABackend::~CUDABackend() {
   abandonCapture();
   if (stream_) cudaStreamSynchronize(stream_);
   if (graphExec_) cudaGraphExecDestroy(graphExec_);
+  for (cudaEvent_t e : profileEvents_) cudaEventDestroy(e);
   if (cudnn_) cudnnDestroy(cudnn_);
   if (stream_) cudaStreamDestroy(stream_);
 }
@@ -424,9 +423,36 @@ void CUDABackend::abandonCapture() {
   graphAllowed_ = false;
 }
 
+Status CUDABackend::onProfileMark() {
+  if (profileMarks_ == profileEvents_.size()) {
+    if (graphMode_ == GraphMode::Replay) return Status::internal("a profiled run has more commands than the captured one");
+    cudaEvent_t e = nullptr;
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaEventCreate(&e), "profiling event");
+    profileEvents_.push_back(e);
+  }
+  cudaEvent_t event = profileEvents_[profileMarks_++];
+  if (graphMode_ == GraphMode::Replay) return Status::ok();  // the graph records it
+  // In a capture, an event node of the graph: recorded at each replay.
+  const unsigned flags = graphMode_ == GraphMode::Capture ? cudaEventRecordExternal : cudaEventRecordDefault;
+  OSPREY_CUDA_RETURN_IF_ERROR(cudaEventRecordWithFlags(event, stream_, flags), "profiling event");
+  return Status::ok();
+}
+
+Status CUDABackend::onProfileMarkTimes(std::vector<double>* us) {
+  us->assign(profileMarks_, 0.0);
+  for (size_t k = 0; k < profileMarks_; ++k) {
+    float ms = 0;
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaEventSynchronize(profileEvents_[k]), "profiling event");
+    OSPREY_CUDA_RETURN_IF_ERROR(cudaEventElapsedTime(&ms, profileEvents_[0], profileEvents_[k]), "profiling event");
+    (*us)[k] = ms * 1000.0;
+  }
+  return Status::ok();
+}
+
 void CUDABackend::onProfiling(bool on) {
+  if (on == profiling_) return;
   profiling_ = on;
-  if (!on) return;
+  // The graph captured before has no event nodes (or, after profiling, has them): capture again.
   abandonCapture();
   if (stream_) cudaStreamSynchronize(stream_);
   if (graphExec_) cudaGraphExecDestroy(graphExec_);
@@ -437,8 +463,9 @@ void CUDABackend::onProfiling(bool on) {
 void CUDABackend::onExecuteBegin() {
   abandonCapture();
   inRun_ = true;
+  profileMarks_ = 0;
   sawHostReadInRun_ = false;
-  if (graphMode_ == GraphMode::Eager && graphAllowed_ && !profiling_ && eagerRunsSinceResize_ > 0 &&
+  if (graphMode_ == GraphMode::Eager && graphAllowed_ && eagerRunsSinceResize_ > 0 &&
       lastEagerRunClean_) {
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
       graphMode_ = GraphMode::Capture;

@@ -53,6 +53,9 @@ class CUDABackend : public Backend {
   void onExecuteBegin() override;
   void onExecuteEnd() override;
   void onProfiling(bool on) override;
+  bool timesOnDevice() const override { return true; }
+  Status onProfileMark() override;
+  Status onProfileMarkTimes(std::vector<double>* us) override;
   Status onWaitFinish() override;
   Status onAllocateDevice(size_t bytes, void** data, std::shared_ptr<void>* owner) override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
@@ -97,7 +100,6 @@ class CUDABackend : public Backend {
   enum class GraphMode { Eager, Capture, Replay };
   friend class GraphAwareExecution;
   bool replaying() const { return graphMode_ == GraphMode::Replay; }
-  bool profiling() const { return profiling_; }
   void abandonCapture();
   Status copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
   Status copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* dst);
@@ -133,7 +135,11 @@ class CUDABackend : public Backend {
   // captured and every later run replays it. CudaOptions::graphs = false disables capture.
   GraphMode graphMode_ = GraphMode::Eager;
   bool graphAllowed_ = true;
-  bool profiling_ = false;  // per-op timing: no graphs, each op finished before it returns
+  // Per-op timing: CUDA events between the commands (reused run to run), recorded inside the
+  // captured graph as its event nodes, so that a replay times each op on the device.
+  bool profiling_ = false;
+  std::vector<cudaEvent_t> profileEvents_;
+  size_t profileMarks_ = 0;
   bool inRun_ = false;
   bool sawHostReadInRun_ = false;
   bool lastEagerRunClean_ = false;
