@@ -15,6 +15,14 @@ TEST(CudaUnary, ActivationsOnOddShapes) {
   }
 }
 
+// Channels and positions spanning several 32x32 tiles of the NCHW <-> NHWC conversions, with
+// partial tiles on both sides (fp16 runs convert at the run's edges).
+TEST(CudaUnary, ReluAcrossLayoutConversionTiles) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  expectCudaMatchesReference(nodeWith(OpType::Relu), {in(randomTensor(DataType::Float32, {3, 37, 41, 45}, 7, -3, 3))});
+  expectCudaMatchesReference(nodeWith(OpType::Relu), {in(randomTensor(DataType::Float32, {2, 70, 1, 33}, 8, -3, 3))});
+}
+
 TEST(CudaUnary, ParameterisedActivations) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   Node leaky = makeNode(OpType::LeakyRelu);

@@ -69,6 +69,26 @@ TEST(CudaPool, MaxAndAverageWithPadsAndCeilMode) {
   }
 }
 
+// 2x2 and 3x3 windows without dilation take the unrolled kernel; the others the general one.
+TEST(CudaPool, MaxPoolUnrolledAndGeneralWindows) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  struct Case {
+    std::vector<int64_t> kernel, strides, pads, dilations;
+  };
+  for (const Case& c : {Case{{2, 2}, {2, 2}, {0, 0, 0, 0}, {1, 1}}, Case{{3, 3}, {1, 1}, {0, 1, 1, 0}, {1, 1}},
+                        Case{{2, 2}, {1, 2}, {1, 1, 0, 0}, {1, 1}}, Case{{2, 3}, {2, 2}, {0, 0, 0, 0}, {1, 1}},
+                        Case{{3, 3}, {2, 2}, {1, 1, 1, 1}, {2, 2}}}) {
+    SCOPED_TRACE("kernel " + std::to_string(c.kernel[0]) + "x" + std::to_string(c.kernel[1]) + " stride " +
+                 std::to_string(c.strides[0]) + "x" + std::to_string(c.strides[1]));
+    Node n = makeNode(OpType::MaxPool);
+    n.setInts("kernel_shape", c.kernel);
+    n.setInts("strides", c.strides);
+    n.setInts("pads", c.pads);
+    n.setInts("dilations", c.dilations);
+    expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {3, 37, 19, 23}, 30))});
+  }
+}
+
 }  // namespace
 }  // namespace osprey::test
 

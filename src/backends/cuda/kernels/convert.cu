@@ -25,6 +25,27 @@ __global__ void convertLayoutKernel(const S* src, D* dst, int64_t channels, int6
     dst[i] = fromFloat<D>(toFloat(src[from]));
   }
 }
+// Per batch, dst[c][r] = src[r][c] over a rows x cols matrix, through 32x32 tiles in shared
+// memory so that reads and writes are both coalesced (one thread per element read 4-byte values
+// 3-4x slower at ResNet-50's stem edge, [32, 256, 56, 56]).
+constexpr int kTile = 32, kTileRows = 8;
+template <class S, class D>
+__global__ void transposeTilesKernel(const S* src, D* dst, int64_t rows, int64_t cols) {
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t plane = rows * cols;
+  const S* in = src + static_cast<int64_t>(blockIdx.z) * plane;
+  D* out = dst + static_cast<int64_t>(blockIdx.z) * plane;
+  const int64_t c0 = static_cast<int64_t>(blockIdx.x) * kTile, r0 = static_cast<int64_t>(blockIdx.y) * kTile;
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t r = r0 + k, c = c0 + threadIdx.x;
+    if (r < rows && c < cols) tile[k][threadIdx.x] = toFloat(in[r * cols + c]);
+  }
+  __syncthreads();
+  for (int k = threadIdx.y; k < kTile; k += kTileRows) {
+    const int64_t c = c0 + k, r = r0 + threadIdx.x;
+    if (c < cols && r < rows) out[c * rows + r] = fromFloat<D>(tile[threadIdx.x][k]);
+  }
+}
 // Nearest TF32 value of v (10 mantissa bits), as float bits with the low 13 cleared.
 __device__ inline float roundToTf32(float v) {
   return __uint_as_float((__float_as_uint(v) + 0x1000u) & 0xffffe000u);
@@ -75,12 +96,22 @@ cudaError_t convertFloatLayout(const void* src, DataType srcType, void* dst, Dat
                                int64_t channels, int64_t spatial, bool toChannelsLast, cudaStream_t stream) {
   const int64_t n = batch * channels * spatial;
   if (n <= 0) return cudaSuccess;
+  // NCHW is a [channels, spatial] matrix per batch, NHWC its transpose.
+  const int64_t rows = toChannelsLast ? channels : spatial, cols = toChannelsLast ? spatial : channels;
+  const int64_t rowTiles = (rows + kTile - 1) / kTile, colTiles = (cols + kTile - 1) / kTile;
+  const bool tiled = rowTiles <= 65535 && batch <= 65535 && colTiles <= 0x7fffffff;
   bool ok = dispatchStorage(srcType, [&](auto s) {
     using S = decltype(s);
     dispatchStorage(dstType, [&](auto d) {
       using D = decltype(d);
-      convertLayoutKernel<S, D><<<blocksFor(n), kBlock, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst),
-                                                                   channels, spatial, n, toChannelsLast);
+      if (tiled) {
+        const dim3 grid(static_cast<unsigned>(colTiles), static_cast<unsigned>(rowTiles), static_cast<unsigned>(batch));
+        transposeTilesKernel<S, D><<<grid, dim3(kTile, kTileRows), 0, stream>>>(static_cast<const S*>(src),
+                                                                               static_cast<D*>(dst), rows, cols);
+      } else {
+        convertLayoutKernel<S, D><<<blocksFor(n), kBlock, 0, stream>>>(static_cast<const S*>(src), static_cast<D*>(dst),
+                                                                     channels, spatial, n, toChannelsLast);
+      }
     });
   });
   if (!ok) return cudaErrorInvalidValue;

