@@ -1,7 +1,8 @@
 // Checks and times the fused attention kernels alone (no Osprey session), on the BERT-base
 // shape by default: Q/K/V (1, 128, heads * 64) as the converter's Attention views them.
 //   nvcc -std=c++17 -arch=sm_90 -I src bench/cuda/attention_kernel_bench.cu \
-//        src/backends/cuda/math/attention_kernel.cu src/backends/cuda/math/attention_tensor_core.cu -o attn_bench
+//        src/backends/cuda/math/attention_kernel.cu src/backends/cuda/math/attention_tensor_core.cu \
+//        src/backends/cuda/math/attention_flash.cu -o attn_bench
 //   ./attn_bench [heads=384] [seq=128] [dim=64]
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -115,7 +116,9 @@ int main(int argc, char** argv) {
     std::printf("%s heads %d seq %d dim %d: max |err| %.3g, %.1f us per call, %.1f TFLOP/s%s\n",
                 type == ElementType::F32 ? "fp32" : "fp16", heads, seq, dim, maxErr, ms * 1000 / loops,
                 flops / (ms / loops * 1e-3) / 1e12,
-                attentionTensorCoreEligible(type, p) ? " (tensor cores)" : " (float kernel)");
+                attentionFlashEligible(type, p)        ? " (register-resident tensor cores)"
+                : attentionTensorCoreEligible(type, p) ? " (WMMA tensor cores)"
+                                                       : " (float kernel)");
     for (void* ptr : {dq, dk, dv, dm, dout}) cudaFree(ptr);
   }
   return 0;

@@ -1,6 +1,7 @@
 // The fused Attention kernels against the reference kernel, in fp32 (float kernel) and fp16
-// storage (tensor-core kernel where the head size allows): the BERT form with 3-D inputs and an
-// additive mask, grouped heads with a causal mask, a bool mask shorter than the keys.
+// storage (the register-resident or the WMMA tensor-core kernel where the head size allows): the
+// BERT form with 3-D inputs and an additive mask, grouped heads with a causal mask, a bool mask
+// shorter than the keys, every head size of the register-resident kernel.
 #include "cuda_test_util.h"
 
 namespace osprey::test {
@@ -41,6 +42,27 @@ TEST(CudaAttentionMath, OddHeadSizeBoolMaskShorterThanKeys) {
   expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {2, 3, 13, 13}, 8)),
                                  in(randomTensor(DataType::Float32, {2, 3, 45, 13}, 9)),
                                  in(randomTensor(DataType::Float32, {2, 3, 45, 13}, 10)), in(mask)});
+}
+
+// The register-resident kernel's head sizes (32, 64, 96, 128; Q/K and V alike) with key counts
+// that leave a partial 64-key tile, query rows that leave a partial 64-row block, grouped heads
+// under a causal mask, and a bool mask.
+TEST(CudaAttentionMath, RegisterResidentHeadSizesAndMasks) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  for (int64_t dim : {32, 64, 96, 128}) {
+    SCOPED_TRACE("head size " + std::to_string(dim));
+    Node causal = attentionNode(0, 0);
+    causal.setInt("is_causal", 1);
+    expectCudaMatchesReference(causal, {in(randomTensor(DataType::Float32, {1, 4, 131, dim}, 14)),
+                                        in(randomTensor(DataType::Float32, {1, 2, 131, dim}, 15)),
+                                        in(randomTensor(DataType::Float32, {1, 2, 131, dim}, 16))});
+    Node masked = attentionNode(0, 0);
+    Tensor mask(DataType::Bool, {67, 150});
+    for (int64_t i = 0; i < mask.elements(); ++i) static_cast<uint8_t*>(mask.data())[i] = (i * 11 % 7) != 0;
+    expectCudaMatchesReference(masked, {in(randomTensor(DataType::Float32, {2, 2, 67, dim}, 17)),
+                                        in(randomTensor(DataType::Float32, {2, 2, 150, dim}, 18)),
+                                        in(randomTensor(DataType::Float32, {2, 2, 150, dim}, 19)), in(mask)});
+  }
 }
 
 TEST(CudaAttentionMath, BertShape) {

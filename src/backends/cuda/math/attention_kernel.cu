@@ -155,6 +155,7 @@ cudaError_t launchAttention(cudaStream_t stream, ElementType type, const Attenti
   if (p.dim > kAttentionMaxHeadDim || p.vDim > kAttentionMaxHeadDim || p.kvHeads < 1 || p.qHeads % p.kvHeads != 0)
     return cudaErrorInvalidValue;
   if (p.batch == 0 || p.qSeq == 0 || p.qHeads == 0) return cudaSuccess;
+  if (attentionFlashEligible(type, p)) return launchAttentionFlash(stream, type, p);
   if (attentionTensorCoreEligible(type, p)) return launchAttentionTensorCore(stream, type, p);
   switch (type) {
     case ElementType::F32: return launchFor<float>(stream, p);

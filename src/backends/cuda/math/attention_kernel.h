@@ -31,8 +31,14 @@ struct AttentionParams {
 // Largest head size (of Q/K and of V) the kernel handles.
 constexpr int kAttentionMaxHeadDim = 128;
 
-// Runs the tensor-core kernel (attention_tensor_core.cu) where it applies, else the float one.
+// Runs the register-resident tensor-core kernel (attention_flash.cu) where it applies, else the
+// WMMA one (attention_tensor_core.cu), else the float one.
 cudaError_t launchAttention(cudaStream_t stream, ElementType type, const AttentionParams& p);
+
+// The register-resident kernel: half / bfloat16, Q/K and V head sizes equal and 32, 64, 96 or
+// 128, 16-byte aligned rows.
+bool attentionFlashEligible(ElementType type, const AttentionParams& p);
+cudaError_t launchAttentionFlash(cudaStream_t stream, ElementType type, const AttentionParams& p);
 
 // The tensor-core kernel: half / bfloat16, head sizes a multiple of 16, 16-byte aligned rows.
 bool attentionTensorCoreEligible(ElementType type, const AttentionParams& p);
