@@ -164,11 +164,15 @@ class Backend {
   }
   // Whether t may live inside another tensor's memory on this backend, at a byte offset (a
   // MemChunk with the other's base and a larger offset): the pipeline then has the ops that
-  // produce a Concat's inputs write them straight into its output, and the Concat runs nothing.
+  // produce a Concat's inputs write them straight into its output, and the Concat runs nothing,
+  // and reads a contiguous slice of a tensor where it lies, and the slice runs nothing.
   virtual bool canPlaceInside(const RuntimeTensor& t) const {
     (void)t;
     return false;
   }
+  // Bytes of one of t's elements in this backend's memory (where parts are placed inside a
+  // whole: a byte offset is elements times this).
+  virtual size_t storedElementBytes(const RuntimeTensor& t) const { return dataTypeSize(t.dtype); }
   // Whether the backend runs ops marked OpRef::fullPrecision in fp32 while the others run at
   // Low precision. It stores each float activation in the precision of the ops that read it
   // (RuntimeTensor::fullPrecision); the pipeline inserts a converting copy within the backend

@@ -89,7 +89,8 @@ class SessionImpl {
     // A whole-tensor copy within one backend: its output is a view of this input (same memory),
     // so nothing runs (planMemory shares the chunk).
     RuntimeTensor* viewOf = nullptr;
-    // A Concat whose inputs were placed inside its output (SessionImpl::partOf_): nothing runs.
+    // A Concat whose inputs were placed inside its output, or a slice whose output was placed
+    // inside its input (SessionImpl::partOf_): nothing runs.
     bool inputsInOutput = false;
     // Every output has no elements: nothing to run (a kernel might still walk the other
     // dimensions: 2^35 planes of a MaxPool of an empty [N, C, H, 0] input). Set by plan().
@@ -98,7 +99,7 @@ class SessionImpl {
   // A tensor whose memory lies inside another's: bytes [offset, offset + its size) of `whole`.
   struct Part {
     RuntimeTensor* whole = nullptr;
-    size_t offset = 0;
+    int64_t elements = 0;  // where the part starts in the whole, in elements
   };
 
   // Everything a plan holds, kept for a later run at its shapes (BackendConfig::planCacheSize).
@@ -167,9 +168,11 @@ class SessionImpl {
   void chooseFullPrecisionStem();
   // Gives each group of activations its backend's layout where every execution supports it.
   void chooseLayouts();
-  // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf), and
-  // Concats whose inputs can be written straight into their output (Command::inputsInOutput).
+  // Marks whole-tensor copies whose output can be a view of their input (Command::viewOf),
+  // contiguous slices whose output can lie inside their input, and Concats whose inputs can be
+  // written straight into their output (Command::inputsInOutput).
   void findViews();
+  void findSliceParts();
   void findConcatParts();
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
@@ -240,7 +243,7 @@ class SessionImpl {
   std::vector<bool> known_;              // value known at resize time (constant or folded)
   std::deque<RuntimeTensor> mirrors_;    // copies of tensors on another backend
   std::vector<Command> commands_;
-  std::unordered_map<const RuntimeTensor*, Part> partOf_;  // from findConcatParts
+  std::unordered_map<const RuntimeTensor*, Part> partOf_;  // from findSliceParts, findConcatParts
   std::vector<std::unique_ptr<MemObj>> memory_;
   std::vector<std::shared_ptr<uint8_t>> folded_;
   size_t foldedBytes_ = 0;

@@ -112,6 +112,13 @@ bool contiguousCopy(const RasterRegion& r) {
 
 bool wholeContiguousCopy(const RasterRegion& r) { return r.dst.offset == 0 && contiguousCopy(r); }
 
+// A region that reads its elements in order from src.offset and writes them in order from 0.
+bool contiguousSlice(const RasterRegion& r) {
+  RasterRegion shifted = r;
+  shifted.src.offset = 0;
+  return r.dst.offset == 0 && r.src.offset >= 0 && contiguousCopy(shifted);
+}
+
 }  // namespace
 
 void SessionImpl::findViews() {
@@ -134,22 +141,65 @@ void SessionImpl::findViews() {
     cmd.execution.reset();
     ++stats_.views;
   }
+  findSliceParts();
   findConcatParts();
 }
 
-void SessionImpl::findConcatParts() {
+// A Raster that copies one contiguous range of its input (a Slice, Split or Gather along the
+// outermost axes: the query, key and value of a packed projection) needs no copy: its output is
+// placed inside its input at that range, as a Concat's inputs are placed inside its output.
+void SessionImpl::findSliceParts() {
   partOf_.clear();
   std::unordered_map<const RuntimeTensor*, const Command*> producer;
   for (auto& cmd : commands_)
     for (auto* t : cmd.outputs)
       if (t) producer[t] = &cmd;
-  std::unordered_set<const RuntimeTensor*> wholes;
+  std::unordered_set<const RuntimeTensor*> kept;
+  for (const auto* list : {&inputs_, &outputs_, &keep_})
+    for (int i : *list) kept.insert(&tensors_[i]);
   for (auto& cmd : commands_) {
     if (cmd.isCopy || cmd.viewOf || cmd.op.type != OpType::Raster || !cmd.op.raster || cmd.outputs.size() != 1) continue;
     const RasterPlan& plan = *cmd.op.raster;
+    if (plan.fill || plan.regions.size() != 1) continue;
+    const RasterRegion& r = plan.regions[0];
+    RuntimeTensor* out = cmd.outputs[0];
+    if (!out || r.input < 0 || static_cast<size_t>(r.input) >= cmd.inputs.size()) continue;
+    RuntimeTensor* in = cmd.inputs[r.input];
+    auto from = in ? producer.find(in) : producer.end();
+    // The input made by an op of this backend in a memory of its own; the output read by ops.
+    if (from == producer.end() || from->second->isCopy || from->second->viewOf || from->second->backend != cmd.backend) continue;
+    if (in->constData || kept.count(in) || kept.count(out) || partOf_.count(in) || partOf_.count(out)) continue;
+    if (in->dtype != out->dtype || in->dtype == DataType::String || in->layout != Layout::NCHW || out->layout != Layout::NCHW) continue;
+    if (r.count() != out->elements() || !contiguousSlice(r) || r.src.offset + out->elements() > in->elements()) continue;
+    if (!cmd.backend->canPlaceInside(*in) || !cmd.backend->canPlaceInside(*out)) continue;
+    if (cmd.backend->storedElementBytes(*in) != cmd.backend->storedElementBytes(*out)) continue;
+    partOf_[out] = {in, r.src.offset};
+    cmd.inputsInOutput = true;
+    cmd.execution.reset();
+    ++stats_.views;
+  }
+}
+
+void SessionImpl::findConcatParts() {
+  std::unordered_map<const RuntimeTensor*, const Command*> producer;
+  for (auto& cmd : commands_)
+    for (auto* t : cmd.outputs)
+      if (t) producer[t] = &cmd;
+  std::unordered_set<const RuntimeTensor*> wholes;
+  // A tensor that slices already lie inside stays out of Concats: a part is placed once.
+  std::unordered_set<const RuntimeTensor*> sliced;
+  for (auto& [part, p] : partOf_) sliced.insert(p.whole);
+  auto isWholeOfParts = [&](const RuntimeTensor* t) { return sliced.count(t) > 0; };
+  for (auto& cmd : commands_) {
+    if (cmd.isCopy || cmd.viewOf || cmd.inputsInOutput || cmd.op.type != OpType::Raster || !cmd.op.raster ||
+        cmd.outputs.size() != 1)
+      continue;
+    const RasterPlan& plan = *cmd.op.raster;
     RuntimeTensor* whole = cmd.outputs[0];
     if (!whole || plan.fill || plan.regions.size() < 2 || whole->layout != Layout::NCHW) continue;
-    if (whole->dtype == DataType::String || partOf_.count(whole) || !cmd.backend->canPlaceInside(*whole)) continue;
+    if (whole->dtype == DataType::String || partOf_.count(whole) || isWholeOfParts(whole) ||
+        !cmd.backend->canPlaceInside(*whole))
+      continue;
     // Each region must copy a whole input, produced by an op of this backend, into its own
     // contiguous range of the output; together they cover it once.
     std::vector<std::pair<int64_t, RuntimeTensor*>> ranges;  // element offset in the output, input
@@ -159,7 +209,9 @@ void SessionImpl::findConcatParts() {
       auto from = in ? producer.find(in) : producer.end();
       ok = from != producer.end() && !from->second->isCopy && !from->second->viewOf && from->second->backend == cmd.backend &&
            !in->constData && in->dtype == whole->dtype && in->layout == Layout::NCHW && r.count() == in->elements() &&
-           contiguousCopy(r) && !partOf_.count(in) && !wholes.count(in) && cmd.backend->canPlaceInside(*in);
+           contiguousCopy(r) && !partOf_.count(in) && !wholes.count(in) && !isWholeOfParts(in) &&
+           cmd.backend->canPlaceInside(*in) &&
+           cmd.backend->storedElementBytes(*in) == cmd.backend->storedElementBytes(*whole);
       if (!ok) break;
       ranges.push_back({r.dst.offset, in});
     }
@@ -172,7 +224,7 @@ void SessionImpl::findConcatParts() {
       next = offset + in->elements();
     }
     if (!ok || next != whole->elements()) continue;
-    for (auto& [offset, in] : ranges) partOf_[in] = {whole, static_cast<size_t>(offset) * dataTypeSize(whole->dtype)};
+    for (auto& [offset, in] : ranges) partOf_[in] = {whole, offset};
     wholes.insert(whole);
     cmd.inputsInOutput = true;
     cmd.execution.reset();
@@ -269,7 +321,7 @@ Status SessionImpl::planMemory() {
     MemChunk& chunk = *part->chunk;
     chunk.base = whole.base;
     chunk.device = whole.device;
-    chunk.offset = whole.offset + p.offset;
+    chunk.offset = whole.offset + static_cast<size_t>(p.elements) * p.whole->backend->storedElementBytes(*p.whole);
     chunk.size = part->bytes();
   }
   stats_.arenaPeakBytes = main_->arenaPeakBytes() + (backup_ ? backup_->arenaPeakBytes() : 0);
