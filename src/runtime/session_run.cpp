@@ -164,8 +164,15 @@ void SessionImpl::findSliceParts() {
     const RasterRegion& r = plan.regions[0];
     RuntimeTensor* out = cmd.outputs[0];
     if (!out || r.input < 0 || static_cast<size_t>(r.input) >= cmd.inputs.size()) continue;
+    // Through views (a Reshape or Squeeze between): the memory's owner, whose elements are in
+    // the same order.
     RuntimeTensor* in = cmd.inputs[r.input];
     auto from = in ? producer.find(in) : producer.end();
+    while (from != producer.end() && from->second->viewOf) {
+      if (kept.count(in)) break;
+      in = from->second->viewOf;
+      from = producer.find(in);
+    }
     // The input made by an op of this backend in a memory of its own; the output read by ops.
     if (from == producer.end() || from->second->isCopy || from->second->viewOf || from->second->backend != cmd.backend) continue;
     if (in->constData || kept.count(in) || kept.count(out) || partOf_.count(in) || partOf_.count(out)) continue;

@@ -75,6 +75,29 @@ TEST(SliceParts, QueryKeyValueOfAPackedProjection) {
     }
 }
 
+// Slices of a view (a Reshape between) lie in the memory the view shares, which then lives as
+// long as they are read.
+TEST(SliceParts, ThroughAView) {
+  GraphBuilder b;
+  const int x = b.input("x", {3, 4, 5});
+  const int packed = b.op(OpType::Reshape, {b.op(OpType::Relu, {x}), b.ints({3, 20})});
+  const int first = gather(b, packed, 0, 0), third = gather(b, packed, 2, 0);
+  int chain = b.op(OpType::Neg, {x});
+  for (int i = 0; i < 3; ++i) chain = b.op(OpType::Exp, {b.op(OpType::Neg, {chain})});
+  const int last = b.op(OpType::Reshape, {gather(b, chain, 0, 0), b.ints({20})});
+  b.output(b.op(OpType::Add, {b.op(OpType::Add, {third, last}), first}));
+  const Tensor in = randomTensor(DataType::Float32, {3, 4, 5}, 3);
+  const Ran ran = run(b.g, in);
+  EXPECT_GE(ran.views, 3);  // the Reshape, the two slices of it
+  ASSERT_EQ(ran.outputs.size(), 1u);
+  for (int64_t e = 0; e < 20; ++e) {
+    float chainValue = -in.data<float>()[e];
+    for (int i = 0; i < 3; ++i) chainValue = std::exp(-chainValue);
+    const float expected = relu(in.data<float>()[40 + e]) + chainValue + relu(in.data<float>()[e]);
+    EXPECT_NEAR(ran.outputs[0].data<float>()[e], expected, 1e-5f * (1.f + std::fabs(expected))) << e;
+  }
+}
+
 TEST(SliceParts, RefusedCasesStillCopy) {
   GraphBuilder b;
   const int x = b.input("x", {3, 4, 5});

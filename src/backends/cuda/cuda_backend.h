@@ -46,9 +46,6 @@ class CUDABackend : public Backend {
   std::unique_ptr<Execution> onCreate(const std::vector<RuntimeTensor*>& inputs,
                                       const std::vector<RuntimeTensor*>& outputs, const OpRef& op) override;
   std::unique_ptr<MemObj> onAcquire(RuntimeTensor* tensor, StorageType storage) override;
-  // A device address is the chunk's base plus its offset, so a tensor may lie inside another.
-  bool canPlaceInside(const RuntimeTensor&) const override { return true; }
-  size_t storedElementBytes(const RuntimeTensor& t) const override { return dataTypeSize(storageType(&t)); }
   void onClearBuffer() override;
   Status onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) override;
   void onResizeBegin() override;
