@@ -113,6 +113,9 @@ class Backend {
   // Per-op timing is wanted (Session::setProfiling): a device backend without a clock of its own
   // (timesOnDevice) then finishes each op before its onExecute returns, so host clocks time ops.
   virtual void onProfiling(bool on) { (void)on; }
+  // Run callbacks read tensors between ops: a backend that would otherwise replay a recorded run
+  // (CUDA graphs) runs each op as it comes while this is on.
+  virtual void onStepwise(bool on) { (void)on; }
   // Per-op timing on the device's own clock, where the backend has one (timesOnDevice()): while
   // profiling, the session puts a mark into the backend's queue before and after each command it
   // runs there (onProfileMark, which does not wait), and after the run reads each mark's time in

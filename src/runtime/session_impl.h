@@ -62,8 +62,11 @@ class SessionImpl {
   }
   void setCallbacks(const RunCallbacks* callbacks) {
     callbacks_ = callbacks;
-    if (main_) main_->onProfiling(profiling_ || callbacks);
-    if (backup_) backup_->onProfiling(profiling_ || callbacks);
+    for (Backend* b : {main_.get(), backup_.get()}) {
+      if (!b) continue;
+      b->onProfiling(profiling_ || callbacks);
+      b->onStepwise(callbacks != nullptr);
+    }
     if (next_) next_->setCallbacks(callbacks);
   }
   const std::vector<OpTiming>& lastRunProfile() const { return profile_; }

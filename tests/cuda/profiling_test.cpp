@@ -81,7 +81,9 @@ TEST(CudaProfiling, DeviceTimesInStreamOrderAndSameResults) {
         if (t.opType.rfind("Copy", 0) != 0) ++onDevice;
         // One stream: a device op starts after the previous one ended (events are exact to
         // about half a microsecond).
-        if (previous) EXPECT_GE(t.startUs + 1.0, previous->startUs + previous->durationUs) << t.opType << " after " << previous->opType;
+        if (previous) {
+          EXPECT_GE(t.startUs + 1.0, previous->startUs + previous->durationUs) << t.opType << " after " << previous->opType;
+        }
         previous = &t;
       }
       EXPECT_EQ(onDevice, 8);  // 4 MatMuls, 3 Relus, 1 Sigmoid
@@ -91,6 +93,43 @@ TEST(CudaProfiling, DeviceTimesInStreamOrderAndSameResults) {
       std::vector<Tensor> got;
       ASSERT_TRUE(run(&got).isOk());
       expectSameOutputs(expected, got, "run after profiling " + std::to_string(i));
+    }
+  }
+}
+
+// Run callbacks read each op's output between ops: a session that replays a captured graph runs
+// op by op while they are given (Backend::onStepwise), then replays again.
+TEST(CudaProfiling, CallbacksReadEveryOpAfterGraphReplay) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  auto interp = chainInterpreter();
+  ScheduleConfig onCuda;
+  onCuda.backend = ForwardType::CUDA;
+  std::unique_ptr<Session> session;
+  ASSERT_TRUE(interp->createSession(onCuda, BackendConfig(), &session).isOk());
+  const Tensor x = randomTensor(DataType::Float32, {64, 96}, 4);
+  std::vector<Tensor> expected;
+  for (int i = 0; i < 3; ++i) ASSERT_TRUE(session->run({{"x", x}}, &expected).isOk());  // the third replays
+  for (const bool profiled : {false, true}) {
+    SCOPED_TRACE(profiled ? "profiled" : "not profiled");
+    session->setProfiling(profiled);
+    std::vector<std::string> ops;
+    Tensor lastSeen;
+    RunCallbacks callbacks;
+    callbacks.after = [&](const OpCallbackInfo& op, const OpTensors& outputs) {
+      ops.push_back(op.type);
+      EXPECT_TRUE(outputs.read(0, &lastSeen).isOk()) << op.type;
+      return true;
+    };
+    std::vector<Tensor> got;
+    const Status st = session->run({{"x", x}}, &got, callbacks);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    EXPECT_EQ(ops.size(), 8u);
+    expectSameOutputs(expected, got, "run with callbacks");
+    expectSameOutputs(expected, {lastSeen}, "the last op's output as its callback read it");
+    session->setProfiling(false);
+    for (int i = 0; i < 3; ++i) {
+      ASSERT_TRUE(session->run({{"x", x}}, &got).isOk());
+      expectSameOutputs(expected, got, "run after the callbacks " + std::to_string(i));
     }
   }
 }

@@ -453,6 +453,16 @@ void CUDABackend::onProfiling(bool on) {
   if (on == profiling_) return;
   profiling_ = on;
   // The graph captured before has no event nodes (or, after profiling, has them): capture again.
+  dropGraph();
+}
+
+void CUDABackend::onStepwise(bool on) {
+  if (on == stepwise_) return;
+  stepwise_ = on;
+  dropGraph();
+}
+
+void CUDABackend::dropGraph() {
   abandonCapture();
   if (stream_) cudaStreamSynchronize(stream_);
   if (graphExec_) cudaGraphExecDestroy(graphExec_);
@@ -465,7 +475,7 @@ void CUDABackend::onExecuteBegin() {
   inRun_ = true;
   profileMarks_ = 0;
   sawHostReadInRun_ = false;
-  if (graphMode_ == GraphMode::Eager && graphAllowed_ && eagerRunsSinceResize_ > 0 &&
+  if (graphMode_ == GraphMode::Eager && graphAllowed_ && !stepwise_ && eagerRunsSinceResize_ > 0 &&
       lastEagerRunClean_) {
     if (cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal) == cudaSuccess) {
       graphMode_ = GraphMode::Capture;

@@ -53,6 +53,7 @@ class CUDABackend : public Backend {
   void onExecuteBegin() override;
   void onExecuteEnd() override;
   void onProfiling(bool on) override;
+  void onStepwise(bool on) override;
   bool timesOnDevice() const override { return true; }
   Status onProfileMark() override;
   Status onProfileMarkTimes(std::vector<double>* us) override;
@@ -101,6 +102,7 @@ class CUDABackend : public Backend {
   friend class GraphAwareExecution;
   bool replaying() const { return graphMode_ == GraphMode::Replay; }
   void abandonCapture();
+  void dropGraph();  // the next runs run eagerly, then capture again
   Status copyHostToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
   Status copyDeviceToHost(const RuntimeTensor* src, RuntimeTensor* dst);
   Status copyDeviceToDevice(const RuntimeTensor* src, RuntimeTensor* dst);
@@ -138,6 +140,7 @@ class CUDABackend : public Backend {
   // Per-op timing: CUDA events between the commands (reused run to run), recorded inside the
   // captured graph as its event nodes, so that a replay times each op on the device.
   bool profiling_ = false;
+  bool stepwise_ = false;  // run callbacks: no graph, each op launched as it comes
   std::vector<cudaEvent_t> profileEvents_;
   size_t profileMarks_ = 0;
   bool inRun_ = false;
