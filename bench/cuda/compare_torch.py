@@ -20,7 +20,7 @@ engine and Osprey's time over the fastest compiled PyTorch and over the fastest 
 
   bench/cuda/compare_torch.py --osprey build/osprey [--make-models .devdeps/models/make_models.py]
       [--work-dir /tmp/osprey-vs-torch] [--warmup 10] [--loops 50] [--io device|host|both]
-      [--torch eager,compile,reduce-overhead,max-autotune] [--json-out FILE]
+      [--torch eager,compile,reduce-overhead[,max-autotune]] [--json-out FILE]
       [--cases resnet50:32:fp16,bert_base_l12_seq128:32:fp16,vit_tiny_p16_224:32:fp16]
 """
 import argparse
@@ -188,7 +188,8 @@ def main():
     p.add_argument("--work-dir", default="/tmp/osprey-vs-torch")
     p.add_argument("--cases", default=DEFAULT_CASES)
     p.add_argument("--io", choices=["device", "host", "both"], default="both")
-    p.add_argument("--torch", default="eager,compile,reduce-overhead,max-autotune", help="PyTorch variants, comma-separated")
+    p.add_argument("--torch", default="eager,compile,reduce-overhead",
+                   help="PyTorch variants, comma-separated (max-autotune: minutes of tuning per model)")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--loops", type=int, default=50)
     p.add_argument("--json-out", help="also write the rows as JSON here")
