@@ -216,18 +216,13 @@ cudaError_t launchFor(cudaStream_t stream, const AttentionParams& p) {
   return cudaGetLastError();
 }
 
-bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15) == 0; }
-
 }  // namespace
 
 bool attentionFlashEligible(ElementType type, const AttentionParams& p) {
-  if (type == ElementType::F32 || p.dim != p.vDim) return false;
+  // The WMMA kernel's conditions (half / bfloat16, aligned rows), with one head size for Q/K and V.
+  if (!attentionTensorCoreEligible(type, p) || p.dim != p.vDim) return false;
   if (p.dim != 32 && p.dim != 64 && p.dim != 96 && p.dim != 128) return false;
-  if (p.qHeads > 65535 || p.batch > 65535) return false;
-  for (const int64_t* s : {p.qStride, p.kStride, p.vStride})
-    for (int i = 0; i < 3; ++i)
-      if (s[i] % 8 != 0) return false;
-  return aligned16(p.q) && aligned16(p.k) && aligned16(p.v);
+  return p.qHeads <= 65535 && p.batch <= 65535;  // grid y and z
 }
 
 cudaError_t launchAttentionFlash(cudaStream_t stream, ElementType type, const AttentionParams& p) {
