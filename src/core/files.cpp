@@ -39,6 +39,11 @@ Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
 }
 
 Status MappedFile::open(const std::string& path, std::shared_ptr<const MappedFile>* out) {
+  // Looked at before it is opened: opening a named pipe would block for a writer, and closing it
+  // again would lose what the writer sent for the reader that follows.
+  struct stat before {};
+  if (::stat(path.c_str(), &before) != 0) return Status::notFound("cannot open '" + path + "': " + std::strerror(errno));
+  if (!S_ISREG(before.st_mode)) return Status::invalidArgument("cannot map '" + path + "': not a regular file");
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::notFound("cannot open '" + path + "': " + std::strerror(errno));
   struct stat st {};
