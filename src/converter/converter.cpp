@@ -112,17 +112,9 @@ Status convertOnnxFileBytes(std::shared_ptr<const void> holder, const uint8_t* d
 
 Status convertOnnxFile(const std::string& path, Model* out, const ConvertOptions& options, ConvertReport* report) {
   const std::string dir = std::filesystem::path(path).parent_path().string();
-  std::shared_ptr<const MappedFile> file;
-  const Status mapped = MappedFile::open(path, &file);
-  if (mapped.code() == StatusCode::NotFound) return mapped;
-  if (mapped) {
-    const uint8_t* data = file->data();
-    const size_t size = file->size();
-    return convertOnnxFileBytes(std::move(file), data, size, dir, out, options, report).withContext(path);
-  }
-  std::vector<uint8_t> bytes;  // not a regular file (a pipe, a device): read it whole
-  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
-  return convertParsed(bytes.data(), bytes.size(), nullptr, &dir, out, options, report).withContext(path);
+  FileBytes file;
+  OSPREY_RETURN_IF_ERROR(mapOrReadFile(path, &file));
+  return convertOnnxFileBytes(std::move(file.holder), file.data, file.size, dir, out, options, report).withContext(path);
 }
 
 }  // namespace osprey

@@ -67,6 +67,23 @@ Status MappedFile::open(const std::string& path, std::shared_ptr<const MappedFil
   return Status::ok();
 }
 
+Status mapOrReadFile(const std::string& path, FileBytes* out) {
+  *out = FileBytes();
+  std::shared_ptr<const MappedFile> file;
+  const Status mapped = MappedFile::open(path, &file);
+  if (mapped) {
+    out->data = file->data(), out->size = file->size(), out->mapped = true;
+    out->holder = std::move(file);
+    return Status::ok();
+  }
+  if (mapped.code() == StatusCode::NotFound) return mapped;
+  auto bytes = std::make_shared<std::vector<uint8_t>>();
+  OSPREY_RETURN_IF_ERROR(readFile(path, bytes.get()));
+  out->data = bytes->data(), out->size = bytes->size();
+  out->holder = std::move(bytes);
+  return Status::ok();
+}
+
 MappedFile::~MappedFile() {
   if (data_) munmap(const_cast<uint8_t*>(data_), size_);
 }

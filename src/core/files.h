@@ -32,4 +32,16 @@ class MappedFile {
   size_t size_ = 0;
 };
 
+// A file's bytes: mapped where it is a regular file, else (a pipe, a device) read whole.
+struct FileBytes {
+  std::shared_ptr<const void> holder;  // keeps them: the MappedFile, or the vector read
+  const uint8_t* data = nullptr;
+  size_t size = 0;
+  bool mapped = false;  // holder is a MappedFile
+  std::shared_ptr<const MappedFile> mapping() const {
+    return mapped ? std::static_pointer_cast<const MappedFile>(holder) : nullptr;
+  }
+};
+Status mapOrReadFile(const std::string& path, FileBytes* out);
+
 }  // namespace osprey

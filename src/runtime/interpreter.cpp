@@ -65,36 +65,24 @@ Status Interpreter::fromFile(const std::string& path, const LoadOptions& options
   }
   // Read through a mapping: the parsers read the file's pages in place, with no copy of the
   // whole file on the heap first. A pipe or a device is read whole instead.
-  std::shared_ptr<const void> holder;
-  const uint8_t* data = nullptr;
-  size_t size = 0;
-  std::shared_ptr<const MappedFile> file;
-  const Status mapped = MappedFile::open(path, &file);
-  if (mapped) {
-    data = file->data(), size = file->size(), holder = file;
-  } else if (mapped.code() == StatusCode::NotFound) {
-    return mapped;
-  } else {
-    auto bytes = std::make_shared<std::vector<uint8_t>>();
-    OSPREY_RETURN_IF_ERROR(readFile(path, bytes.get()));
-    data = bytes->data(), size = bytes->size(), holder = std::move(bytes);
-  }
-  const std::vector<uint8_t> head(data, data + std::min<size_t>(size, 64));
+  FileBytes file;
+  OSPREY_RETURN_IF_ERROR(mapOrReadFile(path, &file));
+  const std::vector<uint8_t> head(file.data, file.data + std::min<size_t>(file.size, 64));
   auto model = std::make_shared<Model>();
   if (isTfliteModel(path, head.data(), head.size())) {
-    OSPREY_RETURN_IF_ERROR(convertTfliteBytes(data, size, model.get()).withContext(path));
+    OSPREY_RETURN_IF_ERROR(convertTfliteBytes(file.data, file.size, model.get()).withContext(path));
   } else if (looksLikeOnnx(path, head)) {
     const std::string dir = std::filesystem::path(path).parent_path().string();
-    file.reset();
-    OSPREY_RETURN_IF_ERROR(convertOnnxFileBytes(std::move(holder), data, size, dir, model.get()).withContext(path));
-  } else if (options.mapFile && file) {
-    OSPREY_RETURN_IF_ERROR_IN(readModel(data, size, model.get(), holder), path);
-    model->mapping = std::move(file);
+    OSPREY_RETURN_IF_ERROR(
+        convertOnnxFileBytes(std::move(file.holder), file.data, file.size, dir, model.get()).withContext(path));
+  } else if (options.mapFile && file.mapped) {
+    OSPREY_RETURN_IF_ERROR_IN(readModel(file.data, file.size, model.get(), file.holder), path);
+    model->mapping = file.mapping();
   } else {
-    // The constants point into a copy of the file on the heap, held by the model.
-    if (file) holder = std::make_shared<const std::vector<uint8_t>>(data, data + size), file.reset();
-    const auto* bytes = static_cast<const std::vector<uint8_t>*>(holder.get());
-    OSPREY_RETURN_IF_ERROR_IN(readModel(bytes->data(), bytes->size(), model.get(), holder), path);
+    // The constants point into the file's bytes on the heap (a copy of a mapping), held by the model.
+    if (file.mapped) file.holder = std::make_shared<const std::vector<uint8_t>>(file.data, file.data + file.size);
+    const auto* bytes = static_cast<const std::vector<uint8_t>*>(file.holder.get());
+    OSPREY_RETURN_IF_ERROR_IN(readModel(bytes->data(), bytes->size(), model.get(), file.holder), path);
   }
   *out = holding(std::move(model));
   return Status::ok();

@@ -175,8 +175,9 @@ class SessionImpl {
   // contiguous slices whose output can lie inside their input, and Concats whose inputs can be
   // written straight into their output (Command::inputsInOutput).
   void findViews();
-  void findSliceParts();
-  void findConcatParts();
+  using Producers = std::unordered_map<const RuntimeTensor*, const Command*>;  // of each command's outputs
+  void findSliceParts(const Producers& producer);
+  void findConcatParts(const Producers& producer);
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
   bool isInput(int tensor) const;

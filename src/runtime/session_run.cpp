@@ -141,19 +141,19 @@ void SessionImpl::findViews() {
     cmd.execution.reset();
     ++stats_.views;
   }
-  findSliceParts();
-  findConcatParts();
+  Producers producer;
+  for (auto& cmd : commands_)
+    for (auto* t : cmd.outputs)
+      if (t) producer[t] = &cmd;
+  findSliceParts(producer);
+  findConcatParts(producer);
 }
 
 // A Raster that copies one contiguous range of its input (a Slice, Split or Gather along the
 // outermost axes: the query, key and value of a packed projection) needs no copy: its output is
 // placed inside its input at that range, as a Concat's inputs are placed inside its output.
-void SessionImpl::findSliceParts() {
+void SessionImpl::findSliceParts(const Producers& producer) {
   partOf_.clear();
-  std::unordered_map<const RuntimeTensor*, const Command*> producer;
-  for (auto& cmd : commands_)
-    for (auto* t : cmd.outputs)
-      if (t) producer[t] = &cmd;
   std::unordered_set<const RuntimeTensor*> kept;
   for (const auto* list : {&inputs_, &outputs_, &keep_})
     for (int i : *list) kept.insert(&tensors_[i]);
@@ -187,11 +187,7 @@ void SessionImpl::findSliceParts() {
   }
 }
 
-void SessionImpl::findConcatParts() {
-  std::unordered_map<const RuntimeTensor*, const Command*> producer;
-  for (auto& cmd : commands_)
-    for (auto* t : cmd.outputs)
-      if (t) producer[t] = &cmd;
+void SessionImpl::findConcatParts(const Producers& producer) {
   std::unordered_set<const RuntimeTensor*> wholes;
   // A tensor that slices already lie inside stays out of Concats: a part is placed once.
   std::unordered_set<const RuntimeTensor*> sliced;
