@@ -335,11 +335,12 @@ Status SessionImpl::planMemory() {
     if (backup_) backup_->onClearBuffer();
     return fits;
   }
-  // Constants needed on a device backend are uploaded once, now.
+  // Constants needed on a device backend are uploaded once, now, and finished before a later
+  // plan may release what the copies write.
   for (auto& cmd : commands_)
     if (cmd.isCopy && cmd.inputs[0]->constData)
       OSPREY_RETURN_IF_ERROR(cmd.backend->onCopyBuffer(cmd.inputs[0], cmd.outputs[0]));
-  return Status::ok();
+  return main_->onWaitFinish();
 }
 
 Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {

@@ -23,10 +23,12 @@ class PlannedMemObj : public MemObj {
   std::shared_ptr<MemChunk> chunk_;
 };
 
-// A STATIC tensor's own buffer, alive as long as a tensor holds the chunk.
+// A STATIC tensor's range of the runtime's StaticPool, given back when no tensor holds the chunk.
 struct StaticChunk : MemChunk {
-  std::unique_ptr<DeviceBuffer> memory;
+  std::shared_ptr<StaticPool> pool;
+  StaticPool::Range range;
   BufferSlot slot;
+  ~StaticChunk() { pool->release(range); }
 };
 
 class StaticMemObj : public MemObj {};
@@ -70,8 +72,10 @@ std::unique_ptr<MemObj> VulkanBackend::onAcquire(RuntimeTensor* tensor, StorageT
     return std::make_unique<PlannedMemObj>(&planner_, tensor->chunk);
   }
   auto chunk = std::make_shared<StaticChunk>();
-  if (!DeviceBuffer::create(runtime_, bytes, false, "the weights '" + tensor->name + "'", &chunk->memory)) return nullptr;
-  chunk->slot.buffer = chunk->memory->buffer();
+  chunk->pool = runtime_->staticPool();
+  if (!chunk->pool->acquire(bytes, tensor->name, &chunk->range)) return nullptr;
+  chunk->slot.buffer = chunk->range.buffer;
+  chunk->offset = chunk->range.offset;
   chunk->device = &chunk->slot;
   chunk->size = bytes;
   tensor->chunk = chunk;
@@ -110,7 +114,8 @@ void VulkanBackend::dropCapturedRun() {
 }
 
 void VulkanBackend::onExecuteBegin() {
-  inRun_ = true;
+  // What was recorded outside a run goes first, in its own submission.
+  if (Status st = flush(); !st) setupError_ = st;
   nextCaptured_ = 0;
   captureSpoiled_ = false;
   // A profiled run times op by op, so it neither replays nor is kept.
@@ -119,7 +124,6 @@ void VulkanBackend::onExecuteBegin() {
 }
 
 void VulkanBackend::onExecuteEnd() {
-  inRun_ = false;
   const bool flushed = flush().isOk();
   if (mode_ == RunMode::Capture) capturedWhole_ = flushed && !captureSpoiled_;
   if (mode_ == RunMode::Replay && (!flushed || nextCaptured_ != captured_.size())) dropCapturedRun();
@@ -127,7 +131,6 @@ void VulkanBackend::onExecuteEnd() {
 }
 
 void VulkanBackend::onExecuteAbort() {
-  inRun_ = false;
   (void)flush();
   dropCapturedRun();
   mode_ = RunMode::Record;

@@ -1,5 +1,5 @@
 // VulkanBackend: activations planned into one device arena (MemoryPlanner offsets into a single
-// VkBuffer), STATIC tensors in buffers of their own, copies to and from the host through one
+// VkBuffer), STATIC tensors in ranges of the runtime's StaticPool, copies to and from the host through one
 // host-visible staging buffer, and executions from the Vulkan kernel registry (vk_kernels.cpp).
 // The dispatches and copies of a run are recorded into one command buffer, separated by
 // barriers, and submitted when the host needs a result (a download) or the run ends. The first
@@ -72,9 +72,10 @@ class VulkanBackend : public Backend {
   // Makes the writes of the commands recorded so far visible to the commands recorded next.
   void barrier();
   // Commands were recorded: within a run they wait for the next download or the run's end (with
-  // profiling on they run now, so host clocks time them); outside a run (constants uploaded at
-  // resize) they run now, before a new plan may free what they touch.
-  Status afterOp() { return profiling_ || !inRun_ ? flush() : Status::ok(); }
+  // profiling on they run now, so host clocks time them). Outside a run (the constants a plan
+  // uploads, a device input copied in) they wait for onWaitFinish, the next run's start or a
+  // full staging buffer: a model's weights go up in a few submissions, not one each.
+  Status afterOp() { return profiling_ ? flush() : Status::ok(); }
   // Submits what is recorded and waits for it.
   Status flush();
 
@@ -106,7 +107,7 @@ class VulkanBackend : public Backend {
   bool capturedWhole_ = false;  // captured_ holds every submission of a run of the current plan
   bool captureSpoiled_ = false;  // the staging buffer was replaced while capturing
   VkFence fence_ = VK_NULL_HANDLE;
-  bool recording_ = false, profiling_ = false, inRun_ = false;
+  bool recording_ = false, profiling_ = false;
   bool half_ = false, halfMath_ = false;
   // convert.comp's dispatches, one per (source, destination) pair: a descriptor set may not change
   // between the dispatches of one command buffer, and captured runs replay the sets they used.

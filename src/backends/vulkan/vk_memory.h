@@ -1,9 +1,12 @@
 // Device memory: one VkBuffer bound to its own VkDeviceMemory. The backend makes one for the
-// planned activation arena, one per STATIC tensor, and one host-visible staging buffer that
-// uploads and downloads pass through.
+// planned activation arena and one host-visible staging buffer that uploads and downloads pass
+// through; STATIC tensors take ranges of the runtime's StaticPool blocks.
 #pragma once
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include "backends/vulkan/vk_runtime.h"
 
@@ -30,6 +33,48 @@ class DeviceBuffer {
   VkDeviceMemory memory_ = VK_NULL_HANDLE;
   uint8_t* mapped_ = nullptr;
   size_t size_ = 0;
+};
+
+// Device-local memory for STATIC tensors (weights): blocks sub-allocated best-fit, so that a
+// model's hundreds of weights take a handful of vkAllocateMemory calls (drivers cap the number
+// of allocations, maxMemoryAllocationCount, and each one costs). Blocks grow from kFirstBlock
+// to kLargestBlock (never past the device's maxStorageBufferRange); a tensor over half the
+// block size gets a block of its own. A block whose every range came back is freed.
+class StaticPool {
+ public:
+  static constexpr size_t kFirstBlock = size_t(4) << 20;
+  static constexpr size_t kLargestBlock = size_t(64) << 20;
+  StaticPool(VulkanRuntime* runtime, size_t alignment);
+
+  struct Range {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    size_t offset = 0, bytes = 0;
+    int block = -1;
+  };
+  // `what` names the tensor in an out-of-memory error.
+  Status acquire(size_t bytes, const std::string& what, Range* out);
+  void release(const Range& range);  // a range of a block freed by clear() is ignored
+  // Frees every block: the runtime's end, before its device goes.
+  void clear();
+  int blocks() const;
+  size_t heldBytes() const;
+
+ private:
+  struct Block {
+    std::unique_ptr<DeviceBuffer> memory;
+    std::map<size_t, size_t> free;  // offset -> bytes, coalesced
+    size_t used = 0;
+  };
+  void addFree(int block, size_t offset, size_t bytes);
+  void dropFree(int block, size_t offset, size_t bytes);
+
+  VulkanRuntime* runtime_;
+  size_t alignment_, largest_;
+  size_t nextBlock_ = kFirstBlock;
+  int nextId_ = 0;
+  std::map<int, Block> blocks_;
+  std::multimap<size_t, std::pair<int, size_t>> bySize_;  // free bytes -> (block, offset)
+  mutable std::mutex mutex_;
 };
 
 }  // namespace osprey::vulkan

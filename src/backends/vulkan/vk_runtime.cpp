@@ -4,6 +4,7 @@
 #include <fstream>
 #include <iterator>
 
+#include "backends/vulkan/vk_memory.h"
 #include "backends/vulkan/vk_shaders.h"
 
 namespace osprey::vulkan {
@@ -54,6 +55,7 @@ Status VulkanRuntime::init(const RuntimeOptions& options) {
   OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateDevice(facts_.physical, &deviceInfo, nullptr, &device_),
                                  "vkCreateDevice on " + facts_.name));
   vkGetDeviceQueue(device_, facts_.computeQueueFamily, 0, &queue_);
+  staticPool_ = std::make_shared<StaticPool>(this, facts_.minStorageBufferOffsetAlignment);
 
   VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -83,6 +85,7 @@ VulkanRuntime::~VulkanRuntime() {
   if (device_) {
     vkDeviceWaitIdle(device_);
     if (!options_.pipelineCachePath.empty()) (void)savePipelineCache();
+    if (staticPool_) staticPool_->clear();
     for (auto& [name, p] : pipelines_) {
       vkDestroyPipeline(device_, p->pipeline, nullptr);
       vkDestroyPipelineLayout(device_, p->layout, nullptr);

@@ -39,6 +39,8 @@ struct DescriptorSet {
   VkDescriptorPool pool = VK_NULL_HANDLE;
 };
 
+class StaticPool;
+
 class VulkanRuntime : public Runtime {
  public:
   static Status create(const RuntimeOptions& options, std::unique_ptr<VulkanRuntime>* out);
@@ -65,6 +67,9 @@ class VulkanRuntime : public Runtime {
   // Submits `buffer` and waits for it (through `fence`, reset afterwards).
   Status submitAndWait(VkCommandBuffer buffer, VkFence fence);
 
+  // Where STATIC tensors live; their chunks hold it, since a chunk may outlive the runtime.
+  const std::shared_ptr<StaticPool>& staticPool() const { return staticPool_; }
+
   Status savePipelineCache() const;
   int pipelinesBuilt() const { return static_cast<int>(pipelines_.size()); }
 
@@ -83,6 +88,7 @@ class VulkanRuntime : public Runtime {
   VkPhysicalDeviceMemoryProperties memory_{};
   std::vector<VkDescriptorPool> descriptorPools_;
   std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  std::shared_ptr<StaticPool> staticPool_;
   std::mutex mutex_;  // pipelines, pools and the queue: backends of several sessions share them
 };
 
