@@ -1,10 +1,16 @@
 // Small graphs end to end on Vulkan against the same graphs on the CPU: a CNN (conv, depthwise,
 // 1x1, pooling, Gemm, Softmax) and a transformer block (LayerNorm, attention through MatMul,
 // Transpose, Softmax, GELU feed-forward, residual Adds), and an op without a Vulkan kernel
-// falling back to the CPU between Vulkan ops.
+// falling back to the CPU between Vulkan ops. Then the runtime: device choice, the pipeline
+// cache file.
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <thread>
 
+#include "backends/vulkan/vk_runtime.h"
 #include "core/dtype.h"
 #include "vulkan_test_util.h"
 
@@ -282,6 +288,48 @@ TEST(VulkanRuntime, PipelineCacheFile) {
   std::fseek(f, 0, SEEK_END);
   EXPECT_GT(std::ftell(f), 0);
   std::fclose(f);
+  std::remove(path.c_str());
+}
+
+// A session writes the file when its runtime ends; the next runtime builds what it lists at its
+// start, with no session asking.
+TEST(VulkanRuntime, BuildsThePipelinesItsCacheFileListsAtItsStart) {
+  OSPREY_REQUIRE_VULKAN();
+  const std::string path = ::testing::TempDir() + "osprey-vulkan-prebuild.bin";
+  std::remove(path.c_str());
+  GraphBuilder g;
+  const int x = g.input("x", {3, 8});
+  std::shared_ptr<Interpreter> interp;
+  ASSERT_TRUE(Interpreter::fromModel(g.finish(g.op(makeNode(OpType::Sigmoid), {g.op(makeNode(OpType::Tanh), {x})})), &interp));
+  ScheduleConfig schedule;
+  schedule.backend = ForwardType::Vulkan;
+  BackendConfig config;
+  config.vulkan = testVulkanOptions();
+  config.vulkan.pipelineCachePath = path;
+  {
+    std::unique_ptr<Session> s;
+    ASSERT_TRUE(interp->createSession(schedule, config, &s));
+    std::vector<Tensor> out;
+    Status st = s->run({{"x", randomTensor(DataType::Float32, {3, 8}, 3)}}, &out);
+    ASSERT_TRUE(st) << st.message();
+  }
+  std::ifstream in(path, std::ios::binary);
+  const std::vector<uint8_t> bytes{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  vulkan::PipelineCacheFile file;
+  ASSERT_TRUE(vulkan::parsePipelineCacheFile(bytes.data(), bytes.size(), &file)) << path;
+  ASSERT_GE(file.pipelines.size(), 1u);
+
+  vulkan::RuntimeOptions options;
+  options.device = config.vulkan.device;
+  options.pipelineCachePath = path;
+  std::unique_ptr<vulkan::VulkanRuntime> rt;
+  Status st = vulkan::VulkanRuntime::create(options, &rt);
+  ASSERT_TRUE(st) << st.message();
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (rt->readyPipelines() < file.pipelines.size() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  EXPECT_EQ(rt->readyPipelines(), file.pipelines.size());
+  rt.reset();
   std::remove(path.c_str());
 }
 

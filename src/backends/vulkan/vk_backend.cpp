@@ -229,7 +229,8 @@ Status VulkanBackend::stage(size_t bytes, size_t* offset) {
 
 // Host -> device: the layout changes on the host (convertLayout, the one place that knows
 // layouts) straight into the staging buffer, then a copy is recorded. fp16 storage: the host's
-// float32 narrows to half first (weights so once, at resize), then the layout changes.
+// float32 narrows to half first (weights so once, at resize), then the layout changes. Large
+// tensors (weights) are converted on the runtime's host threads.
 Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
   const size_t size = storageBytes(dst);
   if (size == 0) return Status::ok();
@@ -241,17 +242,38 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
   size_t at = 0;
   OSPREY_RETURN_IF_ERROR(stage(size, &at));
   uint8_t* staged = staging_->mapped() + at;
+  constexpr size_t kChunk = size_t(1) << 20;  // bytes per host thread's task
+  std::unique_lock<std::mutex> hostThreadsLock;
+  ThreadPool* pool = size >= 2 * kChunk ? runtime_->hostThreads(&hostThreadsLock) : nullptr;
+  const bool sameLayout = src->layout == dst->layout;
   std::vector<uint16_t> half;
   if (halfStorage(dst)) {
-    const size_t n = static_cast<size_t>(layoutElements(src->shape, src->layout));
-    half.resize(n);
-    floatsToHalves(reinterpret_cast<const float*>(bytes), half.data(), n);
-    bytes = reinterpret_cast<const uint8_t*>(half.data());
+    const int64_t n = layoutElements(src->shape, src->layout);
+    if (!sameLayout) half.resize(n);
+    uint16_t* narrowed = sameLayout ? reinterpret_cast<uint16_t*>(staged) : half.data();
+    const float* wide = reinterpret_cast<const float*>(bytes);
+    const int64_t perTask = kChunk / 2;
+    if (pool)
+      pool->parallelFor((n + perTask - 1) / perTask, [&](int64_t b, int64_t e) {
+        for (int64_t c = b; c < e; ++c)
+          floatsToHalves(wide + c * perTask, narrowed + c * perTask, std::min(perTask, n - c * perTask));
+      });
+    else
+      floatsToHalves(wide, narrowed, n);
+    bytes = reinterpret_cast<const uint8_t*>(narrowed);
   }
-  if (src->layout != dst->layout)
-    OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, staged, dst->layout, src->shape, storageElementSize(dst)));
-  else
-    std::memcpy(staged, bytes, size);
+  if (!sameLayout) {
+    OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, staged, dst->layout, src->shape, storageElementSize(dst), pool));
+  } else if (bytes != staged) {
+    const int64_t tasks = static_cast<int64_t>((size + kChunk - 1) / kChunk);
+    if (pool)
+      pool->parallelFor(tasks, [&](int64_t b, int64_t e) {
+        const size_t from = static_cast<size_t>(b) * kChunk, to = std::min(size, static_cast<size_t>(e) * kChunk);
+        std::memcpy(staged + from, bytes + from, to - from);
+      });
+    else
+      std::memcpy(staged, bytes, size);
+  }
   VkCommandBuffer cmd;
   OSPREY_RETURN_IF_ERROR(recording(&cmd));
   VkBufferCopy region{at, dst->chunk->offset, size};

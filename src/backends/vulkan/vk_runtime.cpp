@@ -1,5 +1,6 @@
 #include "backends/vulkan/vk_runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -62,34 +63,42 @@ Status VulkanRuntime::init(const RuntimeOptions& options) {
   poolInfo.queueFamilyIndex = facts_.computeQueueFamily;
   OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateCommandPool(device_, &poolInfo, nullptr, &commandPool_), "vkCreateCommandPool"));
 
-  // A cache file from another device or driver is rejected by the driver's header check, and a
-  // missing or unreadable one only means pipelines are compiled afresh.
-  std::vector<char> cached;
+  // A cache file from another device or driver: the driver's header check rejects its data (and
+  // the pipelines it lists are built afresh); a missing, unreadable or corrupt one only means
+  // pipelines are compiled afresh.
+  PipelineCacheFile cached;
   if (!options.pipelineCachePath.empty()) {
     std::ifstream in(options.pipelineCachePath, std::ios::binary);
-    if (in) cached.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    std::vector<uint8_t> bytes;
+    if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (!parsePipelineCacheFile(bytes.data(), bytes.size(), &cached)) cached = PipelineCacheFile();
   }
   VkPipelineCacheCreateInfo cacheInfo{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
-  cacheInfo.initialDataSize = cached.size();
-  cacheInfo.pInitialData = cached.empty() ? nullptr : cached.data();
+  cacheInfo.initialDataSize = cached.driverData.size();
+  cacheInfo.pInitialData = cached.driverData.empty() ? nullptr : cached.driverData.data();
   if (vkCreatePipelineCache(device_, &cacheInfo, nullptr, &pipelineCache_) != VK_SUCCESS) {
     cacheInfo.initialDataSize = 0;
     cacheInfo.pInitialData = nullptr;
     OSPREY_RETURN_IF_ERROR(vkCheck(vkCreatePipelineCache(device_, &cacheInfo, nullptr, &pipelineCache_),
                                    "vkCreatePipelineCache"));
   }
-  return addDescriptorPool();
+  OSPREY_RETURN_IF_ERROR(addDescriptorPool());
+  prebuild(std::move(cached.pipelines));
+  return Status::ok();
 }
 
 VulkanRuntime::~VulkanRuntime() {
+  stopPrebuild_ = true;
+  for (std::thread& t : prebuilders_) t.join();
   if (device_) {
     vkDeviceWaitIdle(device_);
     if (!options_.pipelineCachePath.empty()) (void)savePipelineCache();
     if (staticPool_) staticPool_->clear();
-    for (auto& [name, p] : pipelines_) {
-      vkDestroyPipeline(device_, p->pipeline, nullptr);
-      vkDestroyPipelineLayout(device_, p->layout, nullptr);
-      vkDestroyDescriptorSetLayout(device_, p->setLayout, nullptr);
+    for (auto& [name, e] : pipelines_) {
+      if (!e->ready || !e->error.isOk()) continue;
+      vkDestroyPipeline(device_, e->pipeline.pipeline, nullptr);
+      vkDestroyPipelineLayout(device_, e->pipeline.layout, nullptr);
+      vkDestroyDescriptorSetLayout(device_, e->pipeline.setLayout, nullptr);
     }
     for (VkDescriptorPool pool : descriptorPools_) vkDestroyDescriptorPool(device_, pool, nullptr);
     if (pipelineCache_) vkDestroyPipelineCache(device_, pipelineCache_, nullptr);
@@ -98,16 +107,25 @@ VulkanRuntime::~VulkanRuntime() {
   }
 }
 
-Status VulkanRuntime::savePipelineCache() const {
+Status VulkanRuntime::savePipelineCache() {
+  PipelineCacheFile file;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [id, e] : pipelines_)
+      if (e->ready && e->error.isOk()) file.pipelines.push_back(e->key);
+  }
   size_t size = 0;
   OSPREY_RETURN_IF_ERROR(vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, nullptr), "vkGetPipelineCacheData"));
-  std::vector<char> data(size);
-  OSPREY_RETURN_IF_ERROR(vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, data.data()), "vkGetPipelineCacheData"));
+  file.driverData.resize(size);
+  OSPREY_RETURN_IF_ERROR(
+      vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, file.driverData.data()), "vkGetPipelineCacheData"));
+  file.driverData.resize(size);
+  const std::vector<uint8_t> data = serializePipelineCacheFile(file);
   // Written to a temporary file and renamed, so a concurrent reader never sees half a cache.
   const std::string tmp = options_.pipelineCachePath + ".tmp";
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(data.data(), static_cast<std::streamsize>(size));
+    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
     if (!out) return Status::internal("Vulkan: cannot write the pipeline cache '" + tmp + "'");
   }
   if (std::rename(tmp.c_str(), options_.pipelineCachePath.c_str()) != 0)
@@ -151,26 +169,74 @@ bool VulkanRuntime::hasShader(const std::string& name) {
 
 Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const std::vector<int32_t>& specialization,
                                const Pipeline** out) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  std::string key = name;
-  for (int32_t v : specialization) {
-    key += ',';
-    key += std::to_string(v);
-  }
-  auto it = pipelines_.find(key);
+  PipelineKey key{name, bindings, specialization};
+  const std::string id = key.id();
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto it = pipelines_.find(id);
   if (it != pipelines_.end()) {
-    if (it->second->bindings != bindings)
+    std::shared_ptr<PipelineEntry> e = it->second;
+    pipelineReady_.wait(lock, [&] { return e->ready; });
+    OSPREY_RETURN_IF_ERROR(e->error);
+    if (e->key.bindings != bindings)
       return Status::internal("Vulkan: shader '" + name + "' asked for with " + std::to_string(bindings) +
-                              " bindings, built with " + std::to_string(it->second->bindings));
-    *out = it->second.get();
+                              " bindings, built with " + std::to_string(e->key.bindings));
+    *out = &e->pipeline;
     return Status::ok();
   }
+  auto e = std::make_shared<PipelineEntry>();
+  e->key = std::move(key);
+  pipelines_[id] = e;
+  lock.unlock();
+  Status built = build(e->key, &e->pipeline);
+  lock.lock();
+  e->ready = true;
+  e->error = built;
+  if (!built) pipelines_.erase(id);  // the next asker tries again
+  pipelineReady_.notify_all();
+  OSPREY_RETURN_IF_ERROR(built);
+  *out = &e->pipeline;
+  return Status::ok();
+}
+
+ThreadPool* VulkanRuntime::hostThreads(std::unique_lock<std::mutex>* lock) {
+  *lock = std::unique_lock<std::mutex>(hostThreadsMutex_);
+  if (!hostThreads_)
+    hostThreads_ = std::make_unique<ThreadPool>(static_cast<int>(std::clamp(std::thread::hardware_concurrency(), 1u, 8u)));
+  return hostThreads_.get();
+}
+
+size_t VulkanRuntime::readyPipelines() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t n = 0;
+  for (const auto& [id, e] : pipelines_) n += e->ready && e->error.isOk();
+  return n;
+}
+
+void VulkanRuntime::prebuild(std::vector<PipelineKey> keys) {
+  if (keys.empty()) return;
+  auto shared = std::make_shared<std::vector<PipelineKey>>(std::move(keys));
+  auto next = std::make_shared<std::atomic<size_t>>(0);
+  const size_t threads = std::min<size_t>({shared->size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+  for (size_t t = 0; t < threads; ++t)
+    prebuilders_.emplace_back([this, shared, next] {
+      for (size_t i = (*next)++; i < shared->size() && !stopPrebuild_; i = (*next)++) {
+        const PipelineKey& k = (*shared)[i];
+        const Pipeline* p = nullptr;
+        // A shader this build lacks, or bindings that changed: left to the session to report.
+        if (hasShader(k.shader)) (void)pipeline(k.shader, k.bindings, k.specialization, &p);
+      }
+    });
+}
+
+Status VulkanRuntime::build(const PipelineKey& key, Pipeline* p) {
+  const std::string& name = key.shader;
+  const uint32_t bindings = key.bindings;
+  const std::vector<int32_t>& specialization = key.specialization;
   const EmbeddedShader* shader = nullptr;
   for (const EmbeddedShader& s : embeddedShaders())
     if (name == s.name) shader = &s;
   if (!shader) return Status::internal("Vulkan: no embedded shader '" + name + "'");
 
-  auto p = std::make_unique<Pipeline>();
   p->bindings = bindings;
   // Destroys what was made so far if a later step fails.
   struct Cleanup {
@@ -184,8 +250,7 @@ Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const
       if (p->layout) vkDestroyPipelineLayout(device, p->layout, nullptr);
       if (p->setLayout) vkDestroyDescriptorSetLayout(device, p->setLayout, nullptr);
     }
-  } cleanup{device_, p.get()};
-
+  } cleanup{device_, p};
   std::vector<VkDescriptorSetLayoutBinding> slots(bindings);
   for (uint32_t i = 0; i < bindings; ++i)
     slots[i] = {i, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1, VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
@@ -222,8 +287,6 @@ Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const
   OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateComputePipelines(device_, pipelineCache_, 1, &info, nullptr, &p->pipeline),
                                  "vkCreateComputePipelines for shader '" + name + "'"));
   cleanup.keep = true;
-  *out = p.get();
-  pipelines_[key] = std::move(p);
   return Status::ok();
 }
 

@@ -3,14 +3,19 @@
 // SPIR-V (cached by shader name and specialization constants, through a VkPipelineCache that may be
 // saved to a file).
 #pragma once
+#include <atomic>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "backends/vulkan/pipeline_cache_file.h"
 #include "backends/vulkan/vk_device.h"
 #include "core/backend.h"
+#include "core/thread_pool.h"
 
 namespace osprey::vulkan {
 
@@ -70,13 +75,30 @@ class VulkanRuntime : public Runtime {
   // Where STATIC tensors live; their chunks hold it, since a chunk may outlive the runtime.
   const std::shared_ptr<StaticPool>& staticPool() const { return staticPool_; }
 
-  Status savePipelineCache() const;
-  int pipelinesBuilt() const { return static_cast<int>(pipelines_.size()); }
+  // Writes the pipeline cache file: the driver's data and the keys of the pipelines built.
+  Status savePipelineCache();
+  // Threads for large host-side copies (weights into the staging buffer at resize): made on
+  // first use, as many as the cores up to 8. One caller at a time uses them: `lock` is held
+  // until the caller is done.
+  ThreadPool* hostThreads(std::unique_lock<std::mutex>* lock);
+  // Pipelines built so far (by sessions, or from the cache file's list).
+  size_t readyPipelines();
 
  private:
+  // A pipeline being built or built: the thread that builds it holds no lock meanwhile, so
+  // pipelines build in parallel; a second asker waits for `ready`.
+  struct PipelineEntry {
+    PipelineKey key;
+    Pipeline pipeline;
+    bool ready = false;
+    Status error;
+  };
   VulkanRuntime() = default;
   Status init(const RuntimeOptions& options);
   Status addDescriptorPool();
+  Status build(const PipelineKey& key, Pipeline* out);
+  // Builds the pipelines the cache file lists on worker threads (prebuilt_), while sessions plan.
+  void prebuild(std::vector<PipelineKey> keys);
 
   RuntimeOptions options_;
   DeviceFacts facts_;
@@ -87,8 +109,13 @@ class VulkanRuntime : public Runtime {
   VkPipelineCache pipelineCache_ = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory_{};
   std::vector<VkDescriptorPool> descriptorPools_;
-  std::map<std::string, std::unique_ptr<Pipeline>> pipelines_;
+  std::map<std::string, std::shared_ptr<PipelineEntry>> pipelines_;
+  std::condition_variable pipelineReady_;
+  std::vector<std::thread> prebuilders_;
+  std::atomic<bool> stopPrebuild_{false};
   std::shared_ptr<StaticPool> staticPool_;
+  std::unique_ptr<ThreadPool> hostThreads_;
+  std::mutex hostThreadsMutex_;
   std::mutex mutex_;  // pipelines, pools and the queue: backends of several sessions share them
 };
 
