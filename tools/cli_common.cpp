@@ -175,12 +175,18 @@ RuntimeMadeWhileLoading::RuntimeMadeWhileLoading(const ScheduleConfig& schedule,
     : schedule_(schedule), config_(config) {
   // Vulkan and OpenCL objects may be used from any thread; a CUDA runtime binds its device to
   // the thread that makes it, so it is made by the session, on the caller's thread, as the CPU's.
-  if (schedule_.backend == ForwardType::Vulkan || schedule_.backend == ForwardType::OpenCL)
-    made_ = std::async(std::launch::async, [this] { return Interpreter::createRuntime(schedule_, config_, &runtime_); });
+  if (schedule_.backend == ForwardType::Vulkan || schedule_.backend == ForwardType::OpenCL) {
+    std::promise<Status> promise;
+    made_ = promise.get_future();
+    maker_ = std::thread([this, promise = std::move(promise)]() mutable {
+      Status st = Interpreter::createRuntime(schedule_, config_, &runtime_);
+      promise.set_value(st);
+    });
+  }
 }
 
 RuntimeMadeWhileLoading::~RuntimeMadeWhileLoading() {
-  if (made_.valid()) made_.wait();
+  if (maker_.joinable()) maker_.join();
 }
 
 Status RuntimeMadeWhileLoading::createSession(const Interpreter& interp, std::unique_ptr<Session>* out) {
@@ -266,6 +272,7 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
   if (args.has("vulkan-cache")) config->vulkan.pipelineCachePath = args.get("vulkan-cache");
   OSPREY_RETURN_IF_ERROR(onOffArg(args, "vulkan-validation", &config->vulkan.validation));
   OSPREY_RETURN_IF_ERROR(onOffArg(args, "vulkan-fp16-math", &config->vulkan.halfMath));
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "vulkan-mapped-weights", &config->vulkan.mappedWeights));
   return Status::ok();
 }
 
@@ -276,7 +283,7 @@ std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
                            "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cpu-quantized-layout", "cuda-low-precision",
                            "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
                            "opencl-memory", "opencl-fp16-math", "opencl-profile", "vulkan-device", "vulkan-cache",
-                           "vulkan-validation", "vulkan-fp16-math", "signature"})
+                           "vulkan-validation", "vulkan-fp16-math", "vulkan-mapped-weights", "signature"})
     if (std::find(valued.begin(), valued.end(), name) == valued.end()) valued.push_back(name);
   return valued;
 }
@@ -299,7 +306,8 @@ const char* configOptionsUsage() {
          "    --opencl-memory auto|buffer|image  --opencl-fp16-math on|off  --opencl-profile on|off\n"
          "    --vulkan-device D  index or name substring (default: first GPU)  --vulkan-cache FILE (pipelines)\n"
          "    --vulkan-validation on|off     VK_LAYER_KHRONOS_validation where installed\n"
-         "    --vulkan-fp16-math on|off      fp16 multiplies in convolutions and MatMul at --precision low\n";
+         "    --vulkan-fp16-math on|off      fp16 multiplies in convolutions and MatMul at --precision low\n"
+         "    --vulkan-mapped-weights on|off weights written into mapped device memory where a large heap is\n";
 }
 
 Status backendConfigFromArgs(const Args& args, BackendConfig* config) {

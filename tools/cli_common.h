@@ -4,6 +4,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "osprey/osprey.h"
@@ -61,7 +62,10 @@ class RuntimeMadeWhileLoading {
   ScheduleConfig schedule_;
   BackendConfig config_;
   std::shared_ptr<SharedRuntime> runtime_;
+  // Set by `maker_` as soon as the runtime is made: a std::async future would wait for its
+  // thread's exit too, where a GPU driver's thread-exit handlers took 10 ms on NVIDIA's.
   std::future<Status> made_;
+  std::thread maker_;
 };
 
 // Plans `session` for the given inputs' shapes and the shapes of those still to be generated,

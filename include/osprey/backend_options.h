@@ -76,6 +76,10 @@ struct VulkanOptions {
   // in fp16 (partial sums of 16 products in fp16, added into fp32 accumulators). Off: fp16
   // storage with fp32 arithmetic.
   bool halfMath = true;
+  // Where the device has a large heap of device-local memory the host can map (a resizable BAR;
+  // lavapipe's one memory), weights are written straight into it at resize instead of going
+  // through a staging buffer and a copy. Off: always staged.
+  bool mappedWeights = true;
 };
 
 // The widest CPU kernel table the process may use: Native (what the CPU has), Avx2 (AVX2+FMA at

@@ -208,7 +208,7 @@ class Runtime:
                  opencl_memory: Optional[str] = None, opencl_fp16_math: Optional[bool] = None,
                  opencl_profile: Optional[bool] = None, vulkan_device: Union[str, int, None] = None,
                  vulkan_cache: Optional[str] = None, vulkan_validation: Optional[bool] = None,
-                 vulkan_fp16_math: Optional[bool] = None) -> None:
+                 vulkan_fp16_math: Optional[bool] = None, vulkan_mapped_weights: Optional[bool] = None) -> None:
         if precision not in _PRECISIONS:
             raise ValueError("precision must be one of %s, got %r" % (", ".join(_PRECISIONS), precision))
         self.backend = backend
@@ -224,7 +224,8 @@ class Runtime:
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
             opencl_profile=opencl_profile, vulkan_device=vulkan_device, vulkan_cache=vulkan_cache,
-            vulkan_validation=vulkan_validation, vulkan_fp16_math=vulkan_fp16_math)
+            vulkan_validation=vulkan_validation, vulkan_fp16_math=vulkan_fp16_math,
+            vulkan_mapped_weights=vulkan_mapped_weights)
         self._runtime = _osprey.Runtime(backend, self.threads, precision,
                                         0 if memory_limit is None else int(memory_limit),
                                         0 if run_time_limit_ms is None else int(run_time_limit_ms),
@@ -287,6 +288,8 @@ class InferenceSession:
         vulkan_validation: turn on VK_LAYER_KHRONOS_validation where installed (default False).
         vulkan_fp16_math: fp16 multiplies in the convolution and MatMul shaders at
             ``precision="low"`` where the device has shaderFloat16 (default True).
+        vulkan_mapped_weights: weights written straight into mapped device memory where the
+            device has a large mapped heap (default True); False: through a staging copy.
         signature: a TensorFlow SavedModel directory's signature to run (default serving_default).
 
     Raises:
@@ -330,6 +333,7 @@ class InferenceSession:
         vulkan_cache: Optional[str] = None,
         vulkan_validation: Optional[bool] = None,
         vulkan_fp16_math: Optional[bool] = None,
+        vulkan_mapped_weights: Optional[bool] = None,
         signature: Optional[str] = None,
     ) -> None:
         options = _options(
@@ -339,7 +343,8 @@ class InferenceSession:
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
             opencl_profile=opencl_profile, vulkan_device=vulkan_device, vulkan_cache=vulkan_cache,
-            vulkan_validation=vulkan_validation, vulkan_fp16_math=vulkan_fp16_math)
+            vulkan_validation=vulkan_validation, vulkan_fp16_math=vulkan_fp16_math,
+            vulkan_mapped_weights=vulkan_mapped_weights)
         if runtime is not None:
             # A shared runtime brings its own backend, threads and settings.
             backend, threads, precision = runtime.backend, runtime.threads, runtime.precision

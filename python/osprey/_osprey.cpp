@@ -252,6 +252,8 @@ void applyOptions(const py::dict& options, BackendConfig* config) {
       config->vulkan.validation = item.second.cast<bool>();
     } else if (name == "vulkan_fp16_math") {
       config->vulkan.halfMath = item.second.cast<bool>();
+    } else if (name == "vulkan_mapped_weights") {
+      config->vulkan.mappedWeights = item.second.cast<bool>();
     } else {
       throw StatusError{invalidArgument("unknown option '" + name + "'")};
     }

@@ -98,14 +98,14 @@ std::map<std::string, Tensor> scaled(const std::map<std::string, Tensor>& feeds,
 // third on other inputs.
 SessionStats compareWithCpu(const std::shared_ptr<Model>& model, const std::map<std::string, Tensor>& feeds,
                             BackendConfig::Precision precision = BackendConfig::Precision::Normal,
-                            float fullPrecisionStem = 0.f) {
+                            float fullPrecisionStem = 0.f, bool mappedWeights = true) {
   std::shared_ptr<Interpreter> interp;
   Status st = Interpreter::fromModel(model, &interp);
   EXPECT_TRUE(st) << st.message();
   if (!st) return {};
   std::unique_ptr<Session> cpu, vk;
   EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &cpu));
-  st = createVulkanSession(*interp, &vk, precision, fullPrecisionStem);
+  st = createVulkanSession(*interp, &vk, precision, fullPrecisionStem, true, mappedWeights);
   EXPECT_TRUE(st) << st.message();
   if (!st) return {};
   const std::map<std::string, Tensor> other = scaled(feeds, -0.75f);
@@ -158,6 +158,16 @@ TEST(VulkanModels, SmallCnn) {
   OSPREY_REQUIRE_VULKAN();
   const SessionStats stats = compareWithCpu(smallCnn(), smallCnnFeeds());
   EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
+}
+
+// Weights through the staging buffer and a copy, as on a device without a large mapped heap
+// (lavapipe and GPUs with a resizable BAR write them straight into device memory).
+TEST(VulkanModels, SmallCnnWeightsStaged) {
+  OSPREY_REQUIRE_VULKAN();
+  for (auto precision : {BackendConfig::Precision::Normal, BackendConfig::Precision::Low}) {
+    const SessionStats stats = compareWithCpu(smallCnn(), smallCnnFeeds(), precision, 0.f, false);
+    EXPECT_TRUE(noFallback(stats)) << describeBackends(stats);
+  }
 }
 
 // Precision Low: every float tensor in fp16 (stem 0), then with BackendConfig's default fp32

@@ -25,12 +25,14 @@ VulkanOptions testVulkanOptions() {
 }
 
 Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out,
-                           BackendConfig::Precision precision, float fullPrecisionStem, bool halfMath) {
+                           BackendConfig::Precision precision, float fullPrecisionStem, bool halfMath,
+                           bool mappedWeights) {
   ScheduleConfig schedule;
   schedule.backend = ForwardType::Vulkan;
   BackendConfig config;
   config.vulkan = testVulkanOptions();
   config.vulkan.halfMath = halfMath;
+  config.vulkan.mappedWeights = mappedWeights;
   config.precision = precision;
   config.fullPrecisionStem = fullPrecisionStem;
   return interp.createSession(schedule, config, out);

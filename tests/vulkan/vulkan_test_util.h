@@ -28,10 +28,11 @@ VulkanOptions testVulkanOptions();
 
 // A Vulkan session at `precision`. At Low, `fullPrecisionStem` is BackendConfig's share of the
 // convolution work kept in fp32 (0: every float tensor in fp16, as the per-kernel tests want), and
-// `halfMath` is VulkanOptions::halfMath (fp16 multiplies where the device has shaderFloat16).
+// `halfMath` is VulkanOptions::halfMath (fp16 multiplies where the device has shaderFloat16),
+// `mappedWeights` VulkanOptions::mappedWeights.
 Status createVulkanSession(const Interpreter& interp, std::unique_ptr<Session>* out,
                            BackendConfig::Precision precision = BackendConfig::Precision::Normal,
-                           float fullPrecisionStem = 0.f, bool halfMath = true);
+                           float fullPrecisionStem = 0.f, bool halfMath = true, bool mappedWeights = true);
 
 // True when the test device stores float tensors in fp16 at Precision::Low (16-bit storage);
 // elsewhere Low runs in fp32.

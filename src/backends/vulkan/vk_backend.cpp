@@ -75,6 +75,7 @@ std::unique_ptr<MemObj> VulkanBackend::onAcquire(RuntimeTensor* tensor, StorageT
   chunk->pool = runtime_->staticPool();
   if (!chunk->pool->acquire(bytes, tensor->name, &chunk->range)) return nullptr;
   chunk->slot.buffer = chunk->range.buffer;
+  chunk->slot.mapped = chunk->range.mapped;
   chunk->offset = chunk->range.offset;
   chunk->device = &chunk->slot;
   chunk->size = bytes;
@@ -102,7 +103,7 @@ Status VulkanBackend::onResizeEnd() {
   const size_t need = planner_.plan();
   if (arena_ && arena_->size() >= need) return Status::ok();
   onClearBuffer();
-  OSPREY_RETURN_IF_ERROR(DeviceBuffer::create(runtime_, need, false, "the activation arena", &arena_));
+  OSPREY_RETURN_IF_ERROR(DeviceBuffer::create(runtime_, need, DeviceBuffer::Kind::Device, "the activation arena", &arena_));
   arenaSlot_.buffer = arena_->buffer();
   return Status::ok();
 }
@@ -220,7 +221,7 @@ Status VulkanBackend::stage(size_t bytes, size_t* offset) {
     if (mode_ != RunMode::Record) captureSpoiled_ = true;
     staging_.reset();
     OSPREY_RETURN_IF_ERROR(
-        DeviceBuffer::create(runtime_, std::max<size_t>(aligned, 1 << 20), true, "the staging buffer", &staging_));
+        DeviceBuffer::create(runtime_, std::max<size_t>(aligned, 1 << 20), DeviceBuffer::Kind::Staging, "the staging buffer", &staging_));
   }
   *offset = 0;
   stagingUsed_ = aligned;
@@ -228,7 +229,8 @@ Status VulkanBackend::stage(size_t bytes, size_t* offset) {
 }
 
 // Host -> device: the layout changes on the host (convertLayout, the one place that knows
-// layouts) straight into the staging buffer, then a copy is recorded. fp16 storage: the host's
+// layouts) straight into the staging buffer, then a copy is recorded; into a weight's mapped
+// device memory, it goes there directly and nothing is recorded. fp16 storage: the host's
 // float32 narrows to half first (weights so once, at resize), then the layout changes. Large
 // tensors (weights) are converted on the runtime's host threads.
 Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
@@ -239,9 +241,10 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
   VkBuffer buffer;
   uint32_t elementOffset;
   OSPREY_RETURN_IF_ERROR(locate(dst, &buffer, &elementOffset));
+  uint8_t* mapped = static_cast<const BufferSlot*>(dst->chunk->device)->mapped;
   size_t at = 0;
-  OSPREY_RETURN_IF_ERROR(stage(size, &at));
-  uint8_t* staged = staging_->mapped() + at;
+  if (!mapped) OSPREY_RETURN_IF_ERROR(stage(size, &at));
+  uint8_t* target = mapped ? mapped + dst->chunk->offset : staging_->mapped() + at;
   constexpr size_t kChunk = size_t(1) << 20;  // bytes per host thread's task
   std::unique_lock<std::mutex> hostThreadsLock;
   ThreadPool* pool = size >= 2 * kChunk ? runtime_->hostThreads(&hostThreadsLock) : nullptr;
@@ -250,7 +253,7 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
   if (halfStorage(dst)) {
     const int64_t n = layoutElements(src->shape, src->layout);
     if (!sameLayout) half.resize(n);
-    uint16_t* narrowed = sameLayout ? reinterpret_cast<uint16_t*>(staged) : half.data();
+    uint16_t* narrowed = sameLayout ? reinterpret_cast<uint16_t*>(target) : half.data();
     const float* wide = reinterpret_cast<const float*>(bytes);
     const int64_t perTask = kChunk / 2;
     if (pool)
@@ -263,17 +266,18 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
     bytes = reinterpret_cast<const uint8_t*>(narrowed);
   }
   if (!sameLayout) {
-    OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, staged, dst->layout, src->shape, storageElementSize(dst), pool));
-  } else if (bytes != staged) {
+    OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, target, dst->layout, src->shape, storageElementSize(dst), pool));
+  } else if (bytes != target) {
     const int64_t tasks = static_cast<int64_t>((size + kChunk - 1) / kChunk);
     if (pool)
       pool->parallelFor(tasks, [&](int64_t b, int64_t e) {
         const size_t from = static_cast<size_t>(b) * kChunk, to = std::min(size, static_cast<size_t>(e) * kChunk);
-        std::memcpy(staged + from, bytes + from, to - from);
+        std::memcpy(target + from, bytes + from, to - from);
       });
     else
-      std::memcpy(staged, bytes, size);
+      std::memcpy(target, bytes, size);
   }
+  if (mapped) return Status::ok();  // coherent: the next submission sees it
   VkCommandBuffer cmd;
   OSPREY_RETURN_IF_ERROR(recording(&cmd));
   VkBufferCopy region{at, dst->chunk->offset, size};

@@ -19,9 +19,11 @@ namespace osprey::vulkan {
 
 class Dispatch;
 
-// What MemChunk::device points at: the buffer a tensor lives in.
+// What MemChunk::device points at: the buffer a tensor lives in, and where the host may write it
+// directly (mapped device memory of the StaticPool; the chunk's offset not applied), else null.
 struct BufferSlot {
   VkBuffer buffer = VK_NULL_HANDLE;
+  uint8_t* mapped = nullptr;
 };
 
 class VulkanBackend : public Backend {

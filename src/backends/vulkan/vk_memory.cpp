@@ -4,8 +4,9 @@
 
 namespace osprey::vulkan {
 
-Status DeviceBuffer::create(VulkanRuntime* runtime, size_t bytes, bool hostVisible, const std::string& what,
+Status DeviceBuffer::create(VulkanRuntime* runtime, size_t bytes, Kind kind, const std::string& what,
                             std::unique_ptr<DeviceBuffer>* out) {
+  const bool hostVisible = kind != Kind::Device;
   std::unique_ptr<DeviceBuffer> b(new DeviceBuffer());
   b->device_ = runtime->device();
   b->size_ = std::max<size_t>(bytes, 16);  // Vulkan forbids empty buffers
@@ -17,9 +18,13 @@ Status DeviceBuffer::create(VulkanRuntime* runtime, size_t bytes, bool hostVisib
   VkMemoryRequirements needs;
   vkGetBufferMemoryRequirements(b->device_, b->buffer_, &needs);
   uint32_t type = 0;
-  const VkMemoryPropertyFlags flags = hostVisible ? VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT
-                                                  : VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
+  const VkMemoryPropertyFlags hostFlags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const VkMemoryPropertyFlags flags = kind == Kind::Device    ? VkMemoryPropertyFlags(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)
+                                      : kind == Kind::Staging ? hostFlags
+                                                              : hostFlags | VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT;
   OSPREY_RETURN_IF_ERROR(runtime->memoryType(needs.memoryTypeBits, flags, hostVisible, &type));
+  if (kind == Kind::MappedDevice && runtime->heapBytes(type) < StaticPool::kMappedHeapBytes)
+    return Status::unsupported("Vulkan: " + runtime->facts().name + " has no large mapped device-local heap");
   VkMemoryAllocateInfo alloc{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
   alloc.allocationSize = needs.size;
   alloc.memoryTypeIndex = type;
@@ -43,10 +48,11 @@ DeviceBuffer::~DeviceBuffer() {
   if (memory_) vkFreeMemory(device_, memory_, nullptr);
 }
 
-StaticPool::StaticPool(VulkanRuntime* runtime, size_t alignment)
+StaticPool::StaticPool(VulkanRuntime* runtime, size_t alignment, bool mapped)
     : runtime_(runtime),
       alignment_(std::max<size_t>(alignment, 64)),
-      largest_(std::min<size_t>(kLargestBlock, runtime->facts().maxStorageBufferRange)) {
+      largest_(std::min<size_t>(kLargestBlock, runtime->facts().maxStorageBufferRange)),
+      mapped_(mapped) {
   nextBlock_ = std::min(nextBlock_, largest_);
 }
 
@@ -74,7 +80,11 @@ Status StaticPool::acquire(size_t bytes, const std::string& what, Range* out) {
     if (size == nextBlock_) nextBlock_ = std::min(nextBlock_ * 2, largest_);
     const int id = nextId_++;
     Block& block = blocks_[id];
-    Status made = DeviceBuffer::create(runtime_, size, false, "the weights '" + what + "'", &block.memory);
+    const std::string name = "the weights '" + what + "'";
+    Status made = Status::unsupported("");
+    if (mapped_ && !(made = DeviceBuffer::create(runtime_, size, DeviceBuffer::Kind::MappedDevice, name, &block.memory)))
+      mapped_ = false;  // none, or that heap is full: device memory from now on
+    if (!made) made = DeviceBuffer::create(runtime_, size, DeviceBuffer::Kind::Device, name, &block.memory);
     if (!made) {
       blocks_.erase(id);
       return made;
@@ -88,7 +98,7 @@ Status StaticPool::acquire(size_t bytes, const std::string& what, Range* out) {
   if (have > need) addFree(id, offset + need, have - need);
   Block& block = blocks_[id];
   block.used += need;
-  *out = Range{block.memory->buffer(), offset, need, id};
+  *out = Range{block.memory->buffer(), block.memory->mapped(), offset, need, id};
   return Status::ok();
 }
 

@@ -14,9 +14,13 @@ namespace osprey::vulkan {
 
 class DeviceBuffer {
  public:
-  // `hostVisible`: mapped, coherent memory for staging; otherwise device-local where the device
-  // has it. `what` names the buffer in errors.
-  static Status create(VulkanRuntime* runtime, size_t bytes, bool hostVisible, const std::string& what,
+  enum class Kind {
+    Device,        // device-local where the device has it
+    Staging,       // mapped, coherent host memory
+    MappedDevice,  // device-local and mapped (a large BAR, or one memory as on lavapipe); fails where there is none
+  };
+  // `what` names the buffer in errors.
+  static Status create(VulkanRuntime* runtime, size_t bytes, Kind kind, const std::string& what,
                        std::unique_ptr<DeviceBuffer>* out);
   ~DeviceBuffer();
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -24,7 +28,7 @@ class DeviceBuffer {
 
   VkBuffer buffer() const { return buffer_; }
   size_t size() const { return size_; }
-  uint8_t* mapped() const { return mapped_; }  // null unless host-visible
+  uint8_t* mapped() const { return mapped_; }  // null for Kind::Device
 
  private:
   DeviceBuffer() = default;
@@ -40,14 +44,20 @@ class DeviceBuffer {
 // of allocations, maxMemoryAllocationCount, and each one costs). Blocks grow from kFirstBlock
 // to kLargestBlock (never past the device's maxStorageBufferRange); a tensor over half the
 // block size gets a block of its own. A block whose every range came back is freed.
+// Where the device has device-local memory the host can map, in a heap of at least
+// kMappedHeapBytes (a resizable BAR; not the 256 MiB window, which other users need), blocks
+// are mapped, and weights are written into them directly instead of through a staging copy.
 class StaticPool {
  public:
   static constexpr size_t kFirstBlock = size_t(4) << 20;
   static constexpr size_t kLargestBlock = size_t(64) << 20;
-  StaticPool(VulkanRuntime* runtime, size_t alignment);
+  static constexpr uint64_t kMappedHeapBytes = uint64_t(1) << 30;
+  // `mapped`: try mapped device memory for blocks (RuntimeOptions::mappedWeights).
+  StaticPool(VulkanRuntime* runtime, size_t alignment, bool mapped);
 
   struct Range {
     VkBuffer buffer = VK_NULL_HANDLE;
+    uint8_t* mapped = nullptr;  // the block's mapping (offset not applied) where it is host-visible
     size_t offset = 0, bytes = 0;
     int block = -1;
   };
@@ -70,6 +80,7 @@ class StaticPool {
 
   VulkanRuntime* runtime_;
   size_t alignment_, largest_;
+  bool mapped_;  // blocks are tried in mapped device memory first
   size_t nextBlock_ = kFirstBlock;
   int nextId_ = 0;
   std::map<int, Block> blocks_;

@@ -21,6 +21,7 @@ RuntimeOptions RuntimeOptions::fromConfig(const VulkanOptions& options) {
   r.device = options.device;
   r.pipelineCachePath = options.pipelineCachePath;
   r.validation = options.validation;
+  r.mappedWeights = options.mappedWeights;
   return r;
 }
 
@@ -56,7 +57,7 @@ Status VulkanRuntime::init(const RuntimeOptions& options) {
   OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateDevice(facts_.physical, &deviceInfo, nullptr, &device_),
                                  "vkCreateDevice on " + facts_.name));
   vkGetDeviceQueue(device_, facts_.computeQueueFamily, 0, &queue_);
-  staticPool_ = std::make_shared<StaticPool>(this, facts_.minStorageBufferOffsetAlignment);
+  staticPool_ = std::make_shared<StaticPool>(this, facts_.minStorageBufferOffsetAlignment, options.mappedWeights);
 
   VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
   poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
@@ -216,7 +217,8 @@ void VulkanRuntime::prebuild(std::vector<PipelineKey> keys) {
   if (keys.empty()) return;
   auto shared = std::make_shared<std::vector<PipelineKey>>(std::move(keys));
   auto next = std::make_shared<std::atomic<size_t>>(0);
-  const size_t threads = std::min<size_t>({shared->size(), std::max(1u, std::thread::hardware_concurrency()), 8});
+  // Half the cores at most: the session plans on the others meanwhile.
+  const size_t threads = std::min<size_t>({shared->size(), std::max(1u, std::thread::hardware_concurrency() / 2), 8});
   for (size_t t = 0; t < threads; ++t)
     prebuilders_.emplace_back([this, shared, next] {
       for (size_t i = (*next)++; i < shared->size() && !stopPrebuild_; i = (*next)++) {

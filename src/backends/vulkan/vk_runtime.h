@@ -24,6 +24,7 @@ struct RuntimeOptions {
   std::string device;
   std::string pipelineCachePath;
   bool validation = false;
+  bool mappedWeights = true;  // VulkanOptions::mappedWeights: StaticPool blocks in mapped device memory
   static RuntimeOptions fromConfig(const VulkanOptions& options);
 };
 
@@ -57,6 +58,8 @@ class VulkanRuntime : public Runtime {
   // The memory type for `typeBits` with `wanted` properties (falling back to any of typeBits
   // when `wanted` is only a preference, as DEVICE_LOCAL is).
   Status memoryType(uint32_t typeBits, VkMemoryPropertyFlags wanted, bool required, uint32_t* out) const;
+  // The size of the heap memory type `type` belongs to.
+  uint64_t heapBytes(uint32_t type) const { return memory_.memoryHeaps[memory_.memoryTypes[type].heapIndex].size; }
 
   // The pipeline of shader `name` (a shaders/*.comp file name, with its variant suffix) with
   // `bindings` storage buffers and `specialization` as its constants 0..n-1 (one pipeline per

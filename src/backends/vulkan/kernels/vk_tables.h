@@ -19,7 +19,7 @@ inline Status uploadTable(VulkanBackend* backend, const std::vector<uint32_t>& w
                           std::unique_ptr<DeviceBuffer>* out) {
   out->reset();
   const size_t bytes = std::max<size_t>(4, words.size() * sizeof(uint32_t));
-  OSPREY_RETURN_IF_ERROR(DeviceBuffer::create(backend->runtime(), bytes, true, what, out));
+  OSPREY_RETURN_IF_ERROR(DeviceBuffer::create(backend->runtime(), bytes, DeviceBuffer::Kind::Staging, what, out));
   std::memcpy((*out)->mapped(), words.data(), words.size() * sizeof(uint32_t));
   return Status::ok();
 }
