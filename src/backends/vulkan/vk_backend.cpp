@@ -45,10 +45,18 @@ VulkanBackend::VulkanBackend(VulkanRuntime* runtime, const BackendConfig& config
   half_ = config.precision == BackendConfig::Precision::Low && runtime->facts().storage16;
   halfMath_ = half_ && config.vulkan.halfMath && runtime->facts().fp16Arithmetic;
   setupError_ = runtime_->allocateCommandBuffer(&commands_);
-  if (setupError_) {
+}
+
+// The fence is made at the first submission, not with the backend: on NVIDIA's driver the first
+// fence of a new device waited some 12 ms for the driver to finish starting the device, while
+// the pipelines built from the cache file's list can go on meanwhile (the plan's first memory
+// allocation then waits instead).
+Status VulkanBackend::submitAndWait(VkCommandBuffer buffer) {
+  if (!fence_) {
     VkFenceCreateInfo info{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
-    setupError_ = vkCheck(vkCreateFence(runtime_->device(), &info, nullptr, &fence_), "vkCreateFence");
+    OSPREY_RETURN_IF_ERROR(vkCheck(vkCreateFence(runtime_->device(), &info, nullptr, &fence_), "vkCreateFence"));
   }
+  return runtime_->submitAndWait(buffer, fence_);
 }
 
 VulkanBackend::~VulkanBackend() {
@@ -198,10 +206,10 @@ Status VulkanBackend::flush() {
   if (mode_ == RunMode::Replay) {
     if (nextCaptured_ >= captured_.size())
       return Status::internal("Vulkan: a run of a captured plan submitted more often than the captured run");
-    return runtime_->submitAndWait(captured_[nextCaptured_++], fence_);
+    return submitAndWait(captured_[nextCaptured_++]);
   }
   OSPREY_RETURN_IF_ERROR(vkCheck(vkEndCommandBuffer(current_), "vkEndCommandBuffer"));
-  Status st = runtime_->submitAndWait(current_, fence_);
+  Status st = submitAndWait(current_);
   if (mode_ == RunMode::Record) vkResetCommandBuffer(current_, 0);
   return st;
 }

@@ -82,6 +82,8 @@ class VulkanBackend : public Backend {
   Status flush();
 
  private:
+  // Submits `buffer` and waits for it, through the backend's fence (made at the first submission).
+  Status submitAndWait(VkCommandBuffer buffer);
   Status upload(const RuntimeTensor* src, RuntimeTensor* dst);
   Status download(const RuntimeTensor* src, RuntimeTensor* dst);
   // A copy between a float32 and an fp16 tensor of this backend (the fp32 stem's edge), by shader.

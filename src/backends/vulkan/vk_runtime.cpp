@@ -112,8 +112,13 @@ Status VulkanRuntime::savePipelineCache() {
   PipelineCacheFile file;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // In the order sessions asked for them, so that the next start builds them in the order its
+    // plan needs them.
+    std::vector<const PipelineEntry*> built;
     for (const auto& [id, e] : pipelines_)
-      if (e->ready && e->error.isOk()) file.pipelines.push_back(e->key);
+      if (e->ready && e->error.isOk()) built.push_back(e.get());
+    std::sort(built.begin(), built.end(), [](auto* a, auto* b) { return a->order < b->order; });
+    for (const PipelineEntry* e : built) file.pipelines.push_back(e->key);
   }
   size_t size = 0;
   OSPREY_RETURN_IF_ERROR(vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, nullptr), "vkGetPipelineCacheData"));
@@ -186,6 +191,7 @@ Status VulkanRuntime::pipeline(const std::string& name, uint32_t bindings, const
   }
   auto e = std::make_shared<PipelineEntry>();
   e->key = std::move(key);
+  e->order = pipelinesAsked_++;
   pipelines_[id] = e;
   lock.unlock();
   Status built = build(e->key, &e->pipeline);
@@ -217,8 +223,10 @@ void VulkanRuntime::prebuild(std::vector<PipelineKey> keys) {
   if (keys.empty()) return;
   auto shared = std::make_shared<std::vector<PipelineKey>>(std::move(keys));
   auto next = std::make_shared<std::atomic<size_t>>(0);
-  // Half the cores at most: the session plans on the others meanwhile.
-  const size_t threads = std::min<size_t>({shared->size(), std::max(1u, std::thread::hardware_concurrency() / 2), 8});
+  // Four threads at most, half the cores: NVIDIA's driver makes pipelines several times slower
+  // each on more threads at once (8 threads took longer than 4 on an H200), and the session
+  // plans on the other cores meanwhile.
+  const size_t threads = std::min<size_t>({shared->size(), std::max(1u, std::thread::hardware_concurrency() / 2), 4});
   for (size_t t = 0; t < threads; ++t)
     prebuilders_.emplace_back([this, shared, next] {
       for (size_t i = (*next)++; i < shared->size() && !stopPrebuild_; i = (*next)++) {

@@ -92,6 +92,7 @@ class VulkanRuntime : public Runtime {
   // pipelines build in parallel; a second asker waits for `ready`.
   struct PipelineEntry {
     PipelineKey key;
+    uint64_t order = 0;  // when it was first asked for: the cache file lists pipelines so
     Pipeline pipeline;
     bool ready = false;
     Status error;
@@ -113,6 +114,7 @@ class VulkanRuntime : public Runtime {
   VkPhysicalDeviceMemoryProperties memory_{};
   std::vector<VkDescriptorPool> descriptorPools_;
   std::map<std::string, std::shared_ptr<PipelineEntry>> pipelines_;
+  uint64_t pipelinesAsked_ = 0;
   std::condition_variable pipelineReady_;
   std::vector<std::thread> prebuilders_;
   std::atomic<bool> stopPrebuild_{false};
