@@ -28,7 +28,9 @@ class Dispatch {
   // gives a command all its float tensors in one precision); fp16 storage takes the variant with
   // fp16 arithmetic (_fp16a) where the shader has one and the backend computes in fp16; a
   // shader's subgroup variant (_sg) is taken where the device's subgroups do arithmetic.
-  // `specialization`: the shader's specialization constants, in constant_id order.
+  // `specialization`: the shader's specialization constants, in constant_id order. The pipeline
+  // and the descriptor set are taken at the first record, so that a plan writes its weights
+  // while the runtime builds the pipelines its cache file lists.
   Status prepare(VulkanBackend* backend, const std::string& shader, uint32_t bindings, const RuntimeTensor* storageOf,
                  const std::vector<int32_t>& specialization = {}) {
     if (backend_) backend_->runtime()->freeSet(set_);
@@ -38,9 +40,10 @@ class Dispatch {
       shader_ += backend->halfMath() && VulkanRuntime::hasShader(shader + "_fp16a") ? "_fp16a" : "_fp16";
     if (backend->runtime()->facts().subgroupArithmetic && VulkanRuntime::hasShader(shader_ + "_sg")) shader_ += "_sg";
     set_ = {};
+    pipeline_ = nullptr;
+    specialization_ = specialization;
     bound_.assign(bindings, VK_NULL_HANDLE);
-    OSPREY_RETURN_IF_ERROR(backend->runtime()->pipeline(shader_, bindings, specialization, &pipeline_));
-    return backend->runtime()->allocateSet(*pipeline_, &set_);
+    return Status::ok();
   }
   // Records the dispatch of `groups` workgroups over `buffers` with `push` (at most
   // kPushConstantBytes), then a barrier.
@@ -56,6 +59,13 @@ class Dispatch {
                                    " workgroups in dimension " + std::to_string(i) + "; the device allows " +
                                    std::to_string(f.maxWorkGroupCount[i]));
     if (groups[0] == 0 || groups[1] == 0 || groups[2] == 0) return Status::ok();
+    if (!pipeline_) {
+      VulkanRuntime* rt = backend_->runtime();
+      const Pipeline* pipeline = nullptr;
+      OSPREY_RETURN_IF_ERROR(rt->pipeline(shader_, static_cast<uint32_t>(bound_.size()), specialization_, &pipeline));
+      OSPREY_RETURN_IF_ERROR(rt->allocateSet(*pipeline, &set_));
+      pipeline_ = pipeline;
+    }
     VkCommandBuffer cmd;
     OSPREY_RETURN_IF_ERROR(backend_->recording(&cmd));
     if (backend_->replaying()) return Status::ok();  // recorded in the captured run, sets unchanged
@@ -89,6 +99,7 @@ class Dispatch {
  private:
   VulkanBackend* backend_ = nullptr;
   std::string shader_;
+  std::vector<int32_t> specialization_;
   const Pipeline* pipeline_ = nullptr;
   DescriptorSet set_;
   std::vector<VkBuffer> bound_;
