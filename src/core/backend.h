@@ -176,6 +176,9 @@ class Backend {
   // Bytes of one of t's elements in this backend's memory (where parts are placed inside a
   // whole: a byte offset is elements times this).
   virtual size_t storedElementBytes(const RuntimeTensor& t) const { return dataTypeSize(t.dtype); }
+  // What a part's byte offset inside its whole must be a multiple of, for the kernels that read
+  // and write it (vector and tensor-core loads want aligned addresses).
+  virtual size_t placementAlignment() const { return 1; }
   // Whether the backend runs ops marked OpRef::fullPrecision in fp32 while the others run at
   // Low precision. It stores each float activation in the precision of the ops that read it
   // (RuntimeTensor::fullPrecision); the pipeline inserts a converting copy within the backend

@@ -180,6 +180,7 @@ void SessionImpl::findSliceParts(const Producers& producer) {
     if (r.count() != out->elements() || !contiguousSlice(r) || r.src.offset + out->elements() > in->elements()) continue;
     if (!cmd.backend->canPlaceInside(*in) || !cmd.backend->canPlaceInside(*out)) continue;
     if (cmd.backend->storedElementBytes(*in) != cmd.backend->storedElementBytes(*out)) continue;
+    if (r.src.offset * cmd.backend->storedElementBytes(*in) % cmd.backend->placementAlignment() != 0) continue;
     partOf_[out] = {in, r.src.offset};
     cmd.inputsInOutput = true;
     cmd.execution.reset();
@@ -214,7 +215,8 @@ void SessionImpl::findConcatParts(const Producers& producer) {
            !in->constData && in->dtype == whole->dtype && in->layout == Layout::NCHW && r.count() == in->elements() &&
            contiguousCopy(r) && !partOf_.count(in) && !wholes.count(in) && !isWholeOfParts(in) &&
            cmd.backend->canPlaceInside(*in) &&
-           cmd.backend->storedElementBytes(*in) == cmd.backend->storedElementBytes(*whole);
+           cmd.backend->storedElementBytes(*in) == cmd.backend->storedElementBytes(*whole) &&
+           r.dst.offset * cmd.backend->storedElementBytes(*whole) % cmd.backend->placementAlignment() == 0;
       if (!ok) break;
       ranges.push_back({r.dst.offset, in});
     }

@@ -15,8 +15,6 @@ namespace osprey {
 
 namespace {
 
-constexpr size_t kDeviceAlignment = 256;
-
 DataType lowPrecisionType(const CudaOptions& options) {
   return options.lowPrecision == CudaOptions::LowPrecision::BFloat16 ? DataType::BFloat16 : DataType::Float16;
 }

@@ -63,6 +63,12 @@ class CUDABackend : public Backend {
   size_t staticBytes() const override { return staticBytes_; }
   Layout activationLayout(const RuntimeTensor& t) const override;
   bool honoursFullPrecision() const override { return lowPrecision(); }
+  // Concat and slice parts, at offsets of whole 256-byte lines (cudaMalloc's alignment, which
+  // WMMA, ldmatrix and vector loads rely on).
+  bool canPlaceInside(const RuntimeTensor&) const override { return true; }
+  size_t storedElementBytes(const RuntimeTensor& t) const override { return dataTypeSize(storageType(&t)); }
+  size_t placementAlignment() const override { return kDeviceAlignment; }
+  static constexpr size_t kDeviceAlignment = 256;  // of planned activations and of parts
   bool computesFloat16() const override { return true; }
 
   // --- What executions use ---
