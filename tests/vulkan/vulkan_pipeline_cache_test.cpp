@@ -1,5 +1,5 @@
 // The --vulkan-cache file's reader: every truncation and foreign file is a cold start, never a
-// crash. (VulkanRuntime.BuildsThePipelinesItsCacheFileListsAtItsStart tests its use.)
+// crash. (VulkanRuntime.PipelineCacheFile tests its use.)
 #include <gtest/gtest.h>
 
 #include "backends/vulkan/pipeline_cache_file.h"
