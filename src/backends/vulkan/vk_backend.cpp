@@ -273,18 +273,8 @@ Status VulkanBackend::upload(const RuntimeTensor* src, RuntimeTensor* dst) {
       floatsToHalves(wide, narrowed, n);
     bytes = reinterpret_cast<const uint8_t*>(narrowed);
   }
-  if (!sameLayout) {
+  if (bytes != target)  // a layout change, or a copy split over the pool's threads
     OSPREY_RETURN_IF_ERROR(convertLayout(bytes, src->layout, target, dst->layout, src->shape, storageElementSize(dst), pool));
-  } else if (bytes != target) {
-    const int64_t tasks = static_cast<int64_t>((size + kChunk - 1) / kChunk);
-    if (pool)
-      pool->parallelFor(tasks, [&](int64_t b, int64_t e) {
-        const size_t from = static_cast<size_t>(b) * kChunk, to = std::min(size, static_cast<size_t>(e) * kChunk);
-        std::memcpy(target + from, bytes + from, to - from);
-      });
-    else
-      std::memcpy(target, bytes, size);
-  }
   if (mapped) return Status::ok();  // coherent: the next submission sees it
   VkCommandBuffer cmd;
   OSPREY_RETURN_IF_ERROR(recording(&cmd));

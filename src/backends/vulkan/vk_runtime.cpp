@@ -2,11 +2,10 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
-#include <iterator>
 
 #include "backends/vulkan/vk_memory.h"
 #include "backends/vulkan/vk_shaders.h"
+#include "core/files.h"
 
 namespace osprey::vulkan {
 
@@ -68,12 +67,10 @@ Status VulkanRuntime::init(const RuntimeOptions& options) {
   // the pipelines it lists are built afresh); a missing, unreadable or corrupt one only means
   // pipelines are compiled afresh.
   PipelineCacheFile cached;
-  if (!options.pipelineCachePath.empty()) {
-    std::ifstream in(options.pipelineCachePath, std::ios::binary);
-    std::vector<uint8_t> bytes;
-    if (in) bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-    if (!parsePipelineCacheFile(bytes.data(), bytes.size(), &cached)) cached = PipelineCacheFile();
-  }
+  std::vector<uint8_t> bytes;
+  if (!options.pipelineCachePath.empty() && readFile(options.pipelineCachePath, &bytes) &&
+      !parsePipelineCacheFile(bytes.data(), bytes.size(), &cached))
+    cached = PipelineCacheFile();
   VkPipelineCacheCreateInfo cacheInfo{VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO};
   cacheInfo.initialDataSize = cached.driverData.size();
   cacheInfo.pInitialData = cached.driverData.empty() ? nullptr : cached.driverData.data();
@@ -126,14 +123,9 @@ Status VulkanRuntime::savePipelineCache() {
   OSPREY_RETURN_IF_ERROR(
       vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, file.driverData.data()), "vkGetPipelineCacheData"));
   file.driverData.resize(size);
-  const std::vector<uint8_t> data = serializePipelineCacheFile(file);
   // Written to a temporary file and renamed, so a concurrent reader never sees half a cache.
   const std::string tmp = options_.pipelineCachePath + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-    if (!out) return Status::internal("Vulkan: cannot write the pipeline cache '" + tmp + "'");
-  }
+  OSPREY_RETURN_IF_ERROR(writeFile(tmp, serializePipelineCacheFile(file)).withContext("Vulkan pipeline cache"));
   if (std::rename(tmp.c_str(), options_.pipelineCachePath.c_str()) != 0)
     return Status::internal("Vulkan: cannot rename the pipeline cache to '" + options_.pipelineCachePath + "'");
   return Status::ok();
