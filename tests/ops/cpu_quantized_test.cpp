@@ -34,6 +34,8 @@ struct GemmCase {
   int32_t xZero, wZeroFirst;  // weight zero point wZeroFirst for even channels, 0 for odd when perChannelZero
   bool perChannelZero, floatOut, signedOut;
   bool weightsAsRows = false;  // a convolution's roles: A the weights, B the activations
+  float scaleFactor = 1.f;     // large: outputs beyond the type's range, and beyond int32's
+  bool narrowRange = false;    // lo and hi inside the type (a fused Relu or Clip)
 };
 
 // Runs one case through table f and compares with the naive computation. The activations are
@@ -70,7 +72,7 @@ void checkGemm(const char* name, const QGemmFunctions& f, const GemmCase& c, uin
   std::vector<float> scale(static_cast<size_t>(std::max(np, c.M)), 0.f), floatBias(static_cast<size_t>(np), 0.f);
   std::vector<int32_t> bias(static_cast<size_t>(channels));
   for (int64_t n = 0; n < channels; ++n) {
-    scale[n] = 0.0007f * static_cast<float>(1 + n % 5);
+    scale[n] = 0.0007f * c.scaleFactor * static_cast<float>(1 + n % 5);
     bias[n] = static_cast<int32_t>(n * 37 % 200) - 100;
   }
   for (int64_t n = 0; n < c.N; ++n) floatBias[n] = 0.25f * static_cast<float>(n % 3) - 0.3f;
@@ -118,6 +120,7 @@ void checkGemm(const char* name, const QGemmFunctions& f, const GemmCase& c, uin
   stage.lo = c.signedOut ? -128 : 0;
   stage.hi = c.signedOut ? 127 : 255;
   stage.zeroPoint = c.signedOut ? -3 : 7;
+  if (c.narrowRange) stage.lo = stage.zeroPoint, stage.hi = stage.zeroPoint + 90;
   std::vector<float> yf(static_cast<size_t>(c.M * c.N), -1.f);
   std::vector<uint8_t> yb(static_cast<size_t>(c.M * c.N), 0xCD);
   ThreadPool pool(2);
@@ -173,6 +176,19 @@ TEST(CpuQuantized, GemmZeroPointsAtTheEndsOfTheirTypes) {
                 for (bool signedOut : {false, true})
                   checkGemm(name, f, {11, 37, 45, xSigned, wSigned, zx, zw, perChannel, false, signedOut, conv}, seed++,
                             false);
+}
+
+TEST(CpuQuantized, GemmOutputsClampedAndSaturated) {
+  uint32_t seed = 200;
+  for (const auto& [name, f] : kernelTables())
+    for (bool conv : {false, true})
+      for (bool signedOut : {false, true})
+        for (bool narrow : {false, true})
+          for (float factor : {30.f, 1e9f}) {
+            GemmCase c{13, 37, 45, true, true, -5, 0, false, false, signedOut, conv};
+            c.scaleFactor = factor, c.narrowRange = narrow;
+            checkGemm(name, f, c, seed++, false);
+          }
 }
 
 TEST(CpuQuantized, GemmFloatOutput) {

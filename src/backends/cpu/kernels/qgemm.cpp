@@ -129,7 +129,7 @@ void qgemm(ThreadPool* pool, const QGemmFunctions& f, int64_t M, int64_t N, int6
         f.kernel(std::min(f.mr, M - m0), kp, static_cast<const uint8_t*>(aPacked) + m0 * rowBytes, rowBytes, panel,
                  columns, stage, m0, n0, y, ldy);
     }
-  });
+  }, kFineRangesPerThread);
 }
 
 void qgemm_quads_4x16__scalar(int64_t rows, int64_t kPadded, const void* a, int64_t aRowBytes, const void* bPanel,

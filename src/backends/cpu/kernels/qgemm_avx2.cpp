@@ -15,28 +15,38 @@ namespace {
 // registers; six rows made GCC spill accumulators to the stack.
 constexpr int64_t kMr = 5, kNr = 16;
 
-// Eight columns of one row's finished int32 sums through the output stage (qgemm.h; Pairs16
-// operands carry their zero points, so only the offsets and the scale remain).
-inline __m256i corrected(__m256i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
-  if (s.rowOffset) v = _mm256_add_epi32(v, _mm256_set1_epi32(s.rowOffset[m]));
-  if (s.columnOffset) v = _mm256_add_epi32(v, _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.columnOffset + n)));
-  return v;
-}
+// The output stage's values for one block of 16 columns, read once for all its rows (the
+// stores to y may alias the stage's arrays as far as the compiler knows, so it cannot hoist
+// them itself). Column offsets start the accumulators instead of being added to every row.
+struct BlockStage {
+  __m256i offset0, offset1;
+  __m256 scale0, scale1;  // column scales; per-row scales are read per row
+  __m256 low, high;       // lo and hi less the zero point
+  __m256i zeroPoint16;
+  bool clampLow;          // lo above the output type's lowest value (a fused activation)
 
-inline __m256 scaled(__m256i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
-  const __m256 scale = s.scalePerRow ? _mm256_set1_ps(s.scale[m]) : _mm256_loadu_ps(s.scale + n);
-  return _mm256_mul_ps(_mm256_cvtepi32_ps(v), scale);
-}
+  BlockStage(const QGemmOutputStage& s, int64_t n0) {
+    offset0 = offset1 = _mm256_setzero_si256();
+    if (s.columnOffset) {
+      offset0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.columnOffset + n0));
+      offset1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s.columnOffset + n0 + 8));
+    }
+    scale0 = scale1 = _mm256_set1_ps(1.f);
+    if (s.scale && !s.scalePerRow) scale0 = _mm256_loadu_ps(s.scale + n0), scale1 = _mm256_loadu_ps(s.scale + n0 + 8);
+    low = _mm256_set1_ps(static_cast<float>(s.lo - s.zeroPoint));
+    high = _mm256_set1_ps(static_cast<float>(s.hi - s.zeroPoint));
+    zeroPoint16 = _mm256_set1_epi16(static_cast<int16_t>(s.zeroPoint));
+    clampLow = s.lo > (s.signedOutput ? -128 : 0);
+  }
+};
 
-inline __m256i requantized(__m256 f, const QGemmOutputStage& s) {
-  f = _mm256_max_ps(f, _mm256_set1_ps(static_cast<float>(s.lo - s.zeroPoint)));
-  f = _mm256_min_ps(f, _mm256_set1_ps(static_cast<float>(s.hi - s.zeroPoint)));
-  return _mm256_add_epi32(_mm256_cvtps_epi32(f), _mm256_set1_epi32(s.zeroPoint));
-}
-
-void storeRow(__m256i v0, __m256i v1, const QGemmOutputStage& s, int64_t m, int64_t n0, int64_t columns, void* y,
-              int64_t ldy) {
-  v0 = corrected(v0, s, m, n0), v1 = corrected(v1, s, m, n0 + 8);
+// Sixteen finished sums of row m (column offsets included) through the rest of the stage.
+void storeRow(__m256i v0, __m256i v1, const QGemmOutputStage& s, const BlockStage& b, int64_t m, int64_t n0,
+              int64_t columns, void* y, int64_t ldy) {
+  if (s.rowOffset) {
+    const __m256i offset = _mm256_set1_epi32(s.rowOffset[m]);
+    v0 = _mm256_add_epi32(v0, offset), v1 = _mm256_add_epi32(v1, offset);
+  }
   if (s.int32Output) {
     alignas(32) int32_t out[kNr];
     _mm256_store_si256(reinterpret_cast<__m256i*>(out), v0);
@@ -44,27 +54,37 @@ void storeRow(__m256i v0, __m256i v1, const QGemmOutputStage& s, int64_t m, int6
     std::memcpy(static_cast<int32_t*>(y) + m * ldy + n0, out, static_cast<size_t>(columns) * sizeof(int32_t));
     return;
   }
-  const __m256 f0 = scaled(v0, s, m, n0), f1 = scaled(v1, s, m, n0 + 8);
+  __m256 f0 = _mm256_cvtepi32_ps(v0), f1 = _mm256_cvtepi32_ps(v1);
+  if (s.scalePerRow) {
+    const __m256 scale = _mm256_set1_ps(s.scale[m]);
+    f0 = _mm256_mul_ps(f0, scale), f1 = _mm256_mul_ps(f1, scale);
+  } else {
+    f0 = _mm256_mul_ps(f0, b.scale0), f1 = _mm256_mul_ps(f1, b.scale1);
+  }
   if (s.floatOutput) {
     alignas(32) float out[kNr];
-    __m256 o0 = f0, o1 = f1;
     if (s.floatBias) {
-      o0 = _mm256_add_ps(o0, _mm256_loadu_ps(s.floatBias + n0));
-      o1 = _mm256_add_ps(o1, _mm256_loadu_ps(s.floatBias + n0 + 8));
+      f0 = _mm256_add_ps(f0, _mm256_loadu_ps(s.floatBias + n0));
+      f1 = _mm256_add_ps(f1, _mm256_loadu_ps(s.floatBias + n0 + 8));
     }
     float* dst = static_cast<float*>(y) + m * ldy + n0;
     if (columns == kNr) {
-      _mm256_storeu_ps(dst, o0);
-      _mm256_storeu_ps(dst + 8, o1);
+      _mm256_storeu_ps(dst, f0);
+      _mm256_storeu_ps(dst + 8, f1);
       return;
     }
-    _mm256_store_ps(out, o0);
-    _mm256_store_ps(out + 8, o1);
+    _mm256_store_ps(out, f0);
+    _mm256_store_ps(out + 8, f1);
     std::memcpy(dst, out, static_cast<size_t>(columns) * sizeof(float));
     return;
   }
-  // Values are inside the output type already, so the saturating packs only narrow them.
-  __m256i words = _mm256_packs_epi32(requantized(f0, s), requantized(f1, s));
+  // Below the type's lowest value the saturating packs clamp: a value under lo - zeroPoint
+  // converts to a lower integer (INT_MIN for -inf and NaN, which the reference's max makes lo)
+  // and saturates to the type's lowest. Above, min(high, f) keeps cvtps from INT_MIN.
+  if (b.clampLow) f0 = _mm256_max_ps(f0, b.low), f1 = _mm256_max_ps(f1, b.low);
+  f0 = _mm256_min_ps(b.high, f0), f1 = _mm256_min_ps(b.high, f1);  // NaN stays NaN: the second operand
+  __m256i words = _mm256_packs_epi32(_mm256_cvtps_epi32(f0), _mm256_cvtps_epi32(f1));
+  words = _mm256_adds_epi16(words, b.zeroPoint16);
   words = _mm256_permute4x64_epi64(words, 0xD8);
   const __m128i lo = _mm256_castsi256_si128(words), hi = _mm256_extracti128_si256(words, 1);
   const __m128i bytes = s.signedOutput ? _mm_packs_epi16(lo, hi) : _mm_packus_epi16(lo, hi);
@@ -88,8 +108,9 @@ inline __m256i pairOf(const int16_t* a) {
 // some of them on the stack.
 void fullBlock(int64_t kPadded, const int16_t* a, int64_t lda, const int16_t* b, int64_t columns,
                const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y, int64_t ldy) {
-  __m256i c00 = _mm256_setzero_si256(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00,
-          c40 = c00, c41 = c00;
+  const BlockStage block(stage, n0);
+  __m256i c00 = block.offset0, c01 = block.offset1, c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00, c31 = c01,
+          c40 = c00, c41 = c01;
   const int16_t *a0 = a, *a1 = a + lda, *a2 = a + 2 * lda, *a3 = a + 3 * lda, *a4 = a + 4 * lda;
   for (int64_t k = 0; k < kPadded; k += 2) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kNr));
@@ -110,18 +131,19 @@ void fullBlock(int64_t kPadded, const int16_t* a, int64_t lda, const int16_t* b,
     c40 = _mm256_add_epi32(c40, _mm256_madd_epi16(av, b0));
     c41 = _mm256_add_epi32(c41, _mm256_madd_epi16(av, b1));
   }
-  storeRow(c00, c01, stage, m0, n0, columns, y, ldy);
-  storeRow(c10, c11, stage, m0 + 1, n0, columns, y, ldy);
-  storeRow(c20, c21, stage, m0 + 2, n0, columns, y, ldy);
-  storeRow(c30, c31, stage, m0 + 3, n0, columns, y, ldy);
-  storeRow(c40, c41, stage, m0 + 4, n0, columns, y, ldy);
+  storeRow(c00, c01, stage, block, m0, n0, columns, y, ldy);
+  storeRow(c10, c11, stage, block, m0 + 1, n0, columns, y, ldy);
+  storeRow(c20, c21, stage, block, m0 + 2, n0, columns, y, ldy);
+  storeRow(c30, c31, stage, block, m0 + 3, n0, columns, y, ldy);
+  storeRow(c40, c41, stage, block, m0 + 4, n0, columns, y, ldy);
 }
 
 template <int Rows>
 void kernel(int64_t kPadded, const int16_t* a, int64_t aRowElements, const int16_t* b, int64_t columns,
             const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y, int64_t ldy) {
+  const BlockStage block(stage, n0);
   __m256i acc[Rows][2];
-  for (int i = 0; i < Rows; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_si256();
+  for (int i = 0; i < Rows; ++i) acc[i][0] = block.offset0, acc[i][1] = block.offset1;
   for (int64_t k = 0; k < kPadded; k += 2) {
     const __m256i b0 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kNr));
     const __m256i b1 = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(b + k * kNr + kNr));
@@ -133,7 +155,7 @@ void kernel(int64_t kPadded, const int16_t* a, int64_t aRowElements, const int16
       acc[i][1] = _mm256_add_epi32(acc[i][1], _mm256_madd_epi16(av, b1));
     }
   }
-  for (int i = 0; i < Rows; ++i) storeRow(acc[i][0], acc[i][1], stage, m0 + i, n0, columns, y, ldy);
+  for (int i = 0; i < Rows; ++i) storeRow(acc[i][0], acc[i][1], stage, block, m0 + i, n0, columns, y, ldy);
 }
 
 // Sixteen bytes of row k from column n0 (fewer at N's end, zero after), flipped, widened and

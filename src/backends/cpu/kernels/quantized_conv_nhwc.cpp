@@ -263,6 +263,8 @@ class QuantizedConvNhwcExecution : public Execution {
     const uint8_t flip = x.dtype == DataType::Int8 ? 0x80 : 0;
     QGemmOperandBytes bytes;  // the gathered rows are already flipped
     bytes.zeroPoints = &za;
+    QGemmOperandBytes inputBytes = bytes;
+    inputBytes.flip = flip != 0;
     uint8_t* base = scratch_.host();
     uint8_t *packed = base + packedOffset_, *gathered = base + gatheredOffset_;
     int32_t* sums = reinterpret_cast<int32_t*>(base + sumsOffset_);
@@ -293,6 +295,9 @@ class QuantizedConvNhwcExecution : public Execution {
         // Rows [r0, r1) gathered and packed by the calling thread.
         const auto prepare = [&](int64_t r0, int64_t r1, uint8_t* padded) {
           if (direct) return gatherRange(image, g, static_cast<uint8_t>(xZero), flip, packed, rowBytes, r0, r1, padded);
+          if (pointwise_)  // the input's rows are A's: packed (flipped, widened) straight from them
+            return qgemmPackA(f, image + r0 * channels_ + g * groupIn_, channels_, r1 - r0, K_, inputBytes,
+                              packed + r0 * rowBytes, needSums ? sums + r0 : nullptr);
           gatherRange(image, g, static_cast<uint8_t>(xZero), flip, gathered, K_, r0, r1, padded);
           qgemmPackA(f, gathered + r0 * K_, K_, r1 - r0, K_, bytes, packed + r0 * rowBytes, needSums ? sums + r0 : nullptr);
         };
