@@ -23,38 +23,47 @@ inline void prefetchPanel(const uint8_t* b, int64_t k) {
   _mm_prefetch(reinterpret_cast<const char*>(b + k * kNr + kPrefetchBytes + 64), _MM_HINT_T0);
 }
 
-inline __m512i corrected(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
+// The output stage's values for one block of 32 columns, read once for all its rows (the stores
+// to y may alias the stage's arrays as far as the compiler knows, so it cannot hoist them
+// itself). Column offsets start the accumulators instead of being added to every row.
+struct BlockStage {
+  __m512i offset[2];
+  __m512 scale[2];  // column scales; per-row scales are read per row
+  __m512 low, high; // lo and hi less the zero point
+  __m512i zeroPoint;
+
+  BlockStage(const QGemmOutputStage& s, int64_t n0) {
+    for (int h = 0; h < 2; ++h) {
+      offset[h] = s.columnOffset ? _mm512_loadu_si512(s.columnOffset + n0 + 16 * h) : _mm512_setzero_si512();
+      scale[h] = s.scale && !s.scalePerRow ? _mm512_loadu_ps(s.scale + n0 + 16 * h) : _mm512_set1_ps(1.f);
+    }
+    low = _mm512_set1_ps(static_cast<float>(s.lo - s.zeroPoint));
+    high = _mm512_set1_ps(static_cast<float>(s.hi - s.zeroPoint));
+    zeroPoint = _mm512_set1_epi32(s.zeroPoint);
+  }
+};
+
+// Sixteen columns [n, n + 16) of row m, the block's half h, `mask` the ones inside the output;
+// v holds the column offsets already.
+inline void store16(__m512i v, const QGemmOutputStage& s, const BlockStage& b, int h, int64_t m, int64_t n,
+                    __mmask16 mask, void* y, int64_t ldy) {
   if (s.rowOffset) v = _mm512_add_epi32(v, _mm512_set1_epi32(s.rowOffset[m]));
-  if (s.columnOffset) v = _mm512_add_epi32(v, _mm512_loadu_si512(s.columnOffset + n));
   if (s.rowZeroPoints && s.columnSums)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_set1_epi32(s.rowZeroPoints[m]), _mm512_loadu_si512(s.columnSums + n)));
   if (s.columnZeroPoints && s.rowSums)
     v = _mm512_sub_epi32(v, _mm512_mullo_epi32(_mm512_loadu_si512(s.columnZeroPoints + n), _mm512_set1_epi32(s.rowSums[m])));
-  return v;
-}
-
-inline __m512 scaled(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n) {
-  const __m512 scale = s.scalePerRow ? _mm512_set1_ps(s.scale[m]) : _mm512_loadu_ps(s.scale + n);
-  return _mm512_mul_ps(_mm512_cvtepi32_ps(v), scale);
-}
-
-// Sixteen columns [n, n + 16) of row m, `mask` the ones inside the output.
-inline void store16(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n, __mmask16 mask, void* y,
-                    int64_t ldy) {
-  v = corrected(v, s, m, n);
   if (s.int32Output) {
     _mm512_mask_storeu_epi32(static_cast<int32_t*>(y) + m * ldy + n, mask, v);
     return;
   }
-  __m512 f = scaled(v, s, m, n);
+  __m512 f = _mm512_mul_ps(_mm512_cvtepi32_ps(v), s.scalePerRow ? _mm512_set1_ps(s.scale[m]) : b.scale[h]);
   if (s.floatOutput) {
     if (s.floatBias) f = _mm512_add_ps(f, _mm512_maskz_loadu_ps(mask, s.floatBias + n));
     _mm512_mask_storeu_ps(static_cast<float*>(y) + m * ldy + n, mask, f);
     return;
   }
-  f = _mm512_max_ps(f, _mm512_set1_ps(static_cast<float>(s.lo - s.zeroPoint)));
-  f = _mm512_min_ps(f, _mm512_set1_ps(static_cast<float>(s.hi - s.zeroPoint)));
-  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), _mm512_set1_epi32(s.zeroPoint));
+  f = _mm512_min_ps(_mm512_max_ps(f, b.low), b.high);
+  const __m512i q = _mm512_add_epi32(_mm512_cvtps_epi32(f), b.zeroPoint);
   _mm_mask_storeu_epi8(static_cast<uint8_t*>(y) + m * ldy + n, mask, _mm512_cvtepi32_epi8(q));
 }
 
@@ -63,8 +72,9 @@ inline void store16(__m512i v, const QGemmOutputStage& s, int64_t m, int64_t n, 
 template <int Rows, bool UnsignedA>
 void kernel(int64_t kPadded, const uint8_t* a, int64_t aRowBytes, const uint8_t* b, int64_t columns,
             const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y, int64_t ldy) {
+  const BlockStage block(stage, n0);
   __m512i acc[Rows][2];
-  for (int i = 0; i < Rows; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_si512();
+  for (int i = 0; i < Rows; ++i) acc[i][0] = block.offset[0], acc[i][1] = block.offset[1];
   for (int64_t k = 0; k < kPadded; k += 4) {
     prefetchPanel(b, k);
     const __m512i b0 = _mm512_loadu_si512(b + k * kNr);
@@ -86,8 +96,8 @@ void kernel(int64_t kPadded, const uint8_t* a, int64_t aRowBytes, const uint8_t*
   const __mmask16 mask1 =
       columns >= 32 ? __mmask16(0xFFFF) : columns <= 16 ? __mmask16(0) : __mmask16((1u << (columns - 16)) - 1);
   for (int i = 0; i < Rows; ++i) {
-    store16(acc[i][0], stage, m0 + i, n0, mask0, y, ldy);
-    if (mask1) store16(acc[i][1], stage, m0 + i, n0 + 16, mask1, y, ldy);
+    store16(acc[i][0], stage, block, 0, m0 + i, n0, mask0, y, ldy);
+    if (mask1) store16(acc[i][1], stage, block, 1, m0 + i, n0 + 16, mask1, y, ldy);
   }
 }
 
@@ -107,8 +117,10 @@ inline __m512i dot(__m512i acc, __m512i a, __m512i b) {
 template <bool UnsignedA>
 void fullBlock(int64_t kPadded, const uint8_t* a, int64_t lda, const uint8_t* b, int64_t columns,
                const QGemmOutputStage& stage, int64_t m0, int64_t n0, void* y, int64_t ldy) {
-  __m512i c00 = _mm512_setzero_si512(), c01 = c00, c10 = c00, c11 = c00, c20 = c00, c21 = c00, c30 = c00, c31 = c00;
-  __m512i c40 = c00, c41 = c00, c50 = c00, c51 = c00, c60 = c00, c61 = c00, c70 = c00, c71 = c00;
+  const BlockStage block(stage, n0);
+  __m512i c00 = block.offset[0], c01 = block.offset[1], c10 = c00, c11 = c01, c20 = c00, c21 = c01, c30 = c00,
+          c31 = c01;
+  __m512i c40 = c00, c41 = c01, c50 = c00, c51 = c01, c60 = c00, c61 = c01, c70 = c00, c71 = c01;
   for (int64_t k = 0; k < kPadded; k += 4) {
     prefetchPanel(b, k);
     const __m512i b0 = _mm512_loadu_si512(b + k * kNr), b1 = _mm512_loadu_si512(b + k * kNr + 64);
@@ -136,8 +148,8 @@ void fullBlock(int64_t kPadded, const uint8_t* a, int64_t lda, const uint8_t* b,
   const __m512i accs[8][2] = {{c00, c01}, {c10, c11}, {c20, c21}, {c30, c31},
                               {c40, c41}, {c50, c51}, {c60, c61}, {c70, c71}};
   for (int i = 0; i < 8; ++i) {
-    store16(accs[i][0], stage, m0 + i, n0, mask0, y, ldy);
-    if (mask1) store16(accs[i][1], stage, m0 + i, n0 + 16, mask1, y, ldy);
+    store16(accs[i][0], stage, block, 0, m0 + i, n0, mask0, y, ldy);
+    if (mask1) store16(accs[i][1], stage, block, 1, m0 + i, n0 + 16, mask1, y, ldy);
   }
 }
 
