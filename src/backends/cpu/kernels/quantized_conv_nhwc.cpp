@@ -12,6 +12,7 @@
 #include "backends/cpu/kernels/quantized_conv_nhwc.h"
 #include "backends/cpu/kernels/quantized_depthwise_nhwc.h"
 #include "backends/cpu/kernels/quantized_exec.h"
+#include "backends/cpu/kernels/quantized_winograd.h"
 #include "core/layout.h"
 #include "core/thread_pool.h"
 
@@ -21,6 +22,10 @@ namespace {
 
 constexpr int64_t kColumnPadding = 64;  // column arrays are read in whole blocks of the widest kernel
 constexpr int64_t kMaxExactTaps = (int64_t{1} << 24) / (255 * 255);
+// Integer Winograd below these runs slower than the direct GEMM: few channels leave the
+// transforms as much work as the products, and on a small map (ResNet-50's 7x7, 16 tiles against
+// 512 x 512 channels) the 16 transformed weight matrices are read for few products.
+constexpr int64_t kWinogradMinChannels = 16, kWinogradMinTiles = 25;
 
 int64_t aligned(int64_t v) { return (v + 63) / 64 * 64; }
 
@@ -81,8 +86,9 @@ class QuantizedConvNhwcExecution : public Execution {
       packedTaps_.assign(qdepthwiseNhwcPackedBytes(channels_, taps_), 0);
       if (constantWeights_) packDepthwise(w, inputAt(inputs, 5));
     } else {
+      OSPREY_RETURN_IF_ERROR(chooseWinograd(w, inputAt(inputs, 5)));
       weights_.resize(static_cast<size_t>(group_));
-      if (constantWeights_) OSPREY_RETURN_IF_ERROR(packWeights(w, inputAt(inputs, 5), true));
+      if (constantWeights_ && !winograd_) OSPREY_RETURN_IF_ERROR(packWeights(w, inputAt(inputs, 5), true));
     }
     return acquireScratch();
   }
@@ -101,6 +107,8 @@ class QuantizedConvNhwcExecution : public Execution {
     if (depthwise_) {
       if (!constantWeights_) packDepthwise(*inputs[3], inputAt(inputs, 5));
       runDepthwise(x, xZero, stage, y);
+    } else if (winograd_) {
+      runWinograd(x, xZero, stage, y);
     } else {
       if (!constantWeights_) OSPREY_RETURN_IF_ERROR(packWeights(*inputs[3], inputAt(inputs, 5), false));
       runGemm(x, xZero, stage, y);
@@ -144,6 +152,59 @@ class QuantizedConvNhwcExecution : public Execution {
     return Status::ok();
   }
 
+  // Integer Winograd (quantized_winograd.h) where the GEMM is the AVX2 one, whose int16 pairs
+  // it feeds: constant 3x3 weights, stride 1, no dilation, one group, enough channels for the
+  // transforms to pay, and sums that cannot leave int32.
+  Status chooseWinograd(const RuntimeTensor& w, const RuntimeTensor* wZero) {
+    winograd_ = false;
+    const Window& win = window_;
+    if (cpuFunctions().qgemm.format != QGemmFormat::Pairs16 || !constantWeights_ || group_ != 1 ||
+        win.kernel[1] != 3 || win.kernel[2] != 3 || win.stride[1] != 1 || win.stride[2] != 1 ||
+        win.dilation[1] != 1 || win.dilation[2] != 1 || channels_ < kWinogradMinChannels ||
+        outChannels_ < kWinogradMinChannels || (win.out[1] + 1) / 2 * ((win.out[2] + 1) / 2) < kWinogradMinTiles)
+      return Status::ok();
+    std::vector<int32_t> zeroPoints(static_cast<size_t>(wZero && wZero->elements() > 1 ? outChannels_ : 1), 0);
+    for (size_t i = 0; i < zeroPoints.size(); ++i) zeroPoints[i] = byteAt(wZero, static_cast<int64_t>(i));
+    const bool wSigned = w.dtype == DataType::Int8;
+    const auto zeroCount = static_cast<int64_t>(zeroPoints.size());
+    if (!qwinogradExact(w.host(), wSigned, zeroPoints.data(), zeroCount, outChannels_, channels_)) return Status::ok();
+    bool fresh = false;
+    const auto bytes = static_cast<int64_t>(qwinogradPackedBytes(channels_, outChannels_));
+    OSPREY_RETURN_IF_ERROR(acquirePackedWeights(
+        backend(), (bytes + 3) / 4, node_.name,
+        packKey(w.constData, wZero ? wZero->host() : nullptr, "qwinograd-f2x2-3x3-pairs16", {channels_, outChannels_}),
+        &winogradWeights_, &winogradMemory_, &fresh));
+    if (fresh)
+      qwinogradPackWeights(w.host(), wSigned, zeroPoints.data(), zeroCount, outChannels_, channels_,
+                           reinterpret_cast<int16_t*>(winogradWeights_.host()));
+    winograd_ = true;
+    return Status::ok();
+  }
+
+  QWinogradShape winogradShape() const {
+    QWinogradShape s;
+    s.H = window_.in[1], s.W = window_.in[2], s.C = channels_, s.O = outChannels_;
+    s.outH = window_.out[1], s.outW = window_.out[2], s.padTop = window_.padBegin[1], s.padLeft = window_.padBegin[2];
+    return s;
+  }
+
+  void runWinograd(const RuntimeTensor& x, int32_t xZero, QGemmOutputStage stage, const RuntimeTensor& y) {
+#if defined(__x86_64__) || defined(_M_X64)
+    stage.columnOffset = bias_.data();  // Pairs16 operands carry their zero points: the offsets are the bias
+    stage.scale = scale_.data();
+    const QWinogradShape shape = winogradShape();
+    const uint8_t flip = x.dtype == DataType::Int8 ? 0x80 : 0;
+    const int32_t za = activationZeroPoint(x.dtype, xZero);
+    for (int64_t n = 0; n < batch_; ++n)
+      qwinogradConv__avx2(static_cast<CPUBackend*>(backend())->threadPool(), static_cast<int>(threads_), shape,
+                          x.host() + n * window_.inSize() * channels_, flip, za,
+                          reinterpret_cast<const int16_t*>(winogradWeights_.host()), stage,
+                          y.host() + n * window_.outSize() * outChannels_, scratch_.host());
+#else
+    (void)x, (void)xZero, (void)stage, (void)y;
+#endif
+  }
+
   void packDepthwise(const RuntimeTensor& w, const RuntimeTensor* wZero) {
     std::vector<int32_t>& zeroPoints = depthwiseZeroPoints_;
     zeroPoints.assign(static_cast<size_t>(wZero && wZero->elements() > 1 ? channels_ : 1), 0);
@@ -179,6 +240,9 @@ class QuantizedConvNhwcExecution : public Execution {
       slotBytes_ = aligned(static_cast<int64_t>(qdepthwiseNhwcScratchBytes(depthwiseArgs(false, 0))));
       return acquireByteScratch(backend(), threads_ * slotBytes_, "QLinearConv rows", node_.name, &scratch_, &memory);
     }
+    if (winograd_)
+      return acquireByteScratch(backend(), threads_ * static_cast<int64_t>(qwinogradScratchBytes(winogradShape())),
+                                "QLinearConv Winograd tiles", node_.name, &scratch_, &memory);
     // Rows of a whole batch for a 1x1 convolution, else of one image: the gathered bytes (for
     // formats that widen them), their packed form and their sums.
     rows_ = pointwise_ ? batch_ * window_.outSize() : window_.outSize();
@@ -349,7 +413,9 @@ class QuantizedConvNhwcExecution : public Execution {
   const Node& node_;
   Window window_;
   int64_t batch_ = 0, channels_ = 0, outChannels_ = 0, group_ = 1, groupIn_ = 0, groupOut_ = 0, taps_ = 1, K_ = 0;
-  bool depthwise_ = false, pointwise_ = false, constantWeights_ = true, constantScales_ = false;
+  bool depthwise_ = false, pointwise_ = false, constantWeights_ = true, constantScales_ = false, winograd_ = false;
+  RuntimeTensor winogradWeights_;
+  std::unique_ptr<MemObj> winogradMemory_;
   std::vector<float> scale_;
   std::vector<int32_t> bias_, columnOffset_;
   std::vector<QuantizedWeights> weights_;
