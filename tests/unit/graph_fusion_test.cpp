@@ -335,6 +335,45 @@ TEST(BiasFusion, MatMulBiasAddBecomesThirdInput) {
   }
 }
 
+// The integer products with a float result take the bias too, at their own bias input, with
+// the same result.
+TEST(BiasFusion, IntegerMatMulToFloatTakesTheBiasAdd) {
+  for (bool dynamic : {false, true}) {
+    GraphBuilder b;
+    const int64_t K = 6, N = 5;
+    const int x = b.input("x", {3, K}, dynamic ? DataType::Float32 : DataType::UInt8);
+    std::vector<int64_t> w(K * N);
+    for (int64_t i = 0; i < K * N; ++i) w[i] = (i * 37) % 255 - 127;
+    const int weights = b.integers(DataType::Int8, w, {K, N});
+    const int wScale = b.floats({0.02f, 0.03f, 0.01f, 0.05f, 0.04f}, {N});
+    const int mm = dynamic ? b.op(OpType::DynamicQuantizeMatMul, {x, weights, wScale})
+                           : b.op(OpType::MatMulIntegerToFloat,
+                                  {x, weights, b.scalar(0.1f), wScale, b.integers(DataType::UInt8, {120}, {})});
+    const int y = b.op(OpType::Add, {b.floats({1.f, -2.f, 0.5f, 3.f, -0.25f}, {N}), mm});
+    b.output(y);
+    Tensor feed(dynamic ? DataType::Float32 : DataType::UInt8, {3, K});
+    for (int64_t i = 0; i < 3 * K; ++i) {
+      if (dynamic)
+        feed.data<float>()[i] = 0.1f * static_cast<float>(i % 11) - 0.4f;
+      else
+        feed.data<uint8_t>()[i] = static_cast<uint8_t>(i * 29 % 256);
+    }
+    const Tensor before = runGraph(b.g, {{"x", feed}});
+    ASSERT_EQ(passes::fuseMatMulBias(b.g), 1);
+    ASSERT_EQ(b.g.nodes.size(), 1u);
+    const Node& n = b.g.nodes[0];
+    const size_t at = dynamic ? 4 : 6;
+    ASSERT_EQ(n.inputs.size(), at + 1);
+    EXPECT_EQ(b.g.tensors[n.inputs[at]].shape, (Shape{N}));
+    if (!dynamic) {
+      EXPECT_EQ(n.inputs[5], -1);  // b_zero_point left out, as before
+    }
+    EXPECT_EQ(n.outputs, std::vector<int>{y});
+    const Tensor after = runGraph(b.g, {{"x", feed}});
+    for (int64_t i = 0; i < 3 * N; ++i) EXPECT_FLOAT_EQ(after.data<float>()[i], before.data<float>()[i]) << i;
+  }
+}
+
 TEST(BiasFusion, MatMulBiasLeftAloneWhenItWouldChangeTheResult) {
   auto graph = [](const Shape& biasShape, bool shareProduct, bool constantW) {
     GraphBuilder b;

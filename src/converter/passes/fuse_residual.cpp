@@ -1,4 +1,5 @@
-// Adds folded into the op before them: MatMul(A, B) + bias as MatMul's third input, and
+// Adds folded into the op before them: MatMul(A, B) + bias as MatMul's third input (the bias
+// input of MatMulIntegerToFloat and DynamicQuantizeMatMul likewise), and
 // Conv(x) + Z (a residual connection) as Conv's fourth input, so that the sum is written once
 // and an activation after it can still fuse into the Conv (Y = act(conv + B + Z)).
 #include <algorithm>
@@ -11,11 +12,26 @@ namespace {
 
 int constantRank(const Graph& g, int t) { return static_cast<int>(g.tensors[t].shape.size()); }
 
-// The bias of a MatMul with constant weights [K, N]: a float32 constant of shape [N] or
+// Where each product takes a float bias [N] (an input index), and whether it has one already.
+// MatMul's fp32 weights, or the integer products with a float result (their int8 or uint8
+// weights [K, N]: MatMulIntegerToFloat as the quantizer and the QDQ fusion make it,
+// DynamicQuantizeMatMul as ONNX Runtime's dynamic quantization does).
+int biasInput(const Node& n) {
+  switch (n.type) {
+    case OpType::MatMul: return n.inputs.size() == 2 ? 2 : -1;
+    case OpType::MatMulIntegerToFloat: return n.inputs.size() <= 6 || n.inputs[6] < 0 ? 6 : -1;
+    case OpType::DynamicQuantizeMatMul: return n.inputs.size() <= 4 || n.inputs[4] < 0 ? 4 : -1;
+    default: return -1;
+  }
+}
+
+// The bias of a product with constant weights [K, N]: a float32 constant of shape [N] or
 // [1, ..., 1, N] that does not raise the rank of the product.
 bool matMulBias(const Graph& g, const Node& matmul, int bias) {
   const TensorInfo& w = g.tensors[matmul.inputs[1]];
-  if (!w.isConstant || w.dtype != DataType::Float32 || !w.hasShape || w.shape.size() != 2) return false;
+  const bool integer = matmul.type != OpType::MatMul;
+  if (!w.isConstant || !w.hasShape || w.shape.size() != 2) return false;
+  if (integer ? w.dtype != DataType::Int8 && w.dtype != DataType::UInt8 : w.dtype != DataType::Float32) return false;
   int64_t count = 0;
   if (!floatConstantData(g, bias, &count) || count != w.shape[1] || count <= 0) return false;
   const Shape& s = g.tensors[bias].shape;
@@ -37,8 +53,10 @@ int fuseMatMulBias(Graph& g) {
     if (add.type != OpType::Add || add.inputs.size() != 2 || add.outputs.size() != 1) continue;
     for (int side : {0, 1}) {
       const int product = add.inputs[side], bias = add.inputs[1 - side];
-      const Node* mm = uses.soleUseProducer(g, product, OpType::MatMul);
-      if (!mm || mm->inputs.size() != 2 || mm->inputs[1] < 0 || bias < 0 || !matMulBias(g, *mm, bias)) continue;
+      if (product < 0 || bias < 0 || uses.producer[product] < 0) continue;
+      const Node* mm = uses.soleUseProducer(g, product, g.nodes[uses.producer[product]].type);
+      const int at = mm ? biasInput(*mm) : -1;
+      if (at < 0 || mm->inputs[1] < 0 || !matMulBias(g, *mm, bias)) continue;
       Node& matmul = g.nodes[uses.producer[product]];
       int b = bias;
       if (constantRank(g, bias) != 1) {  // [1, ..., 1, N] as the 1-D [N] the op takes
@@ -48,7 +66,8 @@ int fuseMatMulBias(Graph& g) {
         flat.dimNames.clear();
         b = g.addTensor(flat);
       }
-      matmul.inputs.push_back(b);
+      matmul.inputs.resize(std::max(matmul.inputs.size(), static_cast<size_t>(at + 1)), -1);
+      matmul.inputs[at] = b;
       matmul.outputs = add.outputs;
       drop[k] = true;
       ++fused;
