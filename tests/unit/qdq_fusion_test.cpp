@@ -555,5 +555,67 @@ TEST(QdqFusion, ReportCountsTheRewrites) {
   EXPECT_EQ(fusedReport.fusedOps - floatReport.fusedOps, 2);
 }
 
+// ---- Chains of elementwise float ops between a DequantizeLinear and a QuantizeLinear ----
+
+int countOps(const Graph& g, OpType type) {
+  return static_cast<int>(std::count_if(g.nodes.begin(), g.nodes.end(), [&](const Node& n) { return n.type == type; }));
+}
+
+// GELU's half as quantize_static leaves it: x / DQ(sqrt 2 as int8) -> Erf, then a Clip; every
+// code of the input against the same chain computed here in float32, rounded half to even.
+TEST(QdqFusion, ElementwiseChainBecomesATableOfItsCodes) {
+  for (DataType t : {kU8, kI8}) {
+    const float inScale = 0.031f, outScale = 1.f / 127, divisorScale = 0.0112f;
+    const int64_t inZero = t == kI8 ? 5 : 131, outZero = t == kI8 ? -2 : 126, divisorCode = 126;
+    GraphBuilder b;
+    const int x = dq(b, b.input("x", {4, 64}, t), inScale, inZero, t);
+    const int divisor = dq(b, b.integers(kI8, {divisorCode}, {}), divisorScale, 0, kI8);
+    const int erf = b.op(OpType::Erf, {b.op(OpType::Div, {x, divisor})});
+    const int clipped = b.op(OpType::Clip, {erf, b.scalar(-0.75f), b.scalar(0.9f)});
+    b.output(q(b, clipped, outScale, outZero, t));
+    const Graph fused = convert(b.g, true), unfused = convert(b.g, false);
+    EXPECT_EQ(countOps(fused, OpType::ByteLookup), 1);
+    EXPECT_EQ(countOps(fused, OpType::Erf), 0);
+    EXPECT_EQ(countOps(fused, OpType::DequantizeLinear), 0);
+    EXPECT_EQ(countOps(unfused, OpType::ByteLookup), 0);
+    std::vector<int64_t> codes(256);
+    for (int64_t i = 0; i < 256; ++i) codes[i] = lowOf(t) + i;
+    const Tensor feed = byteTensor(t, {4, 64}, codes);
+    const std::vector<int64_t> got = values(runGraph(fused, {{"x", feed}}));
+    const float d = divisorScale * static_cast<float>(divisorCode);
+    for (int64_t i = 0; i < 256; ++i) {
+      const float v = std::erf(static_cast<float>(codes[i] - inZero) * inScale / d);
+      const float c = std::min(0.9f, std::max(-0.75f, v));
+      const double want = std::min<double>(highOf(t), std::max<double>(lowOf(t), std::nearbyint(c / outScale) + outZero));
+      EXPECT_EQ(got[i], static_cast<int64_t>(want)) << "code " << codes[i];
+    }
+    expectWithinOneStep(fused, unfused, {{"x", feed}});
+  }
+}
+
+TEST(QdqFusion, ElementwiseChainStaysWhereAnOutputCodeReadsMoreThanOneInput) {
+  auto chain = [](bool perAxisOut, bool vectorConstant, bool sharedMiddle) {
+    GraphBuilder b;
+    const int x = dq(b, b.input("x", {2, 3}, kU8), 0.05f, 128, kU8);
+    const int c = vectorConstant ? b.floats({1.f, 2.f, 3.f}, {3}) : b.scalar(2.f);
+    const int mid = b.op(OpType::Mul, {x, c});
+    const int y = b.op(OpType::Tanh, {mid});
+    if (perAxisOut) {
+      b.output(b.op(OpType::QuantizeLinear, {y, b.floats({0.01f, 0.02f, 0.03f}, {3}), b.integers(kU8, {128, 128, 128}, {3})}));
+      b.g.nodes.back().setInt("axis", 1);
+    } else {
+      b.output(q(b, y, 0.01f, 128, kU8));
+    }
+    if (sharedMiddle) b.output(mid);
+    return b.g;
+  };
+  for (const Graph& g : {chain(true, false, false), chain(false, true, false), chain(false, false, true)}) {
+    const Graph fused = convert(g, true);
+    EXPECT_EQ(countOps(fused, OpType::ByteLookup), 0);
+    EXPECT_EQ(countOps(fused, OpType::Tanh), 1);
+  }
+  EXPECT_EQ(countOps(convert(chain(false, false, false), true), OpType::ByteLookup), 1);
+}
+
 }  // namespace
 }  // namespace osprey::test

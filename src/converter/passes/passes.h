@@ -24,6 +24,10 @@ int foldShapes(Graph& g);
 // data movement on the bytes (fuse_qdq.cpp, docs/quantization.md). Run before foldConstants,
 // which would turn DequantizeLinear(weights) into float weights.
 int fuseQuantizedOps(Graph& g);
+// DequantizeLinear -> elementwise float ops -> QuantizeLinear, per tensor, into ByteLookup with
+// the chain's 256 results (fuse_qdq_table.cpp). Run after foldConstants, which makes the chain's
+// quantized scalars (DequantizeLinear of a constant) float constants.
+int fuseQuantizedTables(Graph& g);
 int foldBatchNormIntoConv(Graph& g);
 // BatchNormalization on the 2-D output of a MatMul / Gemm with constant weights into a Gemm.
 int foldBatchNormIntoGemm(Graph& g);
