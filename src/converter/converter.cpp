@@ -29,9 +29,12 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* rep
     OSPREY_RETURN_IF_ERROR(passes::foldConstants(g, &folded));
     r.foldedOps += folded;
   }
-  // After folding, which turns the constants of a chain (a DequantizeLinear of a scalar) into
-  // float ones the table can be computed with.
-  if (options.fuse && options.fuseQuantized) r.fusedOps += passes::fuseQuantizedTables(g);
+  // After folding, which knows the shapes of products of two activations and turns the
+  // constants of a chain (a DequantizeLinear of a scalar) into float ones a table can use.
+  if (options.fuse && options.fuseQuantized) {
+    r.fusedOps += passes::fuseQuantizedActivationProducts(g);
+    r.fusedOps += passes::fuseQuantizedTables(g);
+  }
   if (options.fuse) {
     r.fusedOps += passes::foldBatchNormIntoConv(g);
     r.fusedOps += passes::foldBatchNormIntoGemm(g);

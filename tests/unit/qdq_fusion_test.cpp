@@ -617,5 +617,24 @@ TEST(QdqFusion, ElementwiseChainStaysWhereAnOutputCodeReadsMoreThanOneInput) {
   EXPECT_EQ(countOps(convert(chain(false, false, false), true), OpType::ByteLookup), 1);
 }
 
+// Attention's products of two activations, once the shapes are known: QLinearMatMul with B
+// packed at each run, one matrix of B per matrix of A.
+TEST(QdqFusion, ProductOfTwoActivationsBecomesQLinearMatMul) {
+  for (bool broadcastB : {false, true}) {
+    GraphBuilder b;
+    const Shape aShape{3, 5, 8}, bShape{broadcastB ? 1 : 3, 8, 6};
+    const int x = dq(b, b.input("a", aShape, kU8), 0.04f, 120, kU8);
+    const int y = dq(b, b.input("b", bShape, kI8), 0.03f, -3, kI8);
+    b.output(q(b, b.op(OpType::MatMul, {x, y}), 0.2f, 125, kU8));
+    const Graph fused = convert(b.g, true), unfused = convert(b.g, false);
+    // B broadcast over A's batches: the CPU's integer MatMul would not take it, so it stays float.
+    EXPECT_EQ(countOps(fused, OpType::QLinearMatMul), broadcastB ? 0 : 1);
+    EXPECT_EQ(countOps(fused, OpType::MatMul), broadcastB ? 1 : 0);
+    const std::map<std::string, Tensor> feeds = {{"a", byteTensor(kU8, aShape, randomBytes(kU8, shapeElements(aShape), 7))},
+                                                 {"b", byteTensor(kI8, bShape, randomBytes(kI8, shapeElements(bShape), 8))}};
+    expectWithinOneStep(fused, unfused, feeds);
+  }
+}
+
 }  // namespace
 }  // namespace osprey::test

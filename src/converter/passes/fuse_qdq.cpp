@@ -89,6 +89,17 @@ int matMulBiasAdd(const Graph& g, const GraphUses& uses, int product, int64_t n,
   return add;
 }
 
+// Two activations multiplied (attention's scores and its weighted values): both of static
+// shape, of one rank, with the same batch dimensions, as the CPU's integer MatMul takes them
+// (one of A's matrices by one of B's, no broadcasting).
+bool sameBatches(const Graph& g, int a, int b) {
+  const TensorInfo &ta = g.tensors[a], &tb = g.tensors[b];
+  if (!ta.hasShape || !tb.hasShape || ta.shape.size() != tb.shape.size() || tb.shape.size() < 2) return false;
+  for (size_t i = 0; i < ta.shape.size(); ++i)
+    if (ta.shape[i] < 0 || tb.shape[i] < 0 || (i + 2 < ta.shape.size() && ta.shape[i] != tb.shape[i])) return false;
+  return true;
+}
+
 // DQ(a) -> MatMul(., DQ(b)) -> Q  =>  QLinearMatMul(a, a_s, a_zp, b, b_s, b_zp, y_s, y_zp); with a
 // float result instead (optionally + a constant bias [N])  =>  MatMulIntegerToFloat(a, b, a_s,
 // b_s, a_zp, b_zp, bias).
@@ -97,7 +108,9 @@ bool fuseMatMul(Rewriter& rw, int k) {
   const Node& mm = g.nodes[k];
   if (mm.inputs.size() != 2 || mm.outputs.size() != 1) return false;
   QuantParams a, b, y;
-  if (!perTensorDequantizeOf(g, rw.uses, mm.inputs[0], &a) || !constantWeightOf(g, rw.uses, mm.inputs[1], &b))
+  if (!perTensorDequantizeOf(g, rw.uses, mm.inputs[0], &a)) return false;
+  if (!constantWeightOf(g, rw.uses, mm.inputs[1], &b) &&
+      !(perTensorDequantizeOf(g, rw.uses, mm.inputs[1], &b) && sameBatches(g, a.bytes, b.bytes)))
     return false;
   const Shape bShape = g.tensors[b.bytes].shape;
   const int64_t rank = static_cast<int64_t>(bShape.size());
@@ -236,6 +249,16 @@ int fuseQuantizedOps(Graph& g) {
     const int node = static_cast<int>(k);
     if (!rw.drop[k] && (qdq::fuseMatrixOp(rw, node) || qdq::fusePointwiseOp(rw, node))) ++fused;
   }
+  eraseNodes(g, rw.drop);
+  removeUnreadDequantize(g);
+  return fused;
+}
+
+int fuseQuantizedActivationProducts(Graph& g) {
+  qdq::Rewriter rw(g);
+  int fused = 0;
+  for (size_t k = 0; k < g.nodes.size(); ++k)
+    if (!rw.drop[k] && g.nodes[k].type == OpType::MatMul && qdq::fuseMatrixOp(rw, static_cast<int>(k))) ++fused;
   eraseNodes(g, rw.drop);
   removeUnreadDequantize(g);
   return fused;

@@ -24,6 +24,10 @@ int foldShapes(Graph& g);
 // data movement on the bytes (fuse_qdq.cpp, docs/quantization.md). Run before foldConstants,
 // which would turn DequantizeLinear(weights) into float weights.
 int fuseQuantizedOps(Graph& g);
+// DQ(a) -> MatMul(., DQ(b)) [-> Q] of two activations (attention's products) into QLinearMatMul
+// or MatMulIntegerToFloat, where both shapes are known, static, of one rank and the same batch
+// dimensions (the CPU's integer MatMul does not broadcast). Run after foldShapes.
+int fuseQuantizedActivationProducts(Graph& g);
 // DequantizeLinear -> elementwise float ops -> QuantizeLinear, per tensor, into ByteLookup with
 // the chain's 256 results (fuse_qdq_table.cpp). Run after foldConstants, which makes the chain's
 // quantized scalars (DequantizeLinear of a constant) float constants.

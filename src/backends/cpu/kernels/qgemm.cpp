@@ -62,6 +62,13 @@ void qgemmColumnSums(const QGemmFunctions& f, const uint8_t* b, int64_t rowStrid
                      int64_t N, const QGemmOperandBytes& bytes, int32_t* sums) {
   const uint8_t mask = bytes.flip ? 0x80 : 0;
   std::fill(sums, sums + qgemmPaddedN(f, N), 0);
+  if (colStride == 1 && bytes.isSigned) {  // contiguous rows (activations packed at each run): a loop that vectorizes
+    for (int64_t k = 0; k < K; ++k) {
+      const uint8_t* row = b + k * rowStride;
+      for (int64_t n = 0; n < N; ++n) sums[n] += static_cast<int8_t>(static_cast<uint8_t>(row[n] ^ mask));
+    }
+    return;
+  }
   for (int64_t k = 0; k < K; ++k)
     for (int64_t n = 0; n < N; ++n) sums[n] += bytesValue(static_cast<uint8_t>(b[k * rowStride + n * colStride] ^ mask), bytes);
 }

@@ -42,7 +42,15 @@ size_t QuantizedWeights::packedBytes(bool asRows, int64_t K, int64_t N) {
 void QuantizedWeights::fill(bool asRows, const uint8_t* w, const QGemmOperandBytes& bytes, int64_t kStride,
                             int64_t nStride, int64_t K, int64_t N, void* dst) const {
   const QGemmFunctions& f = cpuFunctions().qgemm;
-  if (!asRows)
+  // Rows of contiguous columns with one zero point (an activation's, per tensor): the table's
+  // fast packer, which subtracts a single zero point.
+  bool oneZeroPoint = nStride == 1;
+  for (int64_t n = 1; n < N && oneZeroPoint; ++n) oneZeroPoint = bytes.zeroPoint(n) == bytes.zeroPoint(0);
+  if (!asRows && oneZeroPoint) {
+    QGemmOperandBytes single = bytes;
+    single.zeroPointStride = 0;
+    qgemmPackBRows(f, w, kStride, K, N, single, dst);
+  } else if (!asRows)
     qgemmPackB(f, w, kStride, nStride, K, N, bytes, dst);
   else  // rows have their k contiguous (kStride 1)
     qgemmPackA(f, w, nStride, N, K, bytes, dst, nullptr);

@@ -71,22 +71,27 @@ class QuantizedMatMulExecution : public Execution {
     rows_ = K_ > 0 ? inputs[ops_.a]->elements() / K_ : 0;
     M_ = batches_ > 0 ? rows_ / batches_ : 0;
     bStrides_[0] = transB ? 1 : N_, bStrides_[1] = transB ? K_ : 1;
-    // Constant weights are packed once; others (an ONNX test's inputs) at each run.
+    // Constant weights are packed once; others (an activation, as attention's products have,
+    // or an ONNX test's input) at each run, each thread packing the matrices it multiplies.
     perRunB_ = !b.constData || batches_ > 1;
     if (!perRunB_)
       OSPREY_RETURN_IF_ERROR(weights_.pack(backend(), node_.name, false, b.host(), b.dtype, b.host(), "matmul",
                                            bStrides_[0], bStrides_[1], K_, N_, inputAt(inputs, ops_.bZero)));
+    ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
+    const int64_t threads = pool ? pool->threads() : 1;
     const int64_t np = qgemmPaddedN(f, N_);
+    slots_.resize(static_cast<size_t>(perRunB_ ? std::max<int64_t>(1, std::min(threads, batches_)) : 1));
+    for (BatchSlot& slot : slots_) slot.columnOffset.assign(static_cast<size_t>(np), 0);
     bScale_.assign(static_cast<size_t>(np), 0.f);
     scale_.assign(static_cast<size_t>(np), 0.f);
-    columnOffset_.assign(static_cast<size_t>(np), 0);
     bias_.assign(static_cast<size_t>(np), 0);
     floatBias_.assign(static_cast<size_t>(np), 0.f);
     rowBytes_ = static_cast<int64_t>(qgemmPackedARowBytes(f, K_));
     rowSumsOffset_ = (rows_ * rowBytes_ + 3) / 4 * 4;
     quantizedAOffset_ = rowSumsOffset_ + rows_ * 4;
     packedBOffset_ = (quantizedAOffset_ + (ops_.floatA ? rows_ * K_ : 0) + 63) / 64 * 64;
-    const int64_t bytes = packedBOffset_ + (perRunB_ ? static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, N_)) : 0);
+    packedBBytes_ = (static_cast<int64_t>(QuantizedWeights::packedBytes(false, K_, N_)) + 63) / 64 * 64;
+    const int64_t bytes = packedBOffset_ + (perRunB_ ? static_cast<int64_t>(slots_.size()) * packedBBytes_ : 0);
     std::unique_ptr<MemObj> memory;
     return acquireByteScratch(backend(), bytes, "packed rows of A", node_.name, &scratch_, &memory);
   }
@@ -96,11 +101,15 @@ class QuantizedMatMulExecution : public Execution {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     uint8_t* packedA = scratch_.host();
     const RuntimeTensor& b = *inputs[ops_.b];
-    if (perRunB_)  // the zero points, and whether A's row sums are needed, before A is packed
-      weights_.packInto(false, b.host(), b.dtype, bStrides_[0], bStrides_[1], K_, N_, inputAt(inputs, ops_.bZero),
-                        packedA + packedBOffset_);
-    int32_t* rowSums =
-        weights_.needsActivationSums() ? reinterpret_cast<int32_t*>(packedA + rowSumsOffset_) : nullptr;
+    // Batch i's B into thread slot `slot` (batch 0 into slot 0 first: its zero points say
+    // whether A's row sums are needed, before A is packed).
+    const auto packB = [&](int64_t i, size_t slot) {
+      slots_[slot].weights.packInto(false, b.host() + i * K_ * N_, b.dtype, bStrides_[0], bStrides_[1], K_, N_,
+                                    inputAt(inputs, ops_.bZero), packedA + packedBOffset_ + slot * packedBBytes_);
+    };
+    if (perRunB_) packB(0, 0);
+    const QuantizedWeights& firstB = perRunB_ ? slots_[0].weights : weights_;
+    int32_t* rowSums = firstB.needsActivationSums() ? reinterpret_cast<int32_t*>(packedA + rowSumsOffset_) : nullptr;
     const RuntimeTensor& a = *inputs[ops_.a];
     const uint8_t* aBytes = a.host();
     float aScale = 1.f;
@@ -130,23 +139,39 @@ class QuantizedMatMulExecution : public Execution {
       qgemmPackA(f, aBytes + r0 * K_, K_, r1 - r0, K_, bytes, packedA + r0 * rowBytes_, rowSums ? rowSums + r0 : nullptr);
     });
     const int64_t elementBytes = static_cast<int64_t>(dataTypeSize(outputs[0]->dtype));
-    for (int64_t i = 0; i < batches_; ++i) {
-      if (i > 0)
-        weights_.packInto(false, b.host() + i * K_ * N_, b.dtype, bStrides_[0], bStrides_[1], K_, N_,
-                          inputAt(inputs, ops_.bZero), packedA + packedBOffset_);
-      QGemmOutputStage stage;
-      prepareStage(inputs, *outputs[0], aScale, za, &stage);
+    QGemmOutputStage common;
+    prepareStage(inputs, *outputs[0], aScale, &common);
+    const RuntimeTensor* bias32 = inputAt(inputs, ops_.bias32);
+    const auto multiply = [&](int64_t i, size_t slot, ThreadPool* gemmPool) {
+      if (perRunB_ && i > 0) packB(i, slot);
+      const QuantizedWeights& w = perRunB_ ? slots_[slot].weights : weights_;
+      std::vector<int32_t>& offsets = slots_[slot].columnOffset;
+      qgemmZeroPointOffsets(f, K_, N_, static_cast<int64_t>(offsets.size()), bias32 ? bias_.data() : nullptr, za,
+                            w.sums(), w.zeroPoints(), offsets.data());
+      QGemmOutputStage stage = common;
+      stage.columnOffset = offsets.data();
+      stage.columnZeroPoints = w.zeroPoints();
       stage.rowSums = rowSums ? rowSums + i * M_ : nullptr;
-      qgemm(pool, f, M_, N_, K_, packedA + i * M_ * rowBytes_, weights_.data(), stage,
+      qgemm(gemmPool, f, M_, N_, K_, packedA + i * M_ * rowBytes_, w.data(), stage,
             outputs[0]->host() + i * M_ * N_ * elementBytes, N_);
+    };
+    const auto slots = static_cast<int64_t>(slots_.size());
+    if (slots > 1) {  // whole matrices per thread: batch 0 (packed above) falls to slot 0
+      parallelFor(pool, slots, [&](int64_t s0, int64_t s1) {
+        for (int64_t s = s0; s < s1; ++s)
+          for (int64_t i = s * batches_ / slots; i < (s + 1) * batches_ / slots; ++i)
+            multiply(i, static_cast<size_t>(s), nullptr);
+      });
+    } else {
+      for (int64_t i = 0; i < batches_; ++i) multiply(i, 0, pool);
     }
     return Status::ok();
   }
 
  private:
-  void prepareStage(const std::vector<RuntimeTensor*>& inputs, const RuntimeTensor& y, float aScale, int32_t za,
+  // The stage's part that every batch shares (the column offsets depend on each batch's B).
+  void prepareStage(const std::vector<RuntimeTensor*>& inputs, const RuntimeTensor& y, float aScale,
                     QGemmOutputStage* stage) {
-    const QGemmFunctions& f = cpuFunctions().qgemm;
     const float alpha = node_.getFloat("alpha", 1.0f);
     const RuntimeTensor* yScale = inputAt(inputs, ops_.yScale);
     const bool quantizedOut = yScale != nullptr;
@@ -162,10 +187,6 @@ class QuantizedMatMulExecution : public Execution {
     }
     const RuntimeTensor* bias32 = inputAt(inputs, ops_.bias32);
     if (bias32) std::memcpy(bias_.data(), bias32->host(), static_cast<size_t>(N_) * sizeof(int32_t));
-    qgemmZeroPointOffsets(f, K_, N_, static_cast<int64_t>(columnOffset_.size()), bias32 ? bias_.data() : nullptr, za,
-                          weights_.sums(), weights_.zeroPoints(), columnOffset_.data());
-    stage->columnOffset = columnOffset_.data();
-    stage->columnZeroPoints = weights_.zeroPoints();
     stage->scale = scale_.data();
     const RuntimeTensor* floatBias = inputAt(inputs, ops_.floatBias);
     if (floatBias) {
@@ -188,9 +209,17 @@ class QuantizedMatMulExecution : public Execution {
   int64_t bStrides_[2] = {0, 0};
   bool perRunB_ = false;
   int64_t rowSumsOffset_ = 0, quantizedAOffset_ = 0, packedBOffset_ = 0;
-  QuantizedWeights weights_;
+  int64_t packedBBytes_ = 0;
+  QuantizedWeights weights_;  // a constant B
+  // A B packed at each run: one per thread, each with its batch's column offsets (slot 0 also
+  // holds the constant B's).
+  struct BatchSlot {
+    QuantizedWeights weights;
+    std::vector<int32_t> columnOffset;
+  };
+  std::vector<BatchSlot> slots_;
   std::vector<float> bScale_, scale_, floatBias_;
-  std::vector<int32_t> columnOffset_, bias_;
+  std::vector<int32_t> bias_;
   RuntimeTensor scratch_;
 };
 
