@@ -103,6 +103,9 @@ class Backend {
   virtual void onResizeBegin() {}
   // Makes the memory plan; afterwards every chunk has its address.
   virtual Status onResizeEnd() { return Status::ok(); }
+  // Before onResizeEnd: the arithmetic (ops/flops.h) of the ops this backend runs in the plan
+  // just made; -1 where an op's work is not counted (a subgraph's).
+  virtual void onPlannedWork(int64_t flops) { (void)flops; }
   virtual void onExecuteBegin() {}
   virtual void onExecuteEnd() {}
   // A run that failed after onExecuteBegin: release what the run held (no results to finish).

@@ -204,4 +204,16 @@ void ThreadPool::workerLoop(int self) {
   }
 }
 
+namespace {
+thread_local bool tSerialRun = false;
+}  // namespace
+
+bool exchangeSerialRun(bool serial) {
+  const bool previous = tSerialRun;
+  tSerialRun = serial;
+  return previous;
+}
+
+bool serialRun() { return tSerialRun; }
+
 }  // namespace osprey

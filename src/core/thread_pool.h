@@ -94,8 +94,13 @@ inline constexpr int kFineRangesPerThread = 4;
 // free: for work whose pieces cost the same however it is cut (rows of a direct convolution),
 // so a worker that joins late leaves the caller less waiting; fn must then not use the range
 // as a thread slot.
+// Whether the calling thread runs every parallelFor inline (a run whose work is too small for
+// the workers' wake-up to pay for itself: CPUBackend::onPlannedWork). Returns the previous value.
+bool exchangeSerialRun(bool serial);
+bool serialRun();
+
 inline void parallelFor(ThreadPool* pool, int64_t n, RangeFn fn, int rangesPerThread = 1) {
-  if (pool && pool->threads() > 1 && n > 1) {
+  if (pool && pool->threads() > 1 && n > 1 && !serialRun()) {
     const int64_t ranges = rangesPerThread > 1 ? std::min<int64_t>(n, int64_t{pool->threads()} * rangesPerThread) : 0;
     pool->parallelFor(n, fn, static_cast<int>(ranges));
   } else if (n > 0) {

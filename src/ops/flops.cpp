@@ -27,6 +27,19 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
     case OpType::DynamicQuantizeMatMul:
       if (!in[0].shape.empty()) return 2 * elems(out[0]) * in[0].shape.back();
       return 0;
+    case OpType::RNN:
+    case OpType::GRU:
+    case OpType::LSTM:  // X [.., .., I]; W [dirs, gates * H, I] and R [dirs, gates * H, H] at every step
+      if (in.size() > 2 && in[0].shape.size() == 3 && in[1].shape.size() == 3 && in[0].shape[2] > 0)
+        return 2 * (elems(in[0]) / in[0].shape[2]) * (elems(in[1]) + elems(in[2]));
+      return 0;
+    case OpType::Attention: {  // Q.K for every key, then the weights times V: both of T keys
+      if (in.size() < 3 || in[1].shape.size() < 3) return 0;
+      const bool heads = in[1].shape.size() == 4;
+      int64_t keys = in[1].shape[heads ? 2 : 1];
+      if (heads && in.size() > 4 && in[4].present && in[4].shape.size() == 4) keys += in[4].shape[2];
+      return 2 * keys * (elems(in[0]) + elems(out[0]));
+    }
     case OpType::Gemm:
     case OpType::QGemm:
       if (in[0].shape.size() == 2) return 2 * elems(out[0]) * in[0].shape[node.getInt("transA", 0) ? 0 : 1];

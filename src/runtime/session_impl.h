@@ -157,6 +157,7 @@ class SessionImpl {
   // How a pipeline copy is named in profiles: "CopyToDevice", "CopyToHost", or "Copy" within one
   // memory (a layout or precision conversion).
   static const char* copyKind(const Command& cmd);
+  void reportPlannedWork();
   // Shows a command (or a node run on the host) to callbacks_ before or after it runs.
   Status report(const Command& cmd, bool after) const;
   Status reportHost(const Node& node, const std::map<int, Tensor>& values, bool after) const;

@@ -1,4 +1,5 @@
 // Session: executions, memory planning and running (resize's first half is in session.cpp).
+#include <limits>
 #include <algorithm>
 #include <chrono>
 #include <map>
@@ -319,6 +320,7 @@ Status SessionImpl::planMemory() {
     for (auto* t : cmd.outputs) releaseIfDone(t, true);
   }
   for (auto& [t, mem] : live) memory_.push_back(std::move(mem));
+  reportPlannedWork();
   OSPREY_RETURN_IF_ERROR(main_->onResizeEnd().withContext(planName()));
   if (backup_) OSPREY_RETURN_IF_ERROR(backup_->onResizeEnd().withContext(planName()));
   for (auto& [part, p] : partOf_) {
@@ -422,6 +424,29 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     }
   }
   return Status::ok();
+}
+
+// Each backend's share of the plan's arithmetic: an op's flops, or its output's elements where
+// that is more (a copy counts none); -1 once an op runs a subgraph, whose work is not counted.
+void SessionImpl::reportPlannedWork() {
+  std::unordered_map<Backend*, int64_t> work;
+  for (const Command& cmd : commands_) {
+    if (!cmd.execution || !cmd.backend) continue;
+    int64_t& w = work[cmd.backend];
+    if (w < 0) continue;
+    const OpType type = cmd.op.type;
+    if (type == OpType::If || type == OpType::Loop || type == OpType::Scan) {
+      w = -1;
+      continue;
+    }
+    int64_t elements = 0;
+    for (const RuntimeTensor* t : cmd.outputs)
+      if (t) elements += t->elements();
+    const int64_t add = std::max(cmd.flops, elements);
+    w = add > std::numeric_limits<int64_t>::max() - w ? std::numeric_limits<int64_t>::max() : w + add;
+  }
+  main_->onPlannedWork(work[main_.get()]);
+  if (backup_) backup_->onPlannedWork(work[backup_.get()]);
 }
 
 const char* SessionImpl::copyKind(const Command& cmd) {

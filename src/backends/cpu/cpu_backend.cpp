@@ -211,6 +211,20 @@ Status CPUBackend::onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) {
   return convertLayout(src->host(), src->layout, dst->host(), dst->layout, src->shape, dataTypeSize(src->dtype));
 }
 
+void CPUBackend::onExecuteBegin() {
+  if (serialRuns_)
+    serialBefore_ = exchangeSerialRun(true);
+  else
+    threadPool()->beginRun();
+}
+
+void CPUBackend::onExecuteEnd() {
+  if (serialRuns_)
+    exchangeSerialRun(serialBefore_);
+  else
+    threadPool()->endRun();
+}
+
 void CPUBackend::onResizeBegin() {
   planner_.reset();
   staticBytes_ = 0;  // executions are created anew by each plan, with their static memory

@@ -35,9 +35,12 @@ class CPUBackend : public Backend {
   void onClearBuffer() override;
   Status onCopyBuffer(const RuntimeTensor* src, RuntimeTensor* dst) override;
   void onResizeBegin() override;
-  void onExecuteBegin() override { threadPool()->beginRun(); }
-  void onExecuteEnd() override { threadPool()->endRun(); }
-  void onExecuteAbort() override { threadPool()->endRun(); }
+  // A plan of less arithmetic than kSerialRunWork runs on the calling thread alone: after an idle
+  // pause the workers' wake-up costs more than they save (docs/cpu.md, "Small models").
+  void onPlannedWork(int64_t flops) override { serialRuns_ = flops >= 0 && flops < kSerialRunWork; }
+  void onExecuteBegin() override;
+  void onExecuteEnd() override;
+  void onExecuteAbort() override { onExecuteEnd(); }
   void onReleaseScratch() override;
   Status onResizeEnd() override;
   size_t arenaPeakBytes() const override { return planner_.peakBytes(); }
@@ -55,8 +58,10 @@ class CPUBackend : public Backend {
   PackCounts packCounts() const override { return packCounts_; }
 
  private:
+  static constexpr int64_t kSerialRunWork = 4'000'000;
   CPURuntime* runtime_;
   BackendConfig config_;
+  bool serialRuns_ = false, serialBefore_ = false;
   MemoryPlanner planner_;
   std::shared_ptr<uint8_t> arena_;
   size_t arenaCapacity_ = 0;
