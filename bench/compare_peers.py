@@ -7,7 +7,8 @@ Each engine runs in a worker process of its own (so each peak RSS is its own): O
 workers are driven in lockstep, one timed run of each per iteration in a rotating order, with an
 idle pause before each run (ONNX Runtime's workers spin after a run and would otherwise take a
 core from whichever engine runs next). Every engine's output is checked against NAME.ref.npy
-(or, without one, ONNX Runtime's output) within 1e-3 * max(1, max|ref|).
+(or, without one, ONNX Runtime's output) within 1e-3 * max(1, max|ref|) (--tolerance: another
+factor than 1e-3, for quantized models, whose engines round differently).
 
 MNN models are converted with `mnnconvert`, ncnn models with `pnnx` (both from PyPI: `mnn`,
 `pnnx`); the conversions are cached in --work-dir. An engine that is not installed, or whose
@@ -211,6 +212,8 @@ def main():
     p.add_argument("--models-dir", default="/tmp/models")
     p.add_argument("--work-dir", default="/tmp/osprey-peers", help="converted MNN / ncnn models and outputs")
     p.add_argument("--engines", default="osprey," + ",".join(PEERS))
+    p.add_argument("--tolerance", type=float, default=1e-3,
+                   help="outputs must match the reference within TOLERANCE * max(1, max|ref|)")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--loops", type=int, default=40)
@@ -263,7 +266,7 @@ def main():
         ref = np.load(ref_path).astype(np.float64) if os.path.exists(ref_path) else None
         if ref is None and "ort" in outputs:
             ref = np.load(outputs["ort"]).astype(np.float64)
-        bound = 1e-3 * max(1.0, float(np.max(np.abs(ref)))) if ref is not None else None
+        bound = a.tolerance * max(1.0, float(np.max(np.abs(ref)))) if ref is not None else None
         order = list(workers)
         for i in range(a.loops):
             k = i % max(len(order), 1)
