@@ -114,14 +114,22 @@ inline int countOps(const Graph& g, OpType type) {
   return n;
 }
 
-// All outputs of g run on the CPU with `feeds` (failures are test failures).
-inline std::vector<Tensor> runGraphOutputs(const Graph& g, const std::map<std::string, Tensor>& feeds) {
+// A CPU session of g with `threads` threads (failures are test failures).
+inline std::unique_ptr<Session> cpuSessionOf(const Graph& g, int threads = 1) {
   auto model = std::make_shared<Model>();
   model->graph = g;
   std::shared_ptr<Interpreter> interp;
   EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  ScheduleConfig schedule;
+  schedule.threads = threads;
   std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp->createSession(ScheduleConfig(), BackendConfig(), &session).isOk());
+  EXPECT_TRUE(interp->createSession(schedule, BackendConfig(), &session).isOk());
+  return session;
+}
+
+// All outputs of g run on the CPU with `feeds` (failures are test failures).
+inline std::vector<Tensor> runGraphOutputs(const Graph& g, const std::map<std::string, Tensor>& feeds) {
+  std::unique_ptr<Session> session = cpuSessionOf(g);
   std::vector<Tensor> out;
   Status st = session->run(feeds, &out);
   EXPECT_TRUE(st.isOk()) << st.message();

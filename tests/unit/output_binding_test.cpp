@@ -30,17 +30,7 @@ GraphBuilder bindingGraph() {
   return b;
 }
 
-std::unique_ptr<Session> sessionOf(const Graph& g) {
-  auto model = std::make_shared<Model>();
-  model->graph = g;
-  std::shared_ptr<Interpreter> interp;
-  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
-  ScheduleConfig schedule;
-  schedule.threads = 2;
-  std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp->createSession(schedule, BackendConfig(), &session).isOk());
-  return session;
-}
+std::unique_ptr<Session> sessionOf(const Graph& g) { return cpuSessionOf(g, 2); }
 
 // The expected outputs, by the reference kernels of each op.
 std::vector<Tensor> expected(const Tensor& x) {

@@ -31,14 +31,7 @@ TEST(SerialRun, ParallelForRunsInlineOnTheThreadThatAsked) {
 
 // Whether the ops of a two-thread run of g see the serial flag (callbacks run on the run's thread).
 bool runsSerially(const Graph& g, const std::map<std::string, Tensor>& feeds) {
-  auto model = std::make_shared<Model>();
-  model->graph = g;
-  std::shared_ptr<Interpreter> interp;
-  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
-  ScheduleConfig schedule;
-  schedule.threads = 2;
-  std::unique_ptr<Session> session;
-  EXPECT_TRUE(interp->createSession(schedule, BackendConfig(), &session).isOk());
+  std::unique_ptr<Session> session = cpuSessionOf(g, 2);
   bool serial = true;
   RunCallbacks callbacks;
   callbacks.before = [&](const OpCallbackInfo&, const OpTensors&) {
