@@ -467,15 +467,17 @@ Status SessionImpl::executeCommands() {
       main->onExecuteBegin();
       if (backup) backup->onExecuteBegin();
     }
+    // Brackets close in the reverse order of opening: a backend restores on end what it found
+    // at begin (the CPU backend, the calling thread's serial flag).
     void end() {
       ended = true;
-      main->onExecuteEnd();
       if (backup) backup->onExecuteEnd();
+      main->onExecuteEnd();
     }
     ~ExecuteScope() {
       if (ended) return;
-      main->onExecuteAbort();
       if (backup) backup->onExecuteAbort();
+      main->onExecuteAbort();
     }
   } scope(main_.get(), backup_.get());
   using Clock = std::chrono::steady_clock;
