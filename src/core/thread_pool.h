@@ -85,20 +85,21 @@ class ThreadPool {
   std::atomic<bool> stop_{false};
 };
 
-// Ranges per thread for work cut into pieces of equal cost: a core slowed by another tenant (or
-// a worker that wakes late) then takes fewer pieces instead of holding up the op.
-inline constexpr int kFineRangesPerThread = 4;
-
-// Runs fn over [0, n) on the pool, or inline when pool is null. rangesPerThread above 1 cuts
-// the job into that many ranges per thread (at most n), each claimed by whichever thread is
-// free: for work whose pieces cost the same however it is cut (rows of a direct convolution),
-// so a worker that joins late leaves the caller less waiting; fn must then not use the range
-// as a thread slot.
 // Whether the calling thread runs every parallelFor inline (a run whose work is too small for
 // the workers' wake-up to pay for itself: CPUBackend::onPlannedWork). Returns the previous value.
 bool exchangeSerialRun(bool serial);
 bool serialRun();
 
+// Ranges per thread for work cut into pieces of equal cost: a core slowed by another tenant (or
+// a worker that wakes late) then takes fewer pieces instead of holding up the op.
+inline constexpr int kFineRangesPerThread = 4;
+
+// Runs fn over [0, n) on the pool, or inline when pool is null or the thread runs serially
+// (above). rangesPerThread above 1 cuts
+// the job into that many ranges per thread (at most n), each claimed by whichever thread is
+// free: for work whose pieces cost the same however it is cut (rows of a direct convolution),
+// so a worker that joins late leaves the caller less waiting; fn must then not use the range
+// as a thread slot.
 inline void parallelFor(ThreadPool* pool, int64_t n, RangeFn fn, int rangesPerThread = 1) {
   if (pool && pool->threads() > 1 && n > 1 && !serialRun()) {
     const int64_t ranges = rangesPerThread > 1 ? std::min<int64_t>(n, int64_t{pool->threads()} * rangesPerThread) : 0;

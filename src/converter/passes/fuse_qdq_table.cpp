@@ -6,15 +6,14 @@
 #include <set>
 
 #include "converter/passes/passes.h"
-#include "converter/passes/pattern_util.h"
+#include "converter/passes/qdq_match.h"
+#include "ops/quant_util.h"
 
 namespace osprey::passes {
 
 namespace {
 
 constexpr size_t kMaxChain = 8;
-
-bool isByte(DataType t) { return t == DataType::UInt8 || t == DataType::Int8; }
 
 // A constant with one element.
 bool scalarTensor(const Graph& g, int t) {
@@ -57,13 +56,6 @@ int elementwiseData(const Graph& g, const Node& n) {
   return -1;
 }
 
-// Per-tensor scale and zero point of a QuantizeLinear / DequantizeLinear, as constants.
-bool perTensorConstants(const Graph& g, const Node& n) {
-  if (n.inputs.size() < 2 || n.inputs[1] < 0 || !scalarTensor(g, n.inputs[1])) return false;
-  if (g.tensors[n.inputs[1]].dtype != DataType::Float32) return false;
-  return n.inputs.size() < 3 || scalarTensor(g, n.inputs[2]);
-}
-
 // The 256 codes of `dtype` in byte order: entry b is the code whose byte is b.
 int codesTensor(Graph& t, DataType dtype) {
   TensorInfo codes;
@@ -104,7 +96,7 @@ bool evaluateTable(const Graph& g, const std::vector<int>& nodes, int x, TensorI
     if (!foldNode(t, t.nodes.back(), false)) return false;
   }
   const TensorInfo& result = t.tensors[t.nodes.back().outputs[0]];
-  if (!result.isConstant || !isByte(result.dtype) || result.shape != Shape{256}) return false;
+  if (!result.isConstant || !quant::isByte(result.dtype) || result.shape != Shape{256}) return false;
   *table = result;
   return true;
 }
@@ -116,43 +108,36 @@ int fuseQuantizedTables(Graph& g) {
   std::vector<bool> drop(g.nodes.size(), false);
   int fused = 0;
   for (size_t qi = 0; qi < g.nodes.size(); ++qi) {
-    const Node& q = g.nodes[qi];
-    if (q.type != OpType::QuantizeLinear || q.outputs.size() != 1 || !perTensorConstants(g, q)) continue;
-    // Back from the QuantizeLinear through ops whose result only the next one reads.
+    qdq::QuantParams out, in;
+    if (g.nodes[qi].type != OpType::QuantizeLinear || !qdq::quantizeAt(g, static_cast<int>(qi), &out)) continue;
+    // Back from the QuantizeLinear through ops whose result only the next one reads, to a
+    // per-tensor DequantizeLinear (which other ops may read too).
     std::vector<int> chain;
-    int t = q.inputs[0], dq = -1;
+    int t = g.nodes[qi].inputs[0];
+    bool reached = false;
     while (t >= 0 && uses.producer[t] >= 0 && chain.size() <= kMaxChain) {
+      if ((reached = qdq::perTensorDequantizeOf(g, uses, t, &in))) break;
       const int p = uses.producer[t];
-      if (g.nodes[p].type == OpType::DequantizeLinear) {
-        dq = p;
-        break;
-      }
-      if (uses.isOutput[t] || uses.readers[t].size() != 1 || drop[p]) break;
-      const int data = elementwiseData(g, g.nodes[p]);
+      const int data = uses.isOutput[t] || uses.readers[t].size() != 1 || drop[p] ? -1 : elementwiseData(g, g.nodes[p]);
       if (data < 0) break;
       chain.push_back(p);
       t = data;
     }
-    if (dq < 0 || chain.empty() || chain.size() > kMaxChain || drop[dq]) continue;
-    const Node& d = g.nodes[dq];
-    if (d.inputs.empty() || d.inputs[0] < 0 || !perTensorConstants(g, d) || !isByte(g.tensors[d.inputs[0]].dtype) ||
-        d.outputs.size() != 1 || g.tensors[d.outputs[0]].dtype != DataType::Float32)
-      continue;
-    std::vector<int> nodes = {dq};
+    if (!reached || chain.empty() || chain.size() > kMaxChain || drop[in.node]) continue;
+    std::vector<int> nodes = {in.node};
     nodes.insert(nodes.end(), chain.rbegin(), chain.rend());
     nodes.push_back(static_cast<int>(qi));
     TensorInfo table;
-    if (!evaluateTable(g, nodes, d.inputs[0], &table)) continue;
-    table.name = q.name + "_table";
-    const int x = d.inputs[0];
+    if (!evaluateTable(g, nodes, in.bytes, &table)) continue;
+    table.name = g.nodes[qi].name + "_table";
     const int tableTensor = g.addTensor(table);
     Node& lookup = g.nodes[qi];
     lookup.type = OpType::ByteLookup;
-    lookup.inputs = {x, tableTensor};
+    lookup.inputs = {in.bytes, tableTensor};
     lookup.attrs.clear();
     for (int k : chain) drop[k] = true;
-    const int dqOut = g.nodes[dq].outputs[0];
-    if (!uses.isOutput[dqOut] && uses.readers[dqOut].size() == 1) drop[dq] = true;
+    const int dqOut = g.nodes[in.node].outputs[0];
+    if (!uses.isOutput[dqOut] && uses.readers[dqOut].size() == 1) drop[in.node] = true;
     ++fused;
   }
   eraseNodes(g, drop);
