@@ -42,6 +42,7 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* rep
     r.fusedOps += passes::fuseGelu(g);
     r.fusedOps += passes::fuseAttention(g);
     if (options.fuseMatMulBias) r.fusedOps += passes::fuseMatMulBias(g);
+    r.fusedOps += passes::foldAttentionBatchTransposes(g);
     if (options.fuseConvResidual) r.fusedOps += passes::fuseConvResidual(g);
     r.fusedOps += passes::fuseSwish(g);
     r.fusedOps += passes::fuseActivationPatterns(g);

@@ -9,33 +9,11 @@
 // [B, H, S, D] (B * H = N, the same memory), take K^T as Transpose [0, 1, 3, 2], scale q and
 // K^T each by sqrt(scale) (constants once foldShapes has run), and merge the heads with
 // Transpose [2, 0, 1, 3] to [S, B, H, D]: again [S, N * D] in memory, head n = b * H + h.
-#include <cstring>
-
 #include "converter/passes/pattern_util.h"
 
 namespace osprey::passes {
 
 namespace {
-
-// The values of a constant int64 tensor (false when `t` is not one).
-bool int64Constant(const Graph& g, int t, std::vector<int64_t>* values) {
-  if (t < 0) return false;
-  const TensorInfo& info = g.tensors[t];
-  if (!info.isConstant || info.dtype != DataType::Int64 || info.data.size % 8 != 0) return false;
-  values->resize(info.data.size / 8);
-  if (!values->empty()) std::memcpy(values->data(), info.data.bytes.get(), info.data.size);
-  return true;
-}
-
-int newInt64Constant(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
-  TensorInfo t;
-  t.name = name;
-  t.dtype = DataType::Int64;
-  t.shape = {static_cast<int64_t>(v.size())};
-  t.isConstant = true;
-  t.data = ConstantData::copyOf(v.data(), v.size() * 8);
-  return g.addTensor(t);
-}
 
 // One of q, k, v: Transpose(Reshape(src, [S, N, D]), perm), each intermediate read once.
 struct HeadSplit {

@@ -49,6 +49,10 @@ int fuseGelu(Graph& g, double tolerance = 1e-5);
 // PyTorch MultiheadAttention's exported head split, scaled QK^T, Softmax, PV and head merge
 // into the ONNX Attention op on 3-D (1, S, heads * D) views.
 int fuseAttention(Graph& g);
+// The batch-first Transposes around a fused Attention's sequence-first body (its projections,
+// head split and merge, output projection) folded away: the body runs on [B, S, E] rows and the
+// Attention batches over B. Run after fuseAttention and fuseMatMulBias.
+int foldAttentionBatchTransposes(Graph& g);
 // MatMul(A, W[K, N]) + bias ([N] or [1, ..., 1, N], float32 constants) into MatMul(A, W, bias).
 int fuseMatMulBias(Graph& g);
 // Add(Conv(x), Z) with Z computed before the Conv and of the Conv output's static shape into

@@ -1,6 +1,7 @@
 #include "converter/passes/pattern_util.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace osprey::passes {
 
@@ -29,6 +30,25 @@ int GraphUses::soleReader(const Graph& g, int t, OpType type) const {
   if (t < 0 || isOutput[t] || readers[t].size() != 1) return -1;
   const Node& n = g.nodes[readers[t][0]];
   return n.type == type && n.outputs.size() == 1 ? readers[t][0] : -1;
+}
+
+bool int64Constant(const Graph& g, int t, std::vector<int64_t>* values) {
+  if (t < 0) return false;
+  const TensorInfo& info = g.tensors[t];
+  if (!info.isConstant || info.dtype != DataType::Int64 || info.data.size % 8 != 0) return false;
+  values->resize(info.data.size / 8);
+  if (!values->empty()) std::memcpy(values->data(), info.data.bytes.get(), info.data.size);
+  return true;
+}
+
+int newInt64Constant(Graph& g, const std::string& name, const std::vector<int64_t>& v) {
+  TensorInfo t;
+  t.name = name;
+  t.dtype = DataType::Int64;
+  t.shape = {static_cast<int64_t>(v.size())};
+  t.isConstant = true;
+  t.data = ConstantData::copyOf(v.data(), v.size() * 8);
+  return g.addTensor(t);
 }
 
 const float* floatConstantData(const Graph& g, int t, int64_t* count) {

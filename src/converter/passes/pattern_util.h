@@ -2,6 +2,7 @@
 // tensor, constant lookups, and removing the nodes a fusion replaced.
 #pragma once
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "converter/passes/passes.h"
@@ -26,6 +27,10 @@ struct GraphUses {
 bool scalarConstant(const Graph& g, int t, float* value);
 // A float32 constant's values (null when `t` is not one).
 const float* floatConstantData(const Graph& g, int t, int64_t* count);
+// The values of a constant int64 tensor (false when `t` is not one).
+bool int64Constant(const Graph& g, int t, std::vector<int64_t>* values);
+// A new constant int64 tensor [v.size()] holding v.
+int newInt64Constant(Graph& g, const std::string& name, const std::vector<int64_t>& v);
 // True when |a - b| <= tol * |b|.
 inline bool closeTo(float a, double b, double tol) { return std::fabs(a - b) <= tol * std::fabs(b); }
 

@@ -1,0 +1,98 @@
+// foldAttentionBatchTransposes: a batch-first nn.MultiheadAttention export (Transposes around
+// a sequence-first body) optimised into an Attention batched over B with no Transpose left,
+// giving the unoptimised graph's values; structures it must not touch keep their Transposes.
+#include <gtest/gtest.h>
+
+#include <map>
+
+#include "../ops/op_test_util.h"
+#include "converter/converter.h"
+#include "converter/passes/passes.h"
+#include "graph_builder.h"
+
+namespace osprey::test {
+namespace {
+
+struct MhaShape {
+  int64_t batch, seq, heads, dim;
+  int64_t embed() const { return heads * dim; }
+};
+
+int constantFloats(GraphBuilder& b, const Shape& shape, uint32_t seed) {
+  return b.weights(randomTensor(DataType::Float32, shape, seed, -0.5, 0.5));
+}
+
+// x [B, S, E] -> Transpose -> packed projection + bias -> q, k, v Slices -> head split [S, N, D]
+// -> softmax(q k^T / sqrt(D)) v -> head merge -> [S * B, E] -> output Gemm -> [S, B, E] -> Transpose.
+GraphBuilder batchFirstAttention(const MhaShape& s) {
+  GraphBuilder b;
+  const int64_t E = s.embed(), N = s.batch * s.heads;
+  const int x = b.input("x", {s.batch, s.seq, E});
+  const int rows = b.transpose(x, {1, 0, 2});
+  const int packed = b.op(OpType::Add, {b.op(OpType::MatMul, {rows, constantFloats(b, {E, 3 * E}, 11)}),
+                                        constantFloats(b, {3 * E}, 12)});
+  auto part = [&](int64_t i) {
+    return b.op(OpType::Slice, {packed, b.ints({i * E}), b.ints({(i + 1) * E}), b.ints({-1})});
+  };
+  auto heads = [&](int t, std::vector<int64_t> perm) {
+    return b.transpose(b.op(OpType::Reshape, {t, b.ints({s.seq, N, s.dim})}), std::move(perm));
+  };
+  const int q = heads(part(0), {1, 0, 2}), kt = heads(part(1), {1, 2, 0}), v = heads(part(2), {1, 0, 2});
+  const int scaled = b.op(OpType::Div, {q, b.scalar(std::sqrt(static_cast<float>(s.dim)))});
+  const int probs = b.op(OpType::Softmax, {b.op(OpType::MatMul, {scaled, kt})});
+  const int merged = b.transpose(b.op(OpType::MatMul, {probs, v}), {1, 0, 2});
+  const int flat = b.op(OpType::Reshape, {merged, b.ints({s.seq * s.batch, E})});
+  const int projected = b.op(OpType::Gemm, {flat, constantFloats(b, {E, E}, 13), constantFloats(b, {E}, 14)});
+  const int sequenceFirst = b.op(OpType::Reshape, {projected, b.ints({s.seq, s.batch, E})});
+  b.output(b.transpose(sequenceFirst, {1, 0, 2}));
+  return b;
+}
+
+Graph optimized(const Graph& g) {
+  Graph out = g;
+  EXPECT_TRUE(optimizeGraph(out).isOk());
+  return out;
+}
+
+void expectSameValues(const Graph& original, const Graph& folded, const MhaShape& s) {
+  std::map<std::string, Tensor> feeds{{"x", randomTensor(DataType::Float32, {s.batch, s.seq, s.embed()}, 5, -1.0, 1.0)}};
+  EXPECT_LE(maxAbsDiff(runGraph(folded, feeds), runGraph(original, feeds)), 2e-5);
+}
+
+TEST(AttentionBatchTransposes, BatchFirstEncoderLosesBothTransposes) {
+  for (const MhaShape& s : {MhaShape{3, 7, 2, 5}, MhaShape{1, 9, 3, 4}, MhaShape{4, 4, 1, 8}}) {
+    const GraphBuilder b = batchFirstAttention(s);
+    const Graph g = optimized(b.g);
+    EXPECT_EQ(countOps(g, OpType::Transpose), 0) << s.batch << "x" << s.seq;
+    ASSERT_EQ(countOps(g, OpType::Attention), 1);
+    for (const Node& n : g.nodes)
+      if (n.type == OpType::Attention) {
+        EXPECT_EQ(n.getInt("q_num_heads", 0), s.heads);
+        EXPECT_EQ(n.getInt("kv_num_heads", 0), s.heads);
+      }
+    expectSameValues(b.g, g, s);
+  }
+}
+
+TEST(AttentionBatchTransposes, LeftAloneWhenTheBodyIsReadOutside) {
+  const MhaShape s{2, 5, 2, 4};
+  GraphBuilder shared = batchFirstAttention(s);
+  for (const Node& n : shared.g.nodes)
+    if (n.type == OpType::Gemm) shared.output(n.outputs[0]);  // a sequence-first tensor also returned
+  const Graph g = optimized(shared.g);
+  EXPECT_EQ(countOps(g, OpType::Transpose), 2);
+  expectSameValues(shared.g, g, s);
+
+  GraphBuilder otherPerm = batchFirstAttention(s);
+  otherPerm.g.nodes[0].setInts("perm", {0, 1, 2});  // no transpose in: the rows are batch-first already
+  const Graph h = optimized(otherPerm.g);
+  EXPECT_EQ(countOps(h, OpType::Attention), 1);
+  for (const Node& n : h.nodes) {
+    if (n.type != OpType::Attention) continue;
+    EXPECT_EQ(n.getInt("q_num_heads", 0), s.batch * s.heads);
+  }
+  expectSameValues(otherPerm.g, h, s);
+}
+
+}  // namespace
+}  // namespace osprey::test
