@@ -51,6 +51,24 @@ TEST(CudaLayerNorm, WithAndWithoutBias) {
                                       constant(randomTensor(DataType::Float32, {3, 31}, 27))});
 }
 
+// Rows of whole 16-byte vectors take the register kernel: one to eight vectors per lane
+// (n = 64 ... 1024 in fp32, 64 ... 2048 in fp16), a part-filled last vector round, and a row
+// too long for it (the element-wise kernel).
+TEST(CudaLayerNorm, RowsOfWholeVectors) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  for (int64_t n : {64, 96, 768, 1000, 1024, 2048, 4104}) {
+    SCOPED_TRACE("n " + std::to_string(n));
+    Node ln = makeNode(OpType::LayerNormalization);
+    ln.setFloat("epsilon", 1e-5f);
+    expectCudaMatchesReference(ln, {in(randomTensor(DataType::Float32, {3, 11, n}, 31, -3, 3)),
+                                    constant(randomTensor(DataType::Float32, {n}, 32)),
+                                    constant(randomTensor(DataType::Float32, {n}, 33))});
+  }
+  Node noBias = makeNode(OpType::LayerNormalization);
+  expectCudaMatchesReference(noBias, {in(randomTensor(DataType::Float32, {7, 256}, 34, -2, 2)),
+                                      constant(randomTensor(DataType::Float32, {256}, 35))});
+}
+
 TEST(CudaPool, MaxAndAverageWithPadsAndCeilMode) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   for (OpType type : {OpType::MaxPool, OpType::AveragePool}) {
