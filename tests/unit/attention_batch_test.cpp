@@ -22,16 +22,24 @@ int constantFloats(GraphBuilder& b, const Shape& shape, uint32_t seed) {
   return b.weights(randomTensor(DataType::Float32, shape, seed, -0.5, 0.5));
 }
 
-// x [B, S, E] -> Transpose -> packed projection + bias -> q, k, v Slices -> head split [S, N, D]
-// -> softmax(q k^T / sqrt(D)) v -> head merge -> [S * B, E] -> output Gemm -> [S, B, E] -> Transpose.
-GraphBuilder batchFirstAttention(const MhaShape& s) {
+// x [B, S, E] -> Transpose -> packed projection + bias -> q, k, v Slices (or PyTorch 2's split:
+// Gathers of [S, B, 3, E] with the 3 moved to the front) -> head split [S, N, D] ->
+// softmax(q k^T / sqrt(D)) v -> head merge -> [S * B, E] -> output Gemm -> [S, B, E] -> Transpose.
+GraphBuilder batchFirstAttention(const MhaShape& s, bool gatherSplit = false) {
   GraphBuilder b;
   const int64_t E = s.embed(), N = s.batch * s.heads;
   const int x = b.input("x", {s.batch, s.seq, E});
   const int rows = b.transpose(x, {1, 0, 2});
   const int packed = b.op(OpType::Add, {b.op(OpType::MatMul, {rows, constantFloats(b, {E, 3 * E}, 11)}),
                                         constantFloats(b, {3 * E}, 12)});
+  int front = -1;
+  if (gatherSplit) {
+    const int parts = b.op(OpType::Reshape, {packed, b.ints({s.seq, s.batch, 3, E})});
+    const int moved = b.transpose(b.op(OpType::Unsqueeze, {parts, b.ints({0})}), {3, 1, 2, 0, 4});
+    front = b.op(OpType::Squeeze, {moved, b.ints({3})});
+  }
   auto part = [&](int64_t i) {
+    if (gatherSplit) return b.op(OpType::Gather, {front, b.integers(DataType::Int64, {i}, {})});
     return b.op(OpType::Slice, {packed, b.ints({i * E}), b.ints({(i + 1) * E}), b.ints({-1})});
   };
   auto heads = [&](int t, std::vector<int64_t> perm) {
@@ -72,6 +80,16 @@ TEST(AttentionBatchTransposes, BatchFirstEncoderLosesBothTransposes) {
       }
     expectSameValues(b.g, g, s);
   }
+}
+
+TEST(AttentionBatchTransposes, PackedSplitOfPyTorch2BecomesSlices) {
+  const MhaShape s{2, 6, 3, 4};
+  const GraphBuilder b = batchFirstAttention(s, true);
+  const Graph g = optimized(b.g);
+  EXPECT_EQ(countOps(g, OpType::Transpose), 0);
+  EXPECT_EQ(countOps(g, OpType::Gather), 0);
+  EXPECT_EQ(countOps(g, OpType::Slice), 3);
+  expectSameValues(b.g, g, s);
 }
 
 TEST(AttentionBatchTransposes, LeftAloneWhenTheBodyIsReadOutside) {

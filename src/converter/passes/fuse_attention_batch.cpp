@@ -3,6 +3,9 @@
 //   x [B, S, E] -Transpose [1, 0, 2]-> [S, B, E] -> projections (MatMul, bias) -> Slices of q, k, v
 //   -> Attention on (1, S, N * D) views (N = B * H heads, fuseAttention) -> Reshape, output
 //   projection -> [S, B, E] -Transpose [1, 0, 2]-> [B, S, E]
+// PyTorch 2's packed projection splits q, k and v as Gathers of a Transpose of its output
+// (unflatten to [S, B, 3, E], unsqueeze, swap the 3 to the front, squeeze); those become Slices of
+// the projection's last axis first, which read the same elements.
 // Apart from the attention, every op of the body works on rows of the last axis alone, so it
 // gives the same rows when the rows come batch-first; and head n = b * H + h of the (1, S, N * D)
 // view is head h of batch b of the (B, S, H * D) view. So both Transposes go, the body runs on
@@ -45,6 +48,54 @@ bool lastAxisSlice(const Graph& g, const Node& n) {
   std::vector<int64_t> axes;
   if (!int64Constant(g, n.inputs[3], &axes) || axes.size() != 1 || (axes[0] != -1 && axes[0] != 2)) return false;
   return n.inputs.size() < 5 || n.inputs[4] < 0 || g.tensors[n.inputs[4]].isConstant;
+}
+
+// Gather(Squeeze(Transpose(Unsqueeze(Reshape(P [S, B, K * E] -> [S, B, K, E]), 0), [3, 1, 2, 0, 4]),
+// 3), i) on axis 0 as Slice(P, i * E, (i + 1) * E, last axis); the chain goes when every Gather of
+// it has gone (dead code).
+int slicePackedProjections(Graph& g) {
+  GraphUses uses(g);
+  int rewritten = 0;
+  auto producerOf = [&](int t, OpType type) -> const Node* {
+    if (t < 0 || uses.producer[t] < 0 || uses.isOutput[t]) return nullptr;
+    const Node& n = g.nodes[uses.producer[t]];
+    return n.type == type && n.outputs.size() == 1 ? &n : nullptr;
+  };
+  auto axesAre = [&](const Node& n, int64_t axis) {
+    std::vector<int64_t> axes;
+    const bool fromInput = n.inputs.size() > 1 && int64Constant(g, n.inputs[1], &axes);
+    if (!fromInput) axes = n.getInts("axes");
+    return axes == std::vector<int64_t>{axis};
+  };
+  for (Node& gather : g.nodes) {
+    if (gather.type != OpType::Gather || gather.inputs.size() != 2 || gather.getInt("axis", 0) != 0) continue;
+    std::vector<int64_t> index;
+    const TensorInfo& indexInfo = g.tensors[gather.inputs[1]];
+    if (!int64Constant(g, gather.inputs[1], &index) || index.size() != 1 || !indexInfo.shape.empty()) continue;
+    const Node* squeeze = producerOf(gather.inputs[0], OpType::Squeeze);
+    const Node* transpose = squeeze && axesAre(*squeeze, 3) ? producerOf(squeeze->inputs[0], OpType::Transpose) : nullptr;
+    if (!transpose || transpose->getInts("perm") != std::vector<int64_t>{3, 1, 2, 0, 4}) continue;
+    const Node* unsqueeze = producerOf(transpose->inputs[0], OpType::Unsqueeze);
+    const Node* split = unsqueeze && axesAre(*unsqueeze, 0) ? producerOf(unsqueeze->inputs[0], OpType::Reshape) : nullptr;
+    Shape packed, parts;
+    if (!split || !shape3(g, split->inputs[0], &packed)) continue;
+    const TensorInfo& splitInfo = g.tensors[split->outputs[0]];
+    if (!splitInfo.hasShape || splitInfo.shape.size() != 4) continue;
+    parts = splitInfo.shape;
+    const int64_t chunks = parts[2], width = parts[3];
+    if (parts[0] != packed[0] || parts[1] != packed[1] || chunks * width != packed[2] || width <= 0) continue;
+    const int64_t i = index[0] < 0 ? index[0] + chunks : index[0];
+    if (i < 0 || i >= chunks) continue;
+    const std::string name = gather.name + "_slice";
+    const int starts = newInt64Constant(g, name + "_starts", {i * width});
+    const int ends = newInt64Constant(g, name + "_ends", {(i + 1) * width});
+    const int axes = newInt64Constant(g, name + "_axes", {-1});
+    gather.type = OpType::Slice;
+    gather.attrs.clear();
+    gather.inputs = {split->inputs[0], starts, ends, axes};
+    ++rewritten;
+  }
+  return rewritten;
 }
 
 struct Match {
@@ -179,6 +230,8 @@ void rewrite(Graph& g, const Match& m, int attentionNode, std::vector<bool>* dro
 }  // namespace
 
 int foldAttentionBatchTransposes(Graph& g) {
+  const int sliced = slicePackedProjections(g);
+  if (sliced > 0) removeDeadCode(g);  // the old split's chain still reads the projection
   GraphUses uses(g);
   std::vector<bool> drop(g.nodes.size(), false);
   int folded = 0;
@@ -207,7 +260,7 @@ int foldAttentionBatchTransposes(Graph& g) {
     ++folded;
   }
   eraseNodes(g, drop);
-  return folded;
+  return folded + sliced;
 }
 
 }  // namespace osprey::passes
