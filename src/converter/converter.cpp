@@ -43,6 +43,7 @@ Status optimizeGraph(Graph& g, const ConvertOptions& options, ConvertReport* rep
     r.fusedOps += passes::fuseAttention(g);
     if (options.fuseMatMulBias) r.fusedOps += passes::fuseMatMulBias(g);
     r.fusedOps += passes::foldAttentionBatchTransposes(g);
+    r.fusedOps += passes::splitSlicedProjections(g);
     if (options.fuseConvResidual) r.fusedOps += passes::fuseConvResidual(g);
     r.fusedOps += passes::fuseSwish(g);
     r.fusedOps += passes::fuseActivationPatterns(g);

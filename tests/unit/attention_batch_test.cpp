@@ -72,6 +72,8 @@ TEST(AttentionBatchTransposes, BatchFirstEncoderLosesBothTransposes) {
     const GraphBuilder b = batchFirstAttention(s);
     const Graph g = optimized(b.g);
     EXPECT_EQ(countOps(g, OpType::Transpose), 0) << s.batch << "x" << s.seq;
+    EXPECT_EQ(countOps(g, OpType::Slice), 0);  // q, k and v each its own projection
+    EXPECT_EQ(countOps(g, OpType::MatMul), 3);
     ASSERT_EQ(countOps(g, OpType::Attention), 1);
     for (const Node& n : g.nodes)
       if (n.type == OpType::Attention) {
@@ -88,7 +90,7 @@ TEST(AttentionBatchTransposes, PackedSplitOfPyTorch2BecomesSlices) {
   const Graph g = optimized(b.g);
   EXPECT_EQ(countOps(g, OpType::Transpose), 0);
   EXPECT_EQ(countOps(g, OpType::Gather), 0);
-  EXPECT_EQ(countOps(g, OpType::Slice), 3);
+  EXPECT_EQ(countOps(g, OpType::Slice), 0);
   expectSameValues(b.g, g, s);
 }
 
@@ -110,6 +112,34 @@ TEST(AttentionBatchTransposes, LeftAloneWhenTheBodyIsReadOutside) {
     EXPECT_EQ(n.getInt("q_num_heads", 0), s.batch * s.heads);
   }
   expectSameValues(otherPerm.g, h, s);
+}
+
+// x [5, 12] -> MatMul(W [12, 10], bias) -> Slices of columns: disjoint ranges split the product,
+// an overlap or a reader that is not a column Slice keeps it whole.
+GraphBuilder slicedProduct(const std::vector<std::pair<int64_t, int64_t>>& ranges, bool alsoReadWhole) {
+  GraphBuilder b;
+  const int x = b.input("x", {5, 12});
+  const int y = b.op(OpType::MatMul, {x, constantFloats(b, {12, 10}, 21), constantFloats(b, {10}, 22)});
+  for (auto [begin, end] : ranges) b.output(b.op(OpType::Slice, {y, b.ints({begin}), b.ints({end}), b.ints({1})}));
+  if (alsoReadWhole) b.output(b.op(OpType::Relu, {y}));
+  return b;
+}
+
+TEST(SplitSlicedProjections, DisjointColumnRangesBecomeProducts) {
+  const GraphBuilder b = slicedProduct({{6, 10}, {0, 4}, {4, -4}}, false);  // [4, 6) written as 4..-4
+  Graph g = b.g;
+  ASSERT_TRUE(optimizeGraph(g).isOk());
+  EXPECT_EQ(countOps(g, OpType::Slice), 0);
+  EXPECT_EQ(countOps(g, OpType::MatMul), 3);
+  std::map<std::string, Tensor> feeds{{"x", randomTensor(DataType::Float32, {5, 12}, 23, -1.0, 1.0)}};
+  const std::vector<Tensor> want = runGraphOutputs(b.g, feeds), got = runGraphOutputs(g, feeds);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_LE(maxAbsDiff(got[i], want[i]), 1e-6) << i;
+  for (const GraphBuilder& kept : {slicedProduct({{0, 6}, {4, 10}}, false), slicedProduct({{0, 5}, {5, 10}}, true)}) {
+    Graph h = kept.g;
+    ASSERT_TRUE(optimizeGraph(h).isOk());
+    EXPECT_EQ(countOps(h, OpType::MatMul), 1);
+  }
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ int fuseAttention(Graph& g);
 // head split and merge, output projection) folded away: the body runs on [B, S, E] rows and the
 // Attention batches over B. Run after fuseAttention and fuseMatMulBias.
 int foldAttentionBatchTransposes(Graph& g);
+// MatMul(A, W, bias) with float32 constant weights whose output only disjoint Slices of the last
+// axis read: one MatMul per Slice with those columns of W and bias (no strided copies at run time).
+int splitSlicedProjections(Graph& g);
 // MatMul(A, W[K, N]) + bias ([N] or [1, ..., 1, N], float32 constants) into MatMul(A, W, bias).
 int fuseMatMulBias(Graph& g);
 // Add(Conv(x), Z) with Z computed before the Conv and of the Conv output's static shape into
