@@ -82,9 +82,18 @@ class QuantizedConvNhwcExecution : public Execution {
     ThreadPool* pool = static_cast<CPUBackend*>(backend())->threadPool();
     threads_ = pool ? pool->threads() : 1;
     if (depthwise_) {
-      depthwiseKernel_ = qdepthwiseNhwcKernel(cpuFunctions().isa);
-      packedTaps_.assign(qdepthwiseNhwcPackedBytes(channels_, taps_), 0);
-      if (constantWeights_) packDepthwise(w, inputAt(inputs, 5));
+      // Weights given at run time may change their zero points: they take the float-sum kernels,
+      // which read any.
+      const RuntimeTensor* wZero = inputAt(inputs, 5);
+      bool centred = false;
+      if (constantWeights_ && (!wZero || wZero->constData)) {
+        readDepthwiseZeroPoints(wZero);
+        centred = qdepthwiseNhwcCentredWeights(w.dtype == DataType::Int8, depthwiseZeroPoints_.data(),
+                                               static_cast<int64_t>(depthwiseZeroPoints_.size()));
+      }
+      depthwiseKernels_ = qdepthwiseNhwcKernels(cpuFunctions().isa, centred);
+      packedTaps_.assign(depthwiseKernels_.packedBytes(channels_, window_.kernel[1], window_.kernel[2]), 0);
+      if (constantWeights_) packDepthwise(w, wZero);
     } else {
       OSPREY_RETURN_IF_ERROR(chooseWinograd(w, inputAt(inputs, 5)));
       weights_.resize(static_cast<size_t>(group_));
@@ -205,12 +214,17 @@ class QuantizedConvNhwcExecution : public Execution {
 #endif
   }
 
-  void packDepthwise(const RuntimeTensor& w, const RuntimeTensor* wZero) {
+  void readDepthwiseZeroPoints(const RuntimeTensor* wZero) {
     std::vector<int32_t>& zeroPoints = depthwiseZeroPoints_;
     zeroPoints.assign(static_cast<size_t>(wZero && wZero->elements() > 1 ? channels_ : 1), 0);
     for (size_t i = 0; i < zeroPoints.size(); ++i) zeroPoints[i] = byteAt(wZero, static_cast<int64_t>(i));
-    qdepthwiseNhwcPackWeights(w.host(), channels_, taps_, w.dtype == DataType::Int8, zeroPoints.data(),
-                              static_cast<int64_t>(zeroPoints.size()), packedTaps_.data());
+  }
+
+  void packDepthwise(const RuntimeTensor& w, const RuntimeTensor* wZero) {
+    readDepthwiseZeroPoints(wZero);
+    depthwiseKernels_.pack(w.host(), channels_, window_.kernel[1], window_.kernel[2], w.dtype == DataType::Int8,
+                           depthwiseZeroPoints_.data(), static_cast<int64_t>(depthwiseZeroPoints_.size()),
+                           packedTaps_.data());
   }
 
   QDepthwiseNhwcArgs depthwiseArgs(bool signedX, int32_t xZero) const {
@@ -237,7 +251,7 @@ class QuantizedConvNhwcExecution : public Execution {
     const QGemmFunctions& f = cpuFunctions().qgemm;
     std::unique_ptr<MemObj> memory;
     if (depthwise_) {
-      slotBytes_ = aligned(static_cast<int64_t>(qdepthwiseNhwcScratchBytes(depthwiseArgs(false, 0))));
+      slotBytes_ = aligned(static_cast<int64_t>(depthwiseKernels_.scratchBytes(depthwiseArgs(false, 0))));
       return acquireByteScratch(backend(), threads_ * slotBytes_, "QLinearConv rows", node_.name, &scratch_, &memory);
     }
     if (winograd_)
@@ -401,8 +415,8 @@ class QuantizedConvNhwcExecution : public Execution {
           const int64_t first = b * batch_ * outH / bands, last = (b + 1) * batch_ * outH / bands;
           for (int64_t r = first; r < last;) {
             const int64_t image = r / outH, oh0 = r % outH, oh1 = std::min(outH, oh0 + (last - r));
-            depthwiseKernel_(args, x.host() + image * inBytes, packedTaps_.data(), bias_.data(), scale_.data(), stage,
-                             oh0, oh1, y.host() + image * outBytes, slot);
+            depthwiseKernels_.run(args, x.host() + image * inBytes, packedTaps_.data(), bias_.data(), scale_.data(),
+                                  stage, oh0, oh1, y.host() + image * outBytes, slot);
             r += oh1 - oh0;
           }
         }
@@ -419,7 +433,7 @@ class QuantizedConvNhwcExecution : public Execution {
   std::vector<float> scale_;
   std::vector<int32_t> bias_, columnOffset_;
   std::vector<QuantizedWeights> weights_;
-  QDepthwiseNhwcKernel depthwiseKernel_ = nullptr;
+  QDepthwiseNhwcKernels depthwiseKernels_;
   std::vector<uint8_t> packedTaps_, reorderedWeights_;
   std::vector<int32_t> depthwiseZeroPoints_;
   int64_t threads_ = 1, slotBytes_ = 0, rows_ = 0;

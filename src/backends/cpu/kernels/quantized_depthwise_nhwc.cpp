@@ -1,5 +1,5 @@
-// Depthwise QLinearConv on channels-last bytes (quantized_depthwise_nhwc.h): weight packing, the
-// portable kernel and the choice of kernel.
+// Depthwise QLinearConv on channels-last bytes (quantized_depthwise_nhwc.h): weight packing for
+// both formats, the portable kernel and the choice of kernel.
 #include "backends/cpu/kernels/quantized_depthwise_nhwc.h"
 
 #include <algorithm>
@@ -9,6 +9,17 @@ namespace osprey {
 
 namespace {
 #include "backends/cpu/kernels/quantized_depthwise_nhwc.inl"
+#include "backends/cpu/kernels/quantized_depthwise_nhwc_quads.inl"
+
+int32_t weightValue(uint8_t b, bool signedW) { return signedW ? static_cast<int8_t>(b) : static_cast<int32_t>(b); }
+
+#if defined(__x86_64__) || defined(_M_X64)
+bool cpuRunsAvx512Vnni() {
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+}
+#endif
 
 // Plain arrays of 16 channels, which the compiler may vectorise for the baseline ISA.
 class ScalarVector {
@@ -53,23 +64,54 @@ class ScalarVector {
 
 }  // namespace
 
-size_t qdepthwiseNhwcPackedBytes(int64_t channels, int64_t taps) {
-  return static_cast<size_t>(nhwcBlocks(channels) * taps * kNhwcBlock) * sizeof(float);
+size_t qdepthwiseNhwcPackedBytes(int64_t channels, int64_t kernelH, int64_t kernelW) {
+  return static_cast<size_t>(nhwcBlocks(channels) * kernelH * kernelW * kNhwcBlock) * sizeof(float);
 }
 
-void qdepthwiseNhwcPackWeights(const uint8_t* w, int64_t channels, int64_t taps, bool signedW, const int32_t* wZero,
-                               int64_t wZeroCount, void* packed) {
+void qdepthwiseNhwcPackWeights(const uint8_t* w, int64_t channels, int64_t kernelH, int64_t kernelW, bool signedW,
+                               const int32_t* wZero, int64_t wZeroCount, void* packed) {
   constexpr int64_t L = kNhwcBlock;
+  const int64_t taps = kernelH * kernelW;
   float* dst = static_cast<float*>(packed);
   std::fill(dst, dst + nhwcBlocks(channels) * taps * L, 0.f);
   for (int64_t c = 0; c < channels; ++c) {
     const int32_t zero = wZero[wZeroCount == 1 ? 0 : c];
-    for (int64_t t = 0; t < taps; ++t) {
-      const uint8_t b = w[c * taps + t];
-      const int32_t value = signedW ? static_cast<int8_t>(b) : static_cast<int32_t>(b);
-      dst[(c / L * taps + t) * L + c % L] = static_cast<float>(value - zero);
+    for (int64_t t = 0; t < taps; ++t)
+      dst[(c / L * taps + t) * L + c % L] = static_cast<float>(weightValue(w[c * taps + t], signedW) - zero);
+  }
+}
+
+size_t qdepthwiseNhwcPackedQuadBytes(int64_t channels, int64_t kernelH, int64_t kernelW) {
+  const int64_t sums = kernelH * quadBlocks(channels) * kQuadLanes * 4;
+  return static_cast<size_t>(quadWeightSumsOffset(channels, kernelH, kernelW) + sums);
+}
+
+void qdepthwiseNhwcPackQuads(const uint8_t* w, int64_t channels, int64_t kernelH, int64_t kernelW, bool signedW,
+                             const int32_t* wZero, int64_t wZeroCount, void* packed) {
+  constexpr int64_t L = kQuadLanes;
+  const int64_t taps = kernelH * kernelW, quads = quadsPerKernelRow(kernelW), lanes = quadBlocks(channels) * L;
+  const int64_t blockBytes = quadWeightBlockBytes(kernelH, kernelW);
+  auto* dst = static_cast<uint8_t*>(packed);
+  std::memset(dst, 0, qdepthwiseNhwcPackedQuadBytes(channels, kernelH, kernelW));
+  int32_t* sums = reinterpret_cast<int32_t*>(dst + quadWeightSumsOffset(channels, kernelH, kernelW));
+  for (int64_t c = 0; c < channels; ++c) {
+    const int32_t zero = wZero[wZeroCount == 1 ? 0 : c];
+    int32_t sum = 0;
+    for (int64_t kh = 0; kh < kernelH; ++kh) {
+      for (int64_t kw = 0; kw < kernelW; ++kw) {
+        const int32_t value = weightValue(w[c * taps + kh * kernelW + kw], signedW) - zero;  // in int8: centred
+        uint8_t* quad = dst + c / L * blockBytes + ((kh * quads + kw / 4) * L + c % L) * 4;
+        quad[kw % 4] = static_cast<uint8_t>(value);
+        sum += value;
+      }
+      sums[kh * lanes + c] = sum;
     }
   }
+}
+
+bool qdepthwiseNhwcCentredWeights(bool signedW, const int32_t* wZero, int64_t wZeroCount) {
+  const int32_t centre = signedW ? 0 : 128;
+  return std::all_of(wZero, wZero + wZeroCount, [centre](int32_t z) { return z == centre; });
 }
 
 void qdwconv_nhwc__scalar(const QDepthwiseNhwcArgs& args, const uint8_t* x, const void* packedWeights,
@@ -78,14 +120,38 @@ void qdwconv_nhwc__scalar(const QDepthwiseNhwcArgs& args, const uint8_t* x, cons
   depthwiseNhwcRows<ScalarVector>(args, x, packedWeights, bias, scale, stage, oh0, oh1, y, scratch);
 }
 
-QDepthwiseNhwcKernel qdepthwiseNhwcKernel(const char* isa) {
-#if defined(__x86_64__) || defined(_M_X64)
-  if (std::strcmp(isa, "avx512f") == 0) return qdwconv_nhwc__avx512f;
-  if (std::strcmp(isa, "avx2_fma") == 0) return qdwconv_nhwc__avx2;
-#endif
-  return qdwconv_nhwc__scalar;
+size_t qdepthwiseNhwcScratchBytes(const QDepthwiseNhwcArgs& args) { return nhwcScratchBytes(args); }
+
+size_t qdepthwiseNhwcQuadScratchBytes(const QDepthwiseNhwcArgs& args) {
+  return static_cast<size_t>(quadScratch(args).bytes);
 }
 
-size_t qdepthwiseNhwcScratchBytes(const QDepthwiseNhwcArgs& args) { return nhwcScratchBytes(args); }
+QDepthwiseNhwcKernels qdepthwiseNhwcKernels(const char* isa, bool centredWeights) {
+  QDepthwiseNhwcKernels k;
+  k.run = qdwconv_nhwc__scalar;
+  k.pack = qdepthwiseNhwcPackWeights;
+  k.packedBytes = qdepthwiseNhwcPackedBytes;
+  k.scratchBytes = qdepthwiseNhwcScratchBytes;
+#if defined(__x86_64__) || defined(_M_X64)
+  if (std::strcmp(isa, "avx512f") == 0) {
+    // The table proved AVX-512F and the OS's ZMM state; VNNI is asked of the CPU as the table
+    // asks it for the integer GEMM.
+    static const bool vnni = cpuRunsAvx512Vnni();
+    if (vnni && centredWeights) {
+      k.run = qdwconv_nhwc_quads__avx512vnni;
+      k.pack = qdepthwiseNhwcPackQuads;
+      k.packedBytes = qdepthwiseNhwcPackedQuadBytes;
+      k.scratchBytes = qdepthwiseNhwcQuadScratchBytes;
+    } else {
+      k.run = qdwconv_nhwc__avx512f;
+    }
+  } else if (std::strcmp(isa, "avx2_fma") == 0) {
+    k.run = qdwconv_nhwc__avx2;
+  }
+#else
+  (void)isa, (void)centredWeights;
+#endif
+  return k;
+}
 
 }  // namespace osprey
