@@ -4,9 +4,10 @@ and the same thread count, alternating run by run in one process tree.
 
 Each engine runs in a worker process of its own (so each peak RSS is its own): Osprey as
 `osprey bench --step`, the peers as this script with --worker. After their warm-up runs the
-workers are driven in lockstep, one timed run of each per iteration in a rotating order, with an
-idle pause before each run (ONNX Runtime's workers spin after a run and would otherwise take a
-core from whichever engine runs next). Every engine's output is checked against NAME.ref.npy
+workers are driven in lockstep, --block runs of each per iteration in a rotating order, each
+after a --gap-ms idle pause, the first run of each block not counted: ONNX Runtime's workers spin
+after a run and would otherwise take a core from whichever engine runs next (back to back, with
+no gap, that doubled Osprey's ViT-tiny time on two cores while ONNX Runtime's own stayed put). Every engine's output is checked against NAME.ref.npy
 (or, without one, ONNX Runtime's output) within 1e-3 * max(1, max|ref|) (--tolerance: another
 factor than 1e-3, for quantized models, whose engines round differently).
 
@@ -14,7 +15,7 @@ MNN models are converted with `mnnconvert`, ncnn models with `pnnx` (both from P
 `pnnx`); the conversions are cached in --work-dir. An engine that is not installed, or whose
 converter refuses a model, is reported as such and left out of that model's row.
 
-  bench/compare_peers.py [--models-dir /tmp/models] [--threads 2] [--loops 40] [--gap-ms 200]
+  bench/compare_peers.py [--models-dir /tmp/models] [--threads 2] [--loops 40] [--gap-ms 200] [--block 3]
                          [--engines osprey,ort,openvino,mnn,ncnn] [--osprey BIN] [MODEL ...]
 
 `--engines osprey,ort` is the ONNX Runtime-only comparison. Prints each engine's median (ms),
@@ -30,7 +31,8 @@ import sys
 import tempfile
 import time
 
-from lockstep import Worker
+from lockstep import Worker, alternate
+from lockstep import summary as lockstep_summary
 
 DEFAULT_MODELS = ["mobilenet_v2", "resnet18", "resnet50", "squeezenet1_1", "shufflenet_v2_x1_0",
                   "efficientnet_b0", "bert_base_l12_seq128", "vit_tiny_p16_224"]
@@ -218,6 +220,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--loops", type=int, default=40)
     p.add_argument("--gap-ms", type=float, default=200.0, help="idle pause before each timed run (0: back to back)")
+    p.add_argument("--block", type=int, default=3,
+                   help="runs of one engine in a row per turn, the first not counted (lockstep.alternate)")
     p.add_argument("--osprey", default=os.environ.get("OSPREY_BIN", os.path.join(here, "..", "build", "osprey")))
     p.add_argument("--peer-python", default=sys.executable, help="a python with numpy and the peers' packages")
     p.add_argument("--json", help="also write the rows to this file")
@@ -232,7 +236,7 @@ def main():
     peers = [e for e in engines if e != "osprey"]
     load = os.getloadavg()
     print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}, {os.cpu_count()} cpus, {a.threads} thread(s), "
-          f"warm-up {a.warmup}, {a.loops} alternating loops, {a.gap_ms:g} ms gap; "
+          f"warm-up {a.warmup}, {a.loops} alternating loops of {a.block} runs, {a.gap_ms:g} ms gap; "
           f"OSPREY_CPU_ISA={os.environ.get('OSPREY_CPU_ISA', 'native')}")
     header = f"{'model':<22}" + "".join(f"{e + ' ms':>12}" for e in engines) + f"{'osp/best':>9} {'best peer':<9}" + \
         "".join(f"{e[:4] + ' MB':>9}" for e in engines)
@@ -267,15 +271,11 @@ def main():
         if ref is None and "ort" in outputs:
             ref = np.load(outputs["ort"]).astype(np.float64)
         bound = a.tolerance * max(1.0, float(np.max(np.abs(ref)))) if ref is not None else None
-        order = list(workers)
-        for i in range(a.loops):
-            k = i % max(len(order), 1)
-            for e in order[k:] + order[:k]:
-                time.sleep(a.gap_ms / 1000.0)
-                workers[e].step()
+        times = alternate(workers, a.loops, a.gap_ms, a.block)
         summary = {e: w.finish() for e, w in workers.items()}
-        row = {"model": name, "median_ms": {e: s["median_ms"] for e, s in summary.items()},
-               "min_ms": {e: s["min_ms"] for e, s in summary.items()},
+        counted = {e: lockstep_summary(t) for e, t in times.items()}
+        row = {"model": name, "median_ms": {e: s["median_ms"] for e, s in counted.items()},
+               "min_ms": {e: s["min_ms"] for e, s in counted.items()},
                "peak_rss_bytes": {e: s["peak_rss_bytes"] for e, s in summary.items()}, "max_error": {}, "notes": notes}
         for e, path in outputs.items():
             if ref is not None:

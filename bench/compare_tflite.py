@@ -19,7 +19,8 @@ import os
 import sys
 import time
 
-from lockstep import Worker
+from lockstep import Worker, alternate
+from lockstep import summary as lockstep_summary
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DEFAULT_MODELS = ["%s.%s" % (m, v) for m in ("mobilenet_v2", "mobilenet_v3_small", "efficientnet_b0", "resnet50",
@@ -81,6 +82,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--loops", type=int, default=40)
     p.add_argument("--gap-ms", type=float, default=50.0, help="idle pause before each timed run")
+    p.add_argument("--block", type=int, default=3,
+                   help="runs of one engine in a row per turn, the first not counted (lockstep.alternate)")
     p.add_argument("--osprey", default=os.path.join(HERE, "..", "build", "osprey"))
     p.add_argument("--litert-python", default=sys.executable, help="a python with ai-edge-litert and numpy")
     p.add_argument("--json", help="also write the rows to this file")
@@ -105,11 +108,9 @@ def main():
                           str(a.warmup), "--loops", str(a.loops), "--step", "--json"])
             lit = Worker([a.litert_python, os.path.abspath(__file__), "--litert-worker", model, inp, "--threads",
                           str(a.threads), "--warmup", str(a.warmup)])
-            for i in range(a.loops):
-                for engine in ((lit, osp) if i % 2 else (osp, lit)):
-                    time.sleep(a.gap_ms / 1000.0)
-                    engine.step()
-            so, sl = osp.finish(), lit.finish()
+            times = alternate({"osprey": osp, "litert": lit}, a.loops, a.gap_ms, a.block)
+            osp.finish(), lit.finish()
+            so, sl = lockstep_summary(times["osprey"]), lockstep_summary(times["litert"])
         except (RuntimeError, OSError, ValueError) as e:
             print(f"{name:<20} {variant:<8} error: {e}".splitlines()[0])
             continue
