@@ -21,6 +21,22 @@ TEST(CudaReduce, AxisBlocksAndKeepdims) {
   }
 }
 
+// A long reduced axis over few outputs takes the column kernel (warps share the axis): channels
+// not a multiple of 32, every kind that combines partial results differently.
+TEST(CudaReduce, LongAxisOverFewOutputs) {
+  OSPREY_REQUIRE_CUDA_DEVICE();
+  for (OpType type : {OpType::ReduceMean, OpType::ReduceSum, OpType::ReduceMax, OpType::ReduceMin, OpType::ReduceL2,
+                      OpType::ReduceLogSumExp}) {
+    SCOPED_TRACE(opTypeName(type));
+    Node n = makeNode(type);
+    n.setInt("keepdims", 0);
+    expectCudaMatchesReference(n, {in(randomTensor(DataType::Float32, {3, 700, 45}, 40, -1, 1)),
+                                   constant(makeTensor<int64_t>({1}, {1}))});
+  }
+  for (OpType type : {OpType::GlobalAveragePool, OpType::GlobalMaxPool})
+    expectCudaMatchesReference(makeNode(type), {in(randomTensor(DataType::Float32, {2, 37, 33, 31}, 41))});
+}
+
 TEST(CudaReduce, GlobalPools) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   for (OpType type : {OpType::GlobalAveragePool, OpType::GlobalMaxPool})

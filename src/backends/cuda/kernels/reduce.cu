@@ -100,6 +100,54 @@ __global__ void reduceStridedKernel(ReduceKind kind, const T* src, T* dst, int64
   }
 }
 
+__device__ __forceinline__ float combine(ReduceKind k, float a, float b) {
+  switch (k) {
+    case ReduceKind::Max: return fmaxf(a, b);
+    case ReduceKind::Min: return fminf(a, b);
+    case ReduceKind::Prod: return a * b;
+    default: return a + b;  // every other kind sums its terms
+  }
+}
+
+constexpr int kColumnWarps = 16;
+
+// A long axis over few outputs (a channels-last global pool: n = H * W, inner = C): one block per
+// 32 neighbouring outputs, its warps taking every kColumnWarps-th step of the axis and their
+// partial results combined in shared memory. The strided kernel gives each output one thread,
+// which walked 12544 steps alone for a 112x112 pool of 32 channels.
+template <class T>
+__global__ void reduceColumnsKernel(ReduceKind kind, const T* src, T* dst, int64_t outer, int64_t n, int64_t inner) {
+  __shared__ float part[kColumnWarps][kWarp];
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  const int64_t groups = (inner + kWarp - 1) / kWarp;
+  const int64_t b = blockIdx.x / groups, c = (blockIdx.x % groups) * kWarp + lane;
+  const bool valid = c < inner;
+  const T* x = src + b * n * inner + c;
+  float shift = 0.f;
+  if (kind == ReduceKind::LogSumExp) {
+    float m = -INFINITY;
+    if (valid)
+      for (int64_t k = warp; k < n; k += kColumnWarps) m = fmaxf(m, toFloat(x[k * inner]));
+    part[warp][lane] = m;
+    __syncthreads();
+    if (warp == 0) {
+      for (int w = 1; w < kColumnWarps; ++w) m = fmaxf(m, part[w][lane]);
+      part[0][lane] = isinf(m) ? 0.f : m;
+    }
+    __syncthreads();
+    shift = part[0][lane];
+    __syncthreads();
+  }
+  float acc = initial(kind);
+  if (valid)
+    for (int64_t k = warp; k < n; k += kColumnWarps) acc = accumulate(kind, acc, toFloat(x[k * inner]), shift);
+  part[warp][lane] = acc;
+  __syncthreads();
+  if (warp != 0 || !valid) return;
+  for (int w = 1; w < kColumnWarps; ++w) acc = combine(kind, acc, part[w][lane]);
+  dst[b * inner + c] = fromFloat<T>(finish(kind, acc, n, shift));
+}
+
 template <class T>
 __global__ void softmaxRowsKernel(const T* src, T* dst, int64_t rows, int64_t n, bool logSoftmax) {
   const int64_t row = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / kWarp;
@@ -231,6 +279,9 @@ cudaError_t reduceAxis(ReduceKind kind, const void* src, void* dst, int64_t oute
     if (inner == 1 && n >= kWarp)
       reduceRowsKernel<T><<<rowBlocks(outer), kWarp * kWarpsPerBlock, 0, stream>>>(kind, static_cast<const T*>(src),
                                                                                     static_cast<T*>(dst), outer, n);
+    else if (n >= 8 * kColumnWarps)
+      reduceColumnsKernel<T><<<static_cast<unsigned>(outer * ((inner + kWarp - 1) / kWarp)), kWarp * kColumnWarps, 0,
+                               stream>>>(kind, static_cast<const T*>(src), static_cast<T*>(dst), outer, n, inner);
     else
       reduceStridedKernel<T><<<blocksFor(outer * inner), kBlock, 0, stream>>>(kind, static_cast<const T*>(src),
                                                                               static_cast<T*>(dst), outer, n, inner);
