@@ -50,7 +50,9 @@ TEST(CudaUnary, ClipWithConstantBounds) {
 TEST(CudaBinary, ArithmeticWithBroadcasting) {
   OSPREY_REQUIRE_CUDA_DEVICE();
   const std::vector<std::pair<Shape, Shape>> shapes = {
-      {{3, 13, 127}, {3, 13, 127}}, {{3, 13, 128}, {3, 13, 128}}, {{4, 6}, {4, 6}}, {{3, 13, 127}, {127}}, {{2, 5, 7, 9}, {1, 5, 1, 1}}, {{13, 1}, {1, 17}}, {{6, 1, 5}, {}}};
+      {{3, 13, 127}, {3, 13, 127}}, {{3, 13, 128}, {3, 13, 128}}, {{4, 6}, {4, 6}}, {{3, 13, 127}, {127}},
+      {{3, 5, 16}, {16}}, {{2, 24, 8, 8}, {2, 24, 1, 1}}, {{2, 4, 4, 24}, {2, 1, 1, 24}}, {{2, 24, 1, 1}, {2, 24, 8, 8}},
+      {{2, 16, 9}, {1, 16, 1}}, {{2, 5, 7, 9}, {1, 5, 1, 1}}, {{13, 1}, {1, 17}}, {{6, 1, 5}, {}}};
   for (OpType type : {OpType::Add, OpType::Sub, OpType::Mul, OpType::Div, OpType::Max, OpType::Min}) {
     for (auto& [a, b] : shapes) {
       SCOPED_TRACE(std::string(opTypeName(type)) + " " + shapeToString(a) + " " + shapeToString(b));
