@@ -103,6 +103,13 @@ TEST(AttentionBatchTransposes, LeftAloneWhenTheBodyIsReadOutside) {
   EXPECT_EQ(countOps(g, OpType::Transpose), 2);
   expectSameValues(shared.g, g, s);
 
+  GraphBuilder rowsOfC = batchFirstAttention(s);  // the output Gemm's C a whole [S * B, E] matrix
+  for (Node& n : rowsOfC.g.nodes)
+    if (n.type == OpType::Gemm) n.inputs[2] = constantFloats(rowsOfC, {s.seq * s.batch, s.embed()}, 15);
+  const Graph c = optimized(rowsOfC.g);
+  EXPECT_EQ(countOps(c, OpType::Transpose), 2);
+  expectSameValues(rowsOfC.g, c, s);
+
   GraphBuilder otherPerm = batchFirstAttention(s);
   otherPerm.g.nodes[0].setInts("perm", {0, 1, 2});  // no transpose in: the rows are batch-first already
   const Graph h = optimized(otherPerm.g);

@@ -33,13 +33,17 @@ bool shape3(const Graph& g, int t, Shape* s) {
 }
 
 // A product of rows by constant 2-D weights: MatMul(A, W[K, N] [, bias]) or Gemm(A, B [, C])
-// with A untransposed; its input 0 is the rows.
+// with A untransposed and C one row at most (a C of several rows is tied to the row order); its
+// input 0 is the rows.
 bool rowProduct(const Graph& g, const Node& n) {
   if (n.outputs.size() != 1 || n.inputs.size() < 2 || n.inputs[1] < 0) return false;
   const TensorInfo& w = g.tensors[n.inputs[1]];
   if (!w.isConstant || w.shape.size() != 2) return false;
   if (n.type == OpType::MatMul) return true;
-  return n.type == OpType::Gemm && n.getInt("transA", 0) == 0;
+  if (n.type != OpType::Gemm || n.getInt("transA", 0) != 0) return false;
+  if (n.inputs.size() < 3 || n.inputs[2] < 0) return true;
+  const TensorInfo& c = g.tensors[n.inputs[2]];
+  return c.hasShape && (c.shape.size() <= 1 || (c.shape.size() == 2 && c.shape[0] == 1));
 }
 
 // A Slice of the last axis of a rank-3 tensor (starts, ends, axes constant).
