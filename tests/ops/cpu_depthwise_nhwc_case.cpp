@@ -11,19 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/qgemm.h"
 #include "backends/cpu/kernels/quantized_depthwise_nhwc.h"
 
 namespace osprey::test {
-
-bool cpuRunsVnni() {
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
-  return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni") &&
-         __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl");
-#else
-  return false;
-#endif
-}
 
 namespace {
 
@@ -39,7 +31,7 @@ std::vector<std::pair<const char*, QDepthwiseNhwcKernels>> nhwcKernels(bool cent
   if (__builtin_cpu_supports("avx512f")) {
     kernels.push_back({"avx512f", qdepthwiseNhwcKernels("avx512f", false)});
     const QDepthwiseNhwcKernels chosen = qdepthwiseNhwcKernels("avx512f", centredWeights);
-    EXPECT_EQ(chosen.run, centredWeights && cpuRunsVnni() ? qdwconv_nhwc_quads__avx512vnni : qdwconv_nhwc__avx512f);
+    EXPECT_EQ(chosen.run, centredWeights && cpuSupportsAvx512Vnni() ? qdwconv_nhwc_quads__avx512vnni : qdwconv_nhwc__avx512f);
     if (chosen.run != qdwconv_nhwc__avx512f) kernels.push_back({"avx512vnni", chosen});
   }
 #endif
@@ -160,6 +152,11 @@ void checkNhwcCase(const NhwcCase& k, uint32_t seed) {
           << "rows [" << oh0 << ", " << oh1 << "): byte " << at;
     }
   }
+}
+
+bool nhwcCaseFits(const NhwcCase& k) {
+  const int64_t extentH = (k.kernelH - 1) * k.dilation + 1, extentW = (k.kernelW - 1) * k.dilation + 1;
+  return k.inH + k.padTop + k.padBottom >= extentH && k.inW + k.padLeft + k.padRight >= extentW;
 }
 
 std::string describeNhwcCase(const NhwcCase& k) {

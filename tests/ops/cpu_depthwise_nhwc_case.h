@@ -29,7 +29,7 @@ struct NhwcCase {
 void checkNhwcCase(const NhwcCase& k, uint32_t seed);
 // The case in words, for SCOPED_TRACE.
 std::string describeNhwcCase(const NhwcCase& k);
-// Whether this CPU runs the AVX-512 VNNI kernel.
-bool cpuRunsVnni();
+// The window of k fits its padded map (else the case is not a convolution).
+bool nhwcCaseFits(const NhwcCase& k);
 
 }  // namespace osprey::test

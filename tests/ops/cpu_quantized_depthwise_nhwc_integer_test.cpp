@@ -8,6 +8,7 @@
 #include <tuple>
 #include <utility>
 
+#include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/quantized_depthwise_nhwc.h"
 #include "cpu_depthwise_nhwc_case.h"
 
@@ -51,8 +52,7 @@ TEST(CpuQuantizedDepthwiseNhwc, IntegerKernelMatchesIntegerLoopsOnOddShapes) {
           k.powerOfTwoScales = index % 5 == 3;
           k.bigBias = index % 11 == 4;
           k.nonFiniteScales = index % 13 == 6;
-          const int64_t extentH = (kernelH - 1) * k.dilation + 1, extentW = (kernelW - 1) * k.dilation + 1;
-          if (k.inH + k.padTop + k.padBottom < extentH || k.inW + k.padLeft + k.padRight < extentW) continue;
+          if (!nhwcCaseFits(k)) continue;
           SCOPED_TRACE(describeNhwcCase(k));
           checkNhwcCase(k, 7000 + index);
           if (HasFatalFailure()) return;
@@ -68,8 +68,8 @@ TEST(CpuQuantizedDepthwiseNhwc, KernelForIsaNameAndWeights) {
   EXPECT_EQ(qdepthwiseNhwcKernels("avx2_fma", true).run, qdwconv_nhwc__avx2);
   EXPECT_EQ(qdepthwiseNhwcKernels("avx512f", false).run, qdwconv_nhwc__avx512f);
   const QDepthwiseNhwcKernels integer = qdepthwiseNhwcKernels("avx512f", true);
-  EXPECT_EQ(integer.run, cpuRunsVnni() ? qdwconv_nhwc_quads__avx512vnni : qdwconv_nhwc__avx512f);
-  if (cpuRunsVnni()) {
+  EXPECT_EQ(integer.run, cpuSupportsAvx512Vnni() ? qdwconv_nhwc_quads__avx512vnni : qdwconv_nhwc__avx512f);
+  if (cpuSupportsAvx512Vnni()) {
     EXPECT_EQ(integer.pack, qdepthwiseNhwcPackQuads);
     EXPECT_EQ(integer.scratchBytes, qdepthwiseNhwcQuadScratchBytes);
   }

@@ -46,12 +46,10 @@ bool rowProduct(const Graph& g, const Node& n) {
   return c.hasShape && (c.shape.size() <= 1 || (c.shape.size() == 2 && c.shape[0] == 1));
 }
 
-// A Slice of the last axis of a rank-3 tensor (starts, ends, axes constant).
+// A Slice of the last axis of a rank-3 tensor, its parameters constant.
 bool lastAxisSlice(const Graph& g, const Node& n) {
-  if (n.type != OpType::Slice || n.inputs.size() < 4 || n.outputs.size() != 1) return false;
-  std::vector<int64_t> axes;
-  if (!int64Constant(g, n.inputs[3], &axes) || axes.size() != 1 || (axes[0] != -1 && axes[0] != 2)) return false;
-  return n.inputs.size() < 5 || n.inputs[4] < 0 || g.tensors[n.inputs[4]].isConstant;
+  AxisSlice s;
+  return constantAxisSlice(g, n, &s) && (s.axis == -1 || s.axis == 2);
 }
 
 // Gather(Squeeze(Transpose(Unsqueeze(Reshape(P [S, B, K * E] -> [S, B, K, E]), 0), [3, 1, 2, 0, 4]),

@@ -51,6 +51,18 @@ int newInt64Constant(Graph& g, const std::string& name, const std::vector<int64_
   return g.addTensor(t);
 }
 
+bool constantAxisSlice(const Graph& g, const Node& slice, AxisSlice* out) {
+  if (slice.type != OpType::Slice || slice.inputs.size() < 4 || slice.outputs.size() != 1) return false;
+  std::vector<int64_t> starts, ends, axes, steps{1};
+  if (!int64Constant(g, slice.inputs[1], &starts) || !int64Constant(g, slice.inputs[2], &ends) ||
+      !int64Constant(g, slice.inputs[3], &axes))
+    return false;
+  if (slice.inputs.size() > 4 && slice.inputs[4] >= 0 && !int64Constant(g, slice.inputs[4], &steps)) return false;
+  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps.size() != 1) return false;
+  out->axis = axes[0], out->start = starts[0], out->end = ends[0], out->step = steps[0];
+  return true;
+}
+
 const float* floatConstantData(const Graph& g, int t, int64_t* count) {
   if (t < 0) return nullptr;
   const TensorInfo& info = g.tensors[t];

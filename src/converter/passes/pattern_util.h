@@ -31,6 +31,11 @@ const float* floatConstantData(const Graph& g, int t, int64_t* count);
 bool int64Constant(const Graph& g, int t, std::vector<int64_t>* values);
 // A new constant int64 tensor [v.size()] holding v.
 int newInt64Constant(Graph& g, const std::string& name, const std::vector<int64_t>& v);
+// A Slice of one axis whose starts, ends, axes and steps (1 when absent) are constants, as written.
+struct AxisSlice {
+  int64_t axis = 0, start = 0, end = 0, step = 1;
+};
+bool constantAxisSlice(const Graph& g, const Node& slice, AxisSlice* out);
 // True when |a - b| <= tol * |b|.
 inline bool closeTo(float a, double b, double tol) { return std::fabs(a - b) <= tol * std::fabs(b); }
 

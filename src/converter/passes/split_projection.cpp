@@ -14,16 +14,10 @@ namespace {
 // Columns [begin, end) of the last axis of a rank-`rank` tensor of width `width` taken by a Slice
 // with constant one-axis starts / ends and unit steps; false for any other Slice.
 bool columnRange(const Graph& g, const Node& slice, int64_t rank, int64_t width, int64_t* begin, int64_t* end) {
-  if (slice.type != OpType::Slice || slice.inputs.size() < 4 || slice.outputs.size() != 1) return false;
-  std::vector<int64_t> starts, ends, axes, steps{1};
-  if (!int64Constant(g, slice.inputs[1], &starts) || !int64Constant(g, slice.inputs[2], &ends) ||
-      !int64Constant(g, slice.inputs[3], &axes))
-    return false;
-  if (slice.inputs.size() > 4 && slice.inputs[4] >= 0 && !int64Constant(g, slice.inputs[4], &steps)) return false;
-  if (starts.size() != 1 || ends.size() != 1 || axes.size() != 1 || steps != std::vector<int64_t>{1}) return false;
-  if (axes[0] != -1 && axes[0] != rank - 1) return false;
+  AxisSlice s;
+  if (!constantAxisSlice(g, slice, &s) || s.step != 1 || (s.axis != -1 && s.axis != rank - 1)) return false;
   auto clampIndex = [&](int64_t v) { return std::clamp(v < 0 ? v + width : v, int64_t{0}, width); };
-  *begin = clampIndex(starts[0]), *end = clampIndex(ends[0]);
+  *begin = clampIndex(s.start), *end = clampIndex(s.end);
   return *begin < *end;
 }
 

@@ -148,6 +148,16 @@ void f32_winograd_output_channels_2x3__scalar(const float* m, int64_t posStride,
   winogradOutputChannels2x3(m, posStride, channels, y00, y01, y10, y11);
 }
 
+bool cpuSupportsAvx512Vnni() {
+#if defined(__x86_64__) || defined(_M_X64)
+  __builtin_cpu_init();
+  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+         __builtin_cpu_supports("avx512vl");
+#else
+  return false;
+#endif
+}
+
 namespace {
 
 CpuFunctions makeScalar() {
@@ -260,8 +270,7 @@ CpuFunctions detect() {
       f.sigmoid = f32_sigmoid__avx512f;
       f.swish = f32_swish__avx512f;
       f.gelu = f32_gelu__avx512f;
-      if (__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-          __builtin_cpu_supports("avx512vl"))
+      if (cpuSupportsAvx512Vnni())
         f.qgemm = {QGemmFormat::Quads, 8, 32, qgemm_quads_8x32__avx512vnni, qgemm_pack_quads_32__avx512vnni,
                    qgemm_bytes_to_floats__avx2, qgemm_requantize_floats__avx2};
     }

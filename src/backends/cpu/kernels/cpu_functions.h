@@ -254,6 +254,9 @@ struct CpuFunctions {
   DequantizeRowKernel dequantizeRow = nullptr;
 };
 
+// Whether the CPU has AVX-512 VNNI with BW and VL (the integer kernels' vpdpbusd forms).
+bool cpuSupportsAvx512Vnni();
+
 // The table for this CPU (AVX-512F GEMM, Sigmoid, Swish and GELU with the AVX2+FMA rest, AVX2+FMA, or scalar).
 const CpuFunctions& cpuFunctions();
 // The portable table, always available (tests compare it with the selected one).

@@ -2,6 +2,8 @@
 // both formats, the portable kernel and the choice of kernel.
 #include "backends/cpu/kernels/quantized_depthwise_nhwc.h"
 
+#include "backends/cpu/kernels/cpu_functions.h"
+
 #include <algorithm>
 #include <cstring>
 
@@ -12,14 +14,6 @@ namespace {
 #include "backends/cpu/kernels/quantized_depthwise_nhwc_quads.inl"
 
 int32_t weightValue(uint8_t b, bool signedW) { return signedW ? static_cast<int8_t>(b) : static_cast<int32_t>(b); }
-
-#if defined(__x86_64__) || defined(_M_X64)
-bool cpuRunsAvx512Vnni() {
-  __builtin_cpu_init();
-  return __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-         __builtin_cpu_supports("avx512vl");
-}
-#endif
 
 // Plain arrays of 16 channels, which the compiler may vectorise for the baseline ISA.
 class ScalarVector {
@@ -136,8 +130,7 @@ QDepthwiseNhwcKernels qdepthwiseNhwcKernels(const char* isa, bool centredWeights
   if (std::strcmp(isa, "avx512f") == 0) {
     // The table proved AVX-512F and the OS's ZMM state; VNNI is asked of the CPU as the table
     // asks it for the integer GEMM.
-    static const bool vnni = cpuRunsAvx512Vnni();
-    if (vnni && centredWeights) {
+    if (centredWeights && cpuSupportsAvx512Vnni()) {
       k.run = qdwconv_nhwc_quads__avx512vnni;
       k.pack = qdepthwiseNhwcPackQuads;
       k.packedBytes = qdepthwiseNhwcPackedQuadBytes;

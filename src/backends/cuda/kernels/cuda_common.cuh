@@ -31,6 +31,9 @@ inline unsigned blocksFor(int64_t n, int block = kBlock) {
   return static_cast<unsigned>(b < 1 ? 1 : b);
 }
 
+// Whether p may be read or written as 16-byte vectors (uint4).
+inline bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
+
 #define OSPREY_GRID_STRIDE(i, n) \
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<int64_t>(blockDim.x) * gridDim.x)
 

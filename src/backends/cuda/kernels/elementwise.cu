@@ -117,8 +117,6 @@ __global__ void binaryFloatVectorKernel(BinaryKind kind, const T* a, const T* b,
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 // One operand whole, the other the output's [outer, mid, inner] view broadcast over mid (a
 // squeeze-excitation scale [N, C, 1, 1] over NCHW planes: inner 1; [N, 1, 1, C] over NHWC rows:
 // inner C; a bias [C]: outer 1), 16 bytes of the whole operand per thread. `smallFirst`: the

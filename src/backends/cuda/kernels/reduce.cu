@@ -265,8 +265,6 @@ __global__ void layerNormVectorKernel(const T* src, const T* scale, const T* bia
   }
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
 unsigned rowBlocks(int64_t rows) { return static_cast<unsigned>((rows + kWarpsPerBlock - 1) / kWarpsPerBlock); }
 
 }  // namespace
