@@ -8,7 +8,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 build=${OSPREY_FUZZ_BUILD:-build-fuzz}
-targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto tflite caffe tensorflow tensorflow_bundle vulkan_cache"}
+targets=${OSPREY_FUZZ_TARGETS:-"osp onnx npy tensor_proto tflite caffe tensorflow tensorflow_bundle vulkan_cache cuda_cache"}
 start=$(date +%s)
 
 configure_and_build() {  # targets...

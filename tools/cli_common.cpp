@@ -257,6 +257,8 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
       args, "cuda-layout", {{"auto", CudaLayout::Auto}, {"nchw", CudaLayout::NCHW}, {"nhwc", CudaLayout::NHWC}},
       &config->cuda.layout));
   OSPREY_RETURN_IF_ERROR(onOffArg(args, "cuda-graphs", &config->cuda.graphs));
+  OSPREY_RETURN_IF_ERROR(onOffArg(args, "cuda-autotune", &config->cuda.autotune));
+  if (args.has("cuda-cache")) config->cuda.tuningCachePath = args.get("cuda-cache");
   if (args.has("opencl-platform")) config->opencl.platform = args.get("opencl-platform");
   if (args.has("opencl-device")) config->opencl.device = args.get("opencl-device");
   using Tuning = OpenCLOptions::Tuning;
@@ -281,7 +283,7 @@ Status perBackendOptionsFromArgs(const Args& args, BackendConfig* config) {
 std::vector<std::string> withConfigOptions(std::vector<std::string> valued) {
   for (const char* name : {"backend", "threads", "time-limit-ms", "cpu-isa", "precision", "memory",
                            "memory-limit", "plan-cache", "fp32-stem", "cpu-pinning", "cpu-layout", "cpu-quantized-layout", "cuda-low-precision",
-                           "cuda-layout", "cuda-graphs", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
+                           "cuda-layout", "cuda-graphs", "cuda-autotune", "cuda-cache", "opencl-platform", "opencl-device", "opencl-tune", "opencl-cache",
                            "opencl-memory", "opencl-fp16-math", "opencl-profile", "vulkan-device", "vulkan-cache",
                            "vulkan-validation", "vulkan-fp16-math", "vulkan-mapped-weights", "signature"})
     if (std::find(valued.begin(), valued.end(), name) == valued.end()) valued.push_back(name);
@@ -301,6 +303,8 @@ const char* configOptionsUsage() {
          "    --cpu-layout nchw|nc8hw8       CPU activation layout (nc8hw8: opt-in packed layout)\n"
          "    --cpu-quantized-layout auto|nchw|nhwc  layout of 4-D int8/uint8 activations (auto: nhwc)\n"
          "    --cuda-low-precision fp16|bf16 --cuda-layout auto|nchw|nhwc  --cuda-graphs on|off\n"
+         "    --cuda-autotune on|off         time cuBLASLt / cuDNN algorithms per shape (off: heuristics)\n"
+         "    --cuda-cache FILE              timed choices kept across processes\n"
          "    --opencl-platform P  --opencl-device D   index or name substring (default: first GPU)\n"
          "    --opencl-tune none|fast|wide   --opencl-cache FILE (programs and tuned work sizes)\n"
          "    --opencl-memory auto|buffer|image  --opencl-fp16-math on|off  --opencl-profile on|off\n"

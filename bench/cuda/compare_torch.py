@@ -20,7 +20,8 @@ engine and Osprey's time over the fastest compiled PyTorch and over the fastest 
 
   bench/cuda/compare_torch.py --osprey build/osprey [--make-models .devdeps/models/make_models.py]
       [--work-dir /tmp/osprey-vs-torch] [--warmup 10] [--loops 50] [--io device|host|both]
-      [--torch eager,compile,reduce-overhead[,max-autotune]] [--json-out FILE]
+      [--torch eager,compile,reduce-overhead[,max-autotune]] [--osprey-variants default[,autotune]]
+      [--json-out FILE]
       [--cases resnet50:32:fp16,bert_base_l12_seq128:32:fp16,vit_tiny_p16_224:32:fp16]
 """
 import argparse
@@ -70,9 +71,9 @@ def export(model, x, path):
 class OspreyWorker:
     """`osprey bench --step`: warms up, prints "ready", then times one run per line it reads."""
 
-    def __init__(self, osprey, onnx_path, input_path, precision, warmup, device_io):
+    def __init__(self, osprey, onnx_path, input_path, precision, warmup, device_io, extra_args=()):
         cmd = [osprey, "bench", onnx_path, "--backend", "cuda", "--input", "input=" + input_path, "--json",
-               "--warmup", str(warmup), "--step"]
+               "--warmup", str(warmup), "--step"] + list(extra_args)
         if precision == "fp16":
             cmd += ["--precision", "low"]
         if device_io:
@@ -142,8 +143,23 @@ def torch_runner(model, x_host, precision, variant, device_io):
     return run, time.perf_counter() - t0
 
 
-def time_case(osprey, onnx_path, input_path, model, x, precision, variants, device_io, warmup, loops):
-    """{engine: median ms} for Osprey and each PyTorch variant, their timed runs alternating, and
+def osprey_variant_args(variant, work_dir):
+    """`osprey bench` arguments of an Osprey variant: `default`, or `autotune` (cuBLASLt / cuDNN
+    algorithms timed per shape, kept in WORK_DIR/cuda-tuning.cache for the next process)."""
+    if variant == "default":
+        return []
+    if variant == "autotune":
+        return ["--cuda-autotune", "on", "--cuda-cache", os.path.join(work_dir, "cuda-tuning.cache")]
+    raise SystemExit(f"unknown Osprey variant {variant}: default or autotune")
+
+
+def osprey_engine(variant):
+    return "osprey" if variant == "default" else "osprey-" + variant
+
+
+def time_case(osprey, onnx_path, input_path, model, x, precision, variants, device_io, warmup, loops,
+              osprey_variants=("default",), work_dir="."):
+    """{engine: median ms} for each Osprey and PyTorch variant, their timed runs alternating, and
     {engine: error or compile note}."""
     import torch
     runners, notes = {}, {}
@@ -158,23 +174,27 @@ def time_case(osprey, onnx_path, input_path, model, x, precision, variants, devi
     for run in runners.values():
         for _ in range(warmup):
             run()
-    try:
-        worker = OspreyWorker(osprey, onnx_path, input_path, precision, warmup, device_io)
-    except RuntimeError as e:
-        worker = None
-        notes["osprey"] = f"failed: {e}"
-    times = {name: [] for name in (["osprey"] if worker else []) + list(runners)}
+    workers = {}
+    for v in osprey_variants:
+        try:
+            workers[osprey_engine(v)] = OspreyWorker(osprey, onnx_path, input_path, precision, warmup, device_io,
+                                                     osprey_variant_args(v, work_dir))
+        except RuntimeError as e:
+            notes[osprey_engine(v)] = f"failed: {e}"
+    times = {name: [] for name in list(workers) + list(runners)}
     try:
         for _ in range(loops):
-            if worker:
-                times["osprey"].append(worker.step())
+            for name, worker in list(workers.items()):
+                try:
+                    times[name].append(worker.step())
+                except RuntimeError as e:
+                    notes[name] = f"failed: {e}"
+                    times.pop(name, None)
+                    workers.pop(name).finish()
             for name, run in runners.items():
                 times[name].append(run())
-    except RuntimeError as e:
-        notes["osprey"] = f"failed: {e}"
-        times.pop("osprey", None)
     finally:
-        if worker:
+        for worker in workers.values():
             worker.finish()
     return {name: sorted(t)[len(t) // 2] for name, t in times.items() if t}, notes
 
@@ -192,6 +212,9 @@ def main():
                    help="PyTorch variants, comma-separated (max-autotune: minutes of tuning per model)")
     p.add_argument("--warmup", type=int, default=10)
     p.add_argument("--loops", type=int, default=50)
+    p.add_argument("--osprey-variants", default="default",
+                   help="Osprey variants, comma-separated: default, autotune (--cuda-autotune with a cache "
+                        "file in --work-dir); the fastest is the one compared")
     p.add_argument("--json-out", help="also write the rows as JSON here")
     args = p.parse_args()
 
@@ -209,7 +232,11 @@ def main():
     print(f"GPU: {torch.cuda.get_device_name(0)}, torch {torch.__version__}; fp32 with TF32; "
           f"median of {args.loops} alternating runs after {args.warmup} warm-up runs")
     ios = ["device", "host"] if args.io == "both" else [args.io]
-    engines = ["osprey"] + variants
+    osprey_variants = [v for v in args.osprey_variants.split(",") if v]
+    for v in osprey_variants:
+        osprey_variant_args(v, args.work_dir)  # an unknown one stops here, before any model is built
+    ours = [osprey_engine(v) for v in osprey_variants]
+    engines = ours + variants
     header = (f"{'model':22} {'bs':>3} {'prec':5} {'io':6}" + "".join(f" {e + ' ms':>16}" for e in engines) +
               f" {'vs compiled':>11} {'vs best':>8}")
     print(header)
@@ -227,19 +254,20 @@ def main():
         np.save(input_path, x)
         for io in ios:
             medians, notes = time_case(args.osprey, onnx_path, input_path, model, x, precision, variants,
-                                       io == "device", args.warmup, args.loops)
+                                       io == "device", args.warmup, args.loops, osprey_variants, args.work_dir)
             row = {"model": name, "batch": batch, "precision": precision, "io": io, "ms": medians, "notes": notes}
             line = f"{name:22} {batch:3d} {precision:5} {io:6}" + "".join(
                 f" {medians[e]:16.3f}" if e in medians else f" {'-':>16}" for e in engines)
             compiled = [medians[v] for v in variants if v != "eager" and v in medians]
             theirs = [medians[v] for v in variants if v in medians]
-            if "osprey" in medians and compiled:
-                row["vs_compiled"] = medians["osprey"] / min(compiled)
+            mine = [medians[e] for e in ours if e in medians]
+            if mine and compiled:
+                row["vs_compiled"] = min(mine) / min(compiled)
                 line += f" {row['vs_compiled']:10.2f}x"
             else:
                 line += f" {'-':>11}"
-            if "osprey" in medians and theirs:
-                row["vs_best"] = medians["osprey"] / min(theirs)
+            if mine and theirs:
+                row["vs_best"] = min(mine) / min(theirs)
                 line += f" {row['vs_best']:7.2f}x"
             print(line + ("   " + "; ".join(f"{k}: {v}" for k, v in notes.items()) if notes else ""), flush=True)
             rows.append(row)

@@ -37,6 +37,12 @@ struct CudaOptions {
   Layout layout = Layout::Auto;
   // Capture a run into a CUDA graph and replay it while shapes stay the same.
   bool graphs = true;
+  // Time the candidate algorithms of each cuBLASLt product and cuDNN convolution shape once (at
+  // the session's first resize) and keep the fastest; off: the libraries' heuristic choices.
+  bool autotune = false;
+  // File caching the timed choices: read when the runtime starts, written (atomically) when it
+  // ends if it learned something. Empty: no cache.
+  std::string tuningCachePath;
 };
 
 struct OpenCLOptions {

@@ -203,6 +203,7 @@ class Runtime:
                  cpu_layout: Optional[str] = None, cpu_quantized_layout: Optional[str] = None,
                  cuda_low_precision: Optional[str] = None,
                  cuda_layout: Optional[str] = None, cuda_graphs: Optional[bool] = None,
+                 cuda_autotune: Optional[bool] = None, cuda_cache: Optional[str] = None,
                  opencl_platform: Union[str, int, None] = None, opencl_device: Union[str, int, None] = None,
                  opencl_tune: Optional[str] = None, opencl_cache: Optional[str] = None,
                  opencl_memory: Optional[str] = None, opencl_fp16_math: Optional[bool] = None,
@@ -221,6 +222,7 @@ class Runtime:
             memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
             cpu_quantized_layout=cpu_quantized_layout,
             cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
+            cuda_autotune=cuda_autotune, cuda_cache=cuda_cache,
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
             opencl_profile=opencl_profile, vulkan_device=vulkan_device, vulkan_cache=vulkan_cache,
@@ -277,6 +279,9 @@ class InferenceSession:
         cuda_low_precision: ``"fp16"`` (default) or ``"bf16"``: storage at ``precision="low"``.
         cuda_layout: ``"auto"`` (default), ``"nchw"`` or ``"nhwc"``: CUDA activation layout.
         cuda_graphs: capture runs into CUDA graphs (default True).
+        cuda_autotune: time cuBLASLt / cuDNN algorithms once per shape and keep the fastest
+            (default False: the libraries' heuristic choices).
+        cuda_cache: file keeping the timed choices across processes.
         opencl_platform, opencl_device: an index or a name substring (default: the first GPU).
         opencl_tune: ``"none"`` (default), ``"fast"`` or ``"wide"``: work-size tuning.
         opencl_cache: file caching OpenCL programs and tuned work sizes.
@@ -322,6 +327,8 @@ class InferenceSession:
         cuda_low_precision: Optional[str] = None,
         cuda_layout: Optional[str] = None,
         cuda_graphs: Optional[bool] = None,
+        cuda_autotune: Optional[bool] = None,
+        cuda_cache: Optional[str] = None,
         opencl_platform: Union[str, int, None] = None,
         opencl_device: Union[str, int, None] = None,
         opencl_tune: Optional[str] = None,
@@ -340,6 +347,7 @@ class InferenceSession:
             memory=memory, fp32_stem=fp32_stem, cpu_pinning=cpu_pinning, cpu_layout=cpu_layout,
             cpu_quantized_layout=cpu_quantized_layout,
             cuda_low_precision=cuda_low_precision, cuda_layout=cuda_layout, cuda_graphs=cuda_graphs,
+            cuda_autotune=cuda_autotune, cuda_cache=cuda_cache,
             opencl_platform=opencl_platform, opencl_device=opencl_device, opencl_tune=opencl_tune,
             opencl_cache=opencl_cache, opencl_memory=opencl_memory, opencl_fp16_math=opencl_fp16_math,
             opencl_profile=opencl_profile, vulkan_device=vulkan_device, vulkan_cache=vulkan_cache,

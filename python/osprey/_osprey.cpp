@@ -228,6 +228,10 @@ void applyOptions(const py::dict& options, BackendConfig* config) {
       config->cuda.layout = choiceOption<L>(options, key, {{"auto", L::Auto}, {"nchw", L::NCHW}, {"nhwc", L::NHWC}});
     } else if (name == "cuda_graphs") {
       config->cuda.graphs = item.second.cast<bool>();
+    } else if (name == "cuda_autotune") {
+      config->cuda.autotune = item.second.cast<bool>();
+    } else if (name == "cuda_cache") {
+      config->cuda.tuningCachePath = py::str(item.second);
     } else if (name == "opencl_platform") {
       config->opencl.platform = py::str(item.second);
     } else if (name == "opencl_device") {
@@ -702,7 +706,7 @@ py::dict quantize(const std::string& src, const std::string& dst, const py::obje
   Model model;
   {
     py::gil_scoped_release release;
-    check(loadFloatModel(src, &model));
+    check(loadFloatModel(src, options, &model));
   }
   std::vector<FeedDict> samples;
   if (py::isinstance<py::str>(calibration)) {

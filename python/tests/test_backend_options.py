@@ -23,7 +23,8 @@ def test_options_take_effect_and_keep_results():
     x = np.random.default_rng(2).standard_normal((1, 5, 7, 6)).astype(np.float32)
     plain = osprey.InferenceSession(model, threads=2, cpu_pinning="off")
     packed = osprey.InferenceSession(model, threads=2, cpu_layout="nc8hw8", memory="low",
-                                     fp32_stem=0.0, cuda_graphs=False, opencl_tune="fast", opencl_platform=0)
+                                     fp32_stem=0.0, cuda_graphs=False, cuda_autotune=True, cuda_cache="/nonexistent/c",
+                                     opencl_tune="fast", opencl_platform=0)
     ref = plain.run(None, {"x": x})[0]
     out = packed.run(None, {"x": x})[0]
     np.testing.assert_allclose(out, ref, rtol=1e-4, atol=1e-4)

@@ -5,7 +5,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -35,6 +37,19 @@ Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes) {
   if (!f) return Status::invalidArgument("cannot write '" + path + "'");
   f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   if (!f) return Status::invalidArgument("cannot write '" + path + "'");
+  return Status::ok();
+}
+
+Status writeFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes) {
+  // A name no other process or thread writes: the pid and a per-process count.
+  static std::atomic<uint64_t> count{0};
+  const std::string tmp = path + ".tmp" + std::to_string(::getpid()) + "." + std::to_string(count++);
+  OSPREY_RETURN_IF_ERROR(writeFile(tmp, bytes));
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    std::remove(tmp.c_str());
+    return Status::invalidArgument("cannot rename '" + tmp + "' to '" + path + "': " + why);
+  }
   return Status::ok();
 }
 

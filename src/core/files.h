@@ -11,6 +11,9 @@ namespace osprey {
 
 Status readFile(const std::string& path, std::vector<uint8_t>* out);
 Status writeFile(const std::string& path, const std::vector<uint8_t>& bytes);
+// Written beside `path` under a temporary name, then renamed over it: a concurrent reader sees
+// the old file or the new one, never half of one.
+Status writeFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes);
 
 // A whole file mapped read-only. Its pages come from the file and can go back to it:
 // releasePages() drops the resident ones, and a later read faults them in again from the file

@@ -81,3 +81,14 @@ OSPREY_CUBLASLT_FORWARD(cublasLtMatmulAlgoGetHeuristic,
                          cublasLtMatmulHeuristicResult_t heuristicResultsArray[], int* returnAlgoCount),
                         (handle, desc, Adesc, Bdesc, Cdesc, Ddesc, pref, requestedAlgoCount, heuristicResultsArray,
                          returnAlgoCount))
+OSPREY_CUBLASLT_FORWARD(cublasLtMatmulAlgoCheck,
+                        (cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t operationDesc, cublasLtMatrixLayout_t Adesc,
+                         cublasLtMatrixLayout_t Bdesc, cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                         const cublasLtMatmulAlgo_t* algo, cublasLtMatmulHeuristicResult_t* result),
+                        (lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc, algo, result))
+
+// The version names the algorithms a tuning cache records; 0 when the library is absent.
+extern "C" size_t CUBLASWINAPI cublasLtGetVersion(void) {
+  static const auto real = resolve(&cublasLtGetVersion, "cublasLtGetVersion");
+  return real ? real() : 0;
+}

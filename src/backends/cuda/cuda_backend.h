@@ -73,6 +73,8 @@ class CUDABackend : public Backend {
 
   // --- What executions use ---
   CUDARuntime* runtime() const { return runtime_; }
+  // How this session's products and convolutions choose their algorithms (CudaOptions::autotune).
+  cuda::TuningRequest tuningRequest() const { return {&runtime_->tuning(), config().cuda.graphs}; }
   cudaStream_t stream() const { return stream_; }
   cublasLtHandle_t cublasLt() { return runtime_->cublasLt(); }
   cudnnHandle_t cudnn();  // bound to stream()

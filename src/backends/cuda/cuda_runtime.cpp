@@ -28,9 +28,21 @@ int cudaDeviceCountOrZero() {
   return count;
 }
 
-CUDARuntime::CUDARuntime(int device) : device_(device) {
+namespace {
+// What tuned choices hold for: the device, and the libraries whose algorithms they name.
+std::string tuningIdentity(const cudaDeviceProp& p) {
+  int runtime = 0;
+  cudaRuntimeGetVersion(&runtime);
+  return std::string(p.name) + " sm_" + std::to_string(p.major) + std::to_string(p.minor) + " cudart " +
+         std::to_string(runtime) + " cublasLt " + std::to_string(cublasLtGetVersion()) + " cudnn " +
+         std::to_string(cudnnGetVersion());
+}
+}  // namespace
+
+CUDARuntime::CUDARuntime(int device, const CudaOptions& options) : device_(device) {
   cudaSetDevice(device_);
   cudaGetDeviceProperties(&props_, device_);
+  tuning_ = std::make_unique<cuda::Tuning>(options, tuningIdentity(props_));
 }
 
 CUDARuntime::~CUDARuntime() {
@@ -62,9 +74,8 @@ class CUDARuntimeCreator : public RuntimeCreator {
  public:
   std::unique_ptr<Runtime> onCreate(const ScheduleConfig& schedule, const BackendConfig& config) const override {
     (void)schedule;
-    (void)config;
     if (cudaDeviceCountOrZero() == 0) return nullptr;
-    return std::make_unique<CUDARuntime>(0);
+    return std::make_unique<CUDARuntime>(0, config.cuda);
   }
   std::vector<DeviceInfo> devices() const override {
     int count = cudaDeviceCountOrZero();

@@ -8,6 +8,7 @@
 #include <mutex>
 #include <string>
 
+#include "backends/cuda/cuda_tuning.h"
 #include "core/backend.h"
 
 namespace osprey {
@@ -28,7 +29,7 @@ int cudaDeviceCountOrZero();
 
 class CUDARuntime : public Runtime {
  public:
-  explicit CUDARuntime(int device);
+  CUDARuntime(int device, const CudaOptions& options);
   ~CUDARuntime() override;
   std::unique_ptr<Backend> onCreate(const BackendConfig& config) override;
   int device() const { return device_; }
@@ -36,12 +37,14 @@ class CUDARuntime : public Runtime {
   cublasLtHandle_t cublasLt();  // null if cuBLASLt cannot start
   // A fresh cuDNN handle (each backend binds its own to its stream); null if cuDNN cannot start.
   cudnnHandle_t createCudnn();
+  cuda::Tuning& tuning() { return *tuning_; }
 
  private:
   int device_;
   cudaDeviceProp props_{};
   std::mutex mutex_;
   cublasLtHandle_t cublasLt_ = nullptr;
+  std::unique_ptr<cuda::Tuning> tuning_;
 };
 
 }  // namespace osprey

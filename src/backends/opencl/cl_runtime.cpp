@@ -1,7 +1,6 @@
 #include "backends/opencl/cl_runtime.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -9,6 +8,7 @@
 #include <fstream>
 
 #include "backends/opencl/cl_programs.h"
+#include "core/files.h"
 
 namespace osprey::opencl {
 
@@ -590,20 +590,7 @@ Status OpenCLRuntime::setCache(const std::vector<uint8_t>& bytes) {
 }
 
 Status OpenCLRuntime::saveCache(const std::string& path) const {
-  std::vector<uint8_t> bytes = makeCache();
-  std::string tmp = path + ".tmp" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f) return Status::invalidArgument("OpenCL cache: cannot write '" + tmp + "'");
-    f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    if (!f) return Status::invalidArgument("OpenCL cache: cannot write '" + tmp + "'");
-  }
-  // Rename is atomic: concurrent test processes never read a half-written cache.
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
-    std::remove(tmp.c_str());
-    return Status::invalidArgument("OpenCL cache: cannot rename to '" + path + "'");
-  }
-  return Status::ok();
+  return writeFileAtomically(path, makeCache()).withContext("OpenCL cache");
 }
 
 Status OpenCLRuntime::loadCache(const std::string& path) {

@@ -123,12 +123,8 @@ Status VulkanRuntime::savePipelineCache() {
   OSPREY_RETURN_IF_ERROR(
       vkCheck(vkGetPipelineCacheData(device_, pipelineCache_, &size, file.driverData.data()), "vkGetPipelineCacheData"));
   file.driverData.resize(size);
-  // Written to a temporary file and renamed, so a concurrent reader never sees half a cache.
-  const std::string tmp = options_.pipelineCachePath + ".tmp";
-  OSPREY_RETURN_IF_ERROR(writeFile(tmp, serializePipelineCacheFile(file)).withContext("Vulkan pipeline cache"));
-  if (std::rename(tmp.c_str(), options_.pipelineCachePath.c_str()) != 0)
-    return Status::internal("Vulkan: cannot rename the pipeline cache to '" + options_.pipelineCachePath + "'");
-  return Status::ok();
+  return writeFileAtomically(options_.pipelineCachePath, serializePipelineCacheFile(file))
+      .withContext("Vulkan pipeline cache");
 }
 
 Status VulkanRuntime::memoryType(uint32_t typeBits, VkMemoryPropertyFlags wanted, bool required, uint32_t* out) const {

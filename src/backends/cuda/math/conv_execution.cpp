@@ -135,7 +135,7 @@ class ConvExecution : public Execution {
     ConvGeometry prepared = g;
     if (split_) prepared.inChannels *= 3;
     OSPREY_RETURN_IF_ERROR(conv_.prepare(cuda_->cudnn(), prepared, cuda_->storageType(&y), channelsLast, act_, hasBias,
-                                         hasResidual, split_));
+                                         hasResidual, split_, cuda_->tuningRequest()));
     workspace_.reset();
     padded_.reset();
     if (conv_.workspaceBytes() > 0) workspace_ = cuda_->acquireScratch(conv_.workspaceBytes());

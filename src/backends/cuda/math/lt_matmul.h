@@ -6,7 +6,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <vector>
 
+#include "backends/cuda/cuda_tuning.h"
 #include "osprey/status.h"
 #include "osprey/types.h"
 
@@ -29,9 +31,11 @@ class LtMatmul {
   LtMatmul(const LtMatmul&) = delete;
   LtMatmul& operator=(const LtMatmul&) = delete;
 
-  // hasC: a full (M, N) C per product (strideC apart) is added with beta.
+  // hasC: a full (M, N) C per product (strideC apart) is added with beta. With a tuning, the
+  // algorithm is the one it holds for this product or, where it times candidates, the fastest
+  // of cuBLASLt's first few (recorded there); otherwise cuBLASLt's heuristic choice.
   Status prepare(cublasLtHandle_t handle, const MatmulShape& shape, DataType dtype, LtEpilogue epilogue, bool hasC,
-                 size_t workspaceLimit);
+                 size_t workspaceLimit, const cuda::TuningRequest& tuning = {});
   size_t workspaceBytes() const { return workspaceBytes_; }
   // bias: N values of dtype when the epilogue has one; c: required when prepared with hasC.
   Status run(cublasLtHandle_t handle, cudaStream_t stream, const void* a, const void* b, const void* c,
@@ -39,6 +43,13 @@ class LtMatmul {
 
  private:
   void destroy();
+  bool useRecorded(cublasLtHandle_t handle, const std::vector<uint8_t>& saved, size_t workspaceLimit);
+  // Index of the fastest of `candidates` on zeroed buffers of this product's sizes (0 where the
+  // buffers cannot be had).
+  int timeCandidates(cublasLtHandle_t handle, const std::vector<cublasLtMatmulHeuristicResult_t>& candidates,
+                     const cuda::TuningRequest& tuning);
+  MatmulShape shape_;
+  DataType dtype_ = DataType::Float32;
   cublasLtMatmulDesc_t op_ = nullptr;
   cublasLtMatrixLayout_t aLayout_ = nullptr, bLayout_ = nullptr, cLayout_ = nullptr, dLayout_ = nullptr;
   cublasLtMatmulAlgo_t algo_{};

@@ -52,7 +52,8 @@ class LtExecution : public Execution {
     alpha_ = alpha;
     beta_ = beta;
     epilogue_ = chooseEpilogue(act_, biasInput >= 0, storage != DataType::Float32, &rest_);
-    OSPREY_RETURN_IF_ERROR(lt_.prepare(cuda_->cublasLt(), shape, storage, epilogue_, cInput >= 0, kWorkspaceLimit));
+    OSPREY_RETURN_IF_ERROR(lt_.prepare(cuda_->cublasLt(), shape, storage, epilogue_, cInput >= 0, kWorkspaceLimit,
+                                       cuda_->tuningRequest()));
     workspace_.reset();
     if (lt_.workspaceBytes() > 0) {
       workspace_ = cuda_->acquireScratch(lt_.workspaceBytes());
