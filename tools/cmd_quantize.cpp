@@ -93,7 +93,7 @@ int cmdQuantize(int argc, char** argv) {
   options.progress = printProgress;
 
   Model model;
-  if (!(st = loadFloatModel(args.positional[0], &model))) return fail(st);
+  if (!(st = loadFloatModel(args.positional[0], options, &model))) return fail(st);
   std::vector<std::string> inputNames;
   for (int t : model.graph.inputs) inputNames.push_back(model.graph.tensors[t].name);
   std::vector<FeedDict> calibration;

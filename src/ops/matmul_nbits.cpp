@@ -5,7 +5,9 @@
 // the lower nibble first. Each block has a scale (scales: float32 [N * k_blocks] or
 // [N, k_blocks]) and a zero point (zero_points: uint8 packed as B, [N * ceil(k_blocks * bits /
 // 8)] or [N, ...]; absent: 2^(bits - 1), 8 or 128). W[k][n] = (code - zero_point) * scale and
-// Y = A x W + bias ([N], optional), Y of shape [..., N].
+// Y = A x W + bias ([N], optional), Y of shape [..., N]; with Osprey's `activation` attribute
+// (ops/activation.h: what the weight-only quantizer keeps of a MatMul's fused activation) Y is
+// act(A x W + bias).
 //
 // Not supported, each refused with an error naming the op: bits other than 4 and 8, A other
 // than float32, zero points in A's type (ORT's unpacked form), a g_idx other than the trivial
@@ -18,6 +20,7 @@
 #include <vector>
 
 #include "core/thread_pool.h"
+#include "ops/activation.h"
 #include "ops/op_util.h"
 
 namespace osprey {
@@ -29,6 +32,7 @@ struct NBits {
   int64_t kBlocks = 0, blobSize = 0, zeroRow = 0;  // zeroRow: bytes of packed zero points per column
   int64_t M = 0;                                   // rows of A: its elements / K
   Shape out;
+  FusedActivation act;  // Osprey's fused activation (the weight-only quantizer keeps a MatMul's)
 };
 
 std::string dims(const Shape& s) { return shapeToString(s); }
@@ -66,7 +70,7 @@ Status attributes(const Node& node, NBits* s) {
   s->kBlocks = s->K / bs + (s->K % bs != 0);
   s->blobSize = bs * s->bits / 8;
   s->zeroRow = s->bits == 8 ? s->kBlocks : (s->kBlocks + 1) / 2;
-  return Status::ok();
+  return FusedActivation::fromNode(node, &s->act);
 }
 
 Status setup(const Node& node, const TensorViews& in, NBits* s) {
@@ -162,7 +166,7 @@ Status nbitsKernel(const Node& node, const TensorViews& in, TensorViews& out, Th
       for (int64_t i = 0; i < s.M; ++i) {
         float acc = 0.f;
         for (int64_t k = 0; k < K; ++k) acc += a[i * K + k] * w[k];
-        y[i * N + n] = bias ? acc + bias[n] : acc;
+        y[i * N + n] = s.act.apply(bias ? acc + bias[n] : acc);
       }
     }
   });

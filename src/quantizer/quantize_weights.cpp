@@ -7,6 +7,7 @@
 #include <cmath>
 
 #include "converter/passes/passes.h"
+#include "ops/activation.h"
 #include "ops/op_def.h"
 #include "quantizer/graph_edit.h"
 #include "quantizer/quantizer.h"
@@ -112,6 +113,7 @@ class WeightRewriter {
     const TensorInfo* bias = nullptr;  // float [N] (times beta), or null
     float beta = 1.f;
     int biasAdd = -1;  // the absorbed Add node
+    FusedActivation act;
   };
 
   bool excluded(const Node& n) const { return quantizer::excluded(options_.exclude, n); }
@@ -123,7 +125,9 @@ class WeightRewriter {
   }
 
   bool quantizable(const Node& n, Weight* w) {
-    if (n.outputs.size() != 1 || n.inputs.size() < 2 || n.hasAttr("activation")) return false;
+    if (n.outputs.size() != 1 || n.inputs.size() < 2) return false;
+    // A fused activation (the converter's) moves into MatMulNBits, which applies it after the bias.
+    if (!FusedActivation::fromNode(n, &w->act).isOk()) return false;
     const TensorInfo* b = floatConstant(n.inputs[1]);
     if (!b || b->shape.size() != 2 || b->shape[0] < 1 || b->shape[1] < 1) return false;
     w->tensor = b;
@@ -143,7 +147,7 @@ class WeightRewriter {
     // A following bias Add (the float model keeps MatMul + Add apart) moves into the op.
     const int y = n.outputs[0];
     const TensorInfo& yInfo = in_.tensors[y];
-    if (!w->bias && !isOutput_[y] && readers_[y].size() == 1) {
+    if (!w->bias && w->act.kind == FusedActivation::Kind::None && !isOutput_[y] && readers_[y].size() == 1) {
       const int a = readers_[y][0];
       const Node& add = in_.nodes[a];
       if (add.type == OpType::Add && add.inputs.size() == 2 && !excluded(add)) {
@@ -189,6 +193,7 @@ class WeightRewriter {
       m.inputs.push_back(-1);  // g_idx
       m.inputs.push_back(addConstant(w.bias->name + "_bias", DataType::Float32, {w.N}, bias.data(), bias.size() * 4));
     }
+    w.act.store(m);
     m.outputs = {w.biasAdd >= 0 ? in_.nodes[w.biasAdd].outputs[0] : n.outputs[0]};
     g_.nodes.push_back(std::move(m));
     if (report_) {

@@ -14,14 +14,16 @@ namespace osprey {
 
 namespace fs = std::filesystem;
 
-Status loadFloatModel(const std::string& path, Model* out) {
+Status loadFloatModel(const std::string& path, const QuantizeOptions& options, Model* out) {
   const bool osp = path.size() > 4 && path.compare(path.size() - 4, 4, ".osp") == 0;
   if (!osp) {
     // The integer ops take neither a Conv's residual nor a MatMul's bias: those fusions run after.
-    ConvertOptions options;
-    options.fuseConvResidual = false;
-    options.fuseMatMulBias = false;
-    return convertOnnxFile(path, out, options).withContext(path);
+    // MatMulNBits takes a bias and an activation, so weight-only quantization starts from the
+    // fully fused graph (with the attention passes, which need the bias fused).
+    ConvertOptions convert;
+    convert.fuseConvResidual = options.weightBits != 0;
+    convert.fuseMatMulBias = options.weightBits != 0;
+    return convertOnnxFile(path, out, convert).withContext(path);
   }
   auto bytes = std::make_shared<std::vector<uint8_t>>();
   OSPREY_RETURN_IF_ERROR(readFile(path, bytes.get()));

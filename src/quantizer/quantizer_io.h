@@ -7,9 +7,9 @@
 
 namespace osprey {
 
-// An ONNX model converted for quantization (without the fusions the integer ops cannot take), or
-// a .osp model as it is.
-Status loadFloatModel(const std::string& path, Model* out);
+// An ONNX model converted for quantization with `options` (without the fusions the integer ops
+// cannot take), or a .osp model as it is.
+Status loadFloatModel(const std::string& path, const QuantizeOptions& options, Model* out);
 Status saveModelFile(const Model& model, const std::string& path);
 // The samples of a calibration folder in name order: DIR/*.npy for a model with one input, or
 // DIR/<sample>/<input name>.npy for any model.

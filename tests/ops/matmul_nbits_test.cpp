@@ -10,6 +10,7 @@
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/matmul_nbits.h"
 #include "core/thread_pool.h"
+#include "ops/activation.h"
 #include "op_test_util.h"
 
 namespace osprey::test {
@@ -152,6 +153,31 @@ TEST(MatMulNBits, CpuMatchesReference) {
         expectMatches(q, a.data<float>(), rows, c.bias ? bias.data<float>() : nullptr, y[0].data<float>());
         expectNear(y[0], e[0], 1e-4, 1e-4);
       }
+}
+
+// The fused activation (what the weight-only quantizer keeps of a MatMul's) after the bias, on
+// the GEMV rows and the tiled ones, against the reference kernel.
+TEST(MatMulNBits, FusedActivationMatchesReference) {
+  uint32_t seed = 300;
+  const Quantized q = quantized(96, 37, 4, 32, true, seed++);
+  const Tensor bias = randomTensor(DataType::Float32, {37}, seed++);
+  for (const char* act : {"Gelu", "Relu", "Sigmoid"})
+    for (int64_t rows : {1, 3, 13}) {
+      SCOPED_TRACE(std::string(act) + " rows " + std::to_string(rows));
+      Node node = nbitsNode(q);
+      node.setString("activation", act);
+      const Tensor a = randomTensor(DataType::Float32, {rows, 96}, seed++, -2.0, 2.0);
+      const std::vector<OpInput> ins = nbitsInputs(q, a, &bias);
+      std::vector<Tensor> y, e, plain;
+      ASSERT_TRUE(runOp(node, ins, 1, &y, 2).isOk());
+      ASSERT_TRUE(referenceOp(node, ins, 1, &e).isOk());
+      ASSERT_TRUE(referenceOp(nbitsNode(q), ins, 1, &plain).isOk());
+      expectNear(y[0], e[0], 1e-4, 1e-4);
+      FusedActivation f;
+      ASSERT_TRUE(FusedActivation::fromNode(node, &f).isOk());
+      for (int64_t i = 0; i < plain[0].elements(); ++i)
+        EXPECT_NEAR(e[0].data<float>()[i], f.apply(plain[0].data<float>()[i]), 1e-6) << i;
+    }
 }
 
 // Every kernel table this CPU can run, with the f32 GEMM table whose panels it fills.

@@ -166,6 +166,33 @@ TEST(Quantizer, WeightOnlyQuantizationStoresMatMulWeightsAsNBitBlocks) {
   }
 }
 
+// A MatMul as the converter leaves it (bias and activation fused) keeps both in MatMulNBits.
+TEST(Quantizer, WeightOnlyKeepsAFusedBiasAndActivation) {
+  GraphBuilder b;
+  const int x = b.input("x", {5, 64});
+  const int y = b.op(OpType::MatMul, {x, b.weights(randomTensor(DataType::Float32, {64, 48}, 21)),
+                                      b.weights(randomTensor(DataType::Float32, {48}, 22))});
+  FusedActivation gelu;
+  gelu.kind = FusedActivation::Kind::Gelu;
+  gelu.store(b.g.nodes.back());
+  b.output(y);
+  Model model;
+  model.graph = b.g;
+  const FeedDict fresh = samples("x", {5, 64}, 1)[0];
+  const Tensor want = runGraph(model.graph, fresh);
+  QuantizeOptions options;
+  options.weightBits = 8;
+  Model q;
+  ASSERT_TRUE(quantizeModel(model, {}, options, &q, nullptr));
+  ASSERT_EQ(countOps(q.graph, OpType::MatMulNBits), 1);
+  EXPECT_EQ(q.graph.nodes.size(), 1u);
+  FusedActivation kept;
+  ASSERT_TRUE(FusedActivation::fromNode(q.graph.nodes[0], &kept).isOk());
+  EXPECT_EQ(kept.kind, FusedActivation::Kind::Gelu);
+  EXPECT_EQ(q.graph.nodes[0].inputs.size(), 6u);  // the bias
+  EXPECT_GT(cosine(want, runGraph(q.graph, fresh)), 0.9999);
+}
+
 // Each weight moves by at most half its block's step, so y = x W + b moves by at most
 // sum_k |x_k| * step(k, n) / 2: a weight decoded at the wrong place or with a wrong zero point
 // breaks that bound.

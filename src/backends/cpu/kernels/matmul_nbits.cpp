@@ -8,6 +8,7 @@
 #include <string>
 
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/packed_gemm.h"
 #include "core/thread_pool.h"
 
 namespace osprey {
@@ -113,7 +114,8 @@ void tile(const CpuFunctions& fn, int64_t kc, const float* a, int64_t lda, int64
 
 class MatMulNBitsExecution : public Execution {
  public:
-  MatMulNBitsExecution(CPUBackend* backend, const OpRef& op) : Execution(backend), node_(*op.node) {}
+  MatMulNBitsExecution(CPUBackend* backend, const OpRef& op, FusedActivation act)
+      : Execution(backend), node_(*op.node), act_(act) {}
 
   Status onResize(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     const NBitsKernels& kernels = nbitsKernels();
@@ -144,12 +146,13 @@ class MatMulNBitsExecution : public Execution {
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
     nbitsMatMul(static_cast<CPUBackend*>(backend())->threadPool(), cpuFunctions(), nbitsKernels(), w_, M_,
                 reinterpret_cast<const float*>(inputs[0]->host()), optionalFloats(inputs, 5),
-                reinterpret_cast<float*>(outputs[0]->host()));
+                reinterpret_cast<float*>(outputs[0]->host()), act_);
     return Status::ok();
   }
 
  private:
   const Node& node_;
+  FusedActivation act_;
   NBitsWeights w_;
   int64_t M_ = 0;
   RuntimeTensor packed_;
@@ -234,8 +237,13 @@ void nbitsPack(const NBitsWeights& w, const uint8_t* b, const float* scales, con
 }
 
 void nbitsMatMul(ThreadPool* pool, const CpuFunctions& fn, const NBitsKernels& kernels, const NBitsWeights& w,
-                 int64_t M, const float* a, const float* bias, float* y) {
+                 int64_t M, const float* a, const float* bias, float* y, const FusedActivation& act) {
   if (M <= 0) return;
+  GemmEpilogue epilogue;  // bias then activation, on each finished block of columns
+  epilogue.bias = bias;
+  epilogue.biasColStride = 1;
+  epilogue.act = act;
+  const bool finish = bias || act.kind != FusedActivation::Kind::None;
   const int64_t nr = w.nr, N = w.N, K = w.K, bs = w.blockSize, panels = divUp(N, nr);
   const int threads = pool ? pool->threads() : 1;
   if (M <= kGemvRows) {
@@ -246,8 +254,8 @@ void nbitsMatMul(ThreadPool* pool, const CpuFunctions& fn, const NBitsKernels& k
       for (int64_t p = panels * s0 / shares; p < panels * s1 / shares; ++p) {
         gemv(w.panel(p), nr, bs, K, M, a, K, out);
         const int64_t j0 = p * nr, cols = std::min(nr, N - j0);
-        for (int64_t i = 0; i < M; ++i)
-          for (int64_t j = 0; j < cols; ++j) y[i * N + j0 + j] = out[i * nr + j] + (bias ? bias[j0 + j] : 0.f);
+        for (int64_t i = 0; i < M; ++i) std::memcpy(y + i * N + j0, out + i * nr, sizeof(float) * cols);
+        if (finish) applyEpilogue(fn, epilogue, 0, M, j0, cols, y + j0, N);
       }
     });
     return;
@@ -281,10 +289,9 @@ void nbitsMatMul(ThreadPool* pool, const CpuFunctions& fn, const NBitsKernels& k
                      cStage);
             }
           }
-          if (bias) {
+          if (finish) {
             const int64_t j0 = g0 * nr, j1 = std::min(N, g1 * nr);
-            for (int64_t i = i0; i < i1; ++i)
-              for (int64_t j = j0; j < j1; ++j) y[i * N + j] += bias[j];
+            applyEpilogue(fn, epilogue, i0, i1 - i0, j0, j1 - j0, y + i0 * N + j0, N);
           }
         }
       }
@@ -318,7 +325,9 @@ std::unique_ptr<Execution> createMatMulNBitsExecution(CPUBackend* backend, const
       (inputs.size() > 3 && inputs[3] && inputs[3]->elements() != N * zeroRow) ||
       (inputs.size() > 5 && inputs[5] && inputs[5]->elements() != N))
     return nullptr;
-  return std::make_unique<MatMulNBitsExecution>(backend, op);
+  FusedActivation act;
+  if (!FusedActivation::fromNode(n, &act).isOk()) return nullptr;
+  return std::make_unique<MatMulNBitsExecution>(backend, op, act);
 }
 
 }  // namespace osprey

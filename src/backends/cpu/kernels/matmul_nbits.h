@@ -12,6 +12,7 @@
 
 #include "backends/cpu/cpu_backend.h"
 #include "backends/cpu/kernels/cpu_functions.h"
+#include "ops/activation.h"
 
 namespace osprey {
 
@@ -59,10 +60,10 @@ size_t nbitsPackedBytes(const NBitsWeights& w);
 // MatMulNBits' B ([N, k_blocks, blob_size]), scales ([N * k_blocks]) and zero points (packed as
 // B, null for the default 2^(bits - 1)) into the panels at dst (nbitsPackedBytes of them).
 void nbitsPack(const NBitsWeights& w, const uint8_t* b, const float* scales, const uint8_t* zeros, uint8_t* dst);
-// y [M x N] = a [M x K] (rows contiguous) x W + bias (null: none), on the table fn whose gemmNr
-// is w.nr, threaded over column panels (and rows where there are fewer panels than threads).
+// y [M x N] = act(a [M x K] (rows contiguous) x W + bias (null: none)), on the table fn whose
+// gemmNr is w.nr, threaded over column panels (and rows where there are fewer panels than threads).
 void nbitsMatMul(ThreadPool* pool, const CpuFunctions& fn, const NBitsKernels& kernels, const NBitsWeights& w,
-                 int64_t M, const float* a, const float* bias, float* y);
+                 int64_t M, const float* a, const float* bias, float* y, const FusedActivation& act = {});
 
 std::unique_ptr<Execution> createMatMulNBitsExecution(CPUBackend* backend, const OpRef& op,
                                                       const std::vector<RuntimeTensor*>& inputs,
