@@ -104,8 +104,13 @@ class Backend {
   // Makes the memory plan; afterwards every chunk has its address.
   virtual Status onResizeEnd() { return Status::ok(); }
   // Before onResizeEnd: the arithmetic (ops/flops.h) of the ops this backend runs in the plan
-  // just made; -1 where an op's work is not counted (a subgraph's).
-  virtual void onPlannedWork(int64_t flops) { (void)flops; }
+  // just made; -1 where an op's work is not counted (a subgraph's). Returns whether its runs of
+  // this plan keep to the calling thread: the session's host copies of inputs and outputs then do
+  // too (waking a worker to copy would cost more than the copy).
+  virtual bool onPlannedWork(int64_t flops) {
+    (void)flops;
+    return false;
+  }
   virtual void onExecuteBegin() {}
   virtual void onExecuteEnd() {}
   // A run that failed after onExecuteBegin: release what the run held (no results to finish).

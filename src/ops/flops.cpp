@@ -1,6 +1,7 @@
 #include "ops/flops.h"
 
 #include <cstdint>
+#include <string>
 
 namespace osprey {
 
@@ -52,6 +53,16 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
         taps = k > 0 && taps <= INT64_MAX / k ? taps * k : INT64_MAX;
       const int64_t n = elems(out[0]);
       return n > 0 && taps > INT64_MAX / n ? INT64_MAX : n * taps;
+    }
+    case OpType::Resize: {  // linear / cubic: a multiply-add per tap, 2 or 4 taps per resized axis
+      const std::string mode = node.getString("mode", "nearest");
+      const int64_t perAxis = mode == "linear" ? 2 : mode == "cubic" ? 4 : 1;
+      int64_t perOutput = perAxis > 1 ? 2 : 1;
+      if (!in.empty() && !out.empty() && in[0].shape.size() == out[0].shape.size())
+        for (size_t d = 0; d < out[0].shape.size(); ++d)
+          if (in[0].shape[d] != out[0].shape[d]) perOutput *= perAxis;
+      const int64_t n = elems(out[0]);
+      return n > 0 && perOutput > INT64_MAX / n ? INT64_MAX : n * perOutput;
     }
     default: {
       int64_t n = 0;

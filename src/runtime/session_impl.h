@@ -158,6 +158,9 @@ class SessionImpl {
   // memory (a layout or precision conversion).
   static const char* copyKind(const Command& cmd);
   void reportPlannedWork();
+  // The pool for host copies of inputs and outputs: none when the plan's runs keep to the
+  // calling thread (Backend::onPlannedWork).
+  ThreadPool* copyPool() const { return serialCopies_ ? nullptr : mainRuntime_->threadPool(); }
   // Shows a command (or a node run on the host) to callbacks_ before or after it runs.
   Status report(const Command& cmd, bool after) const;
   Status reportHost(const Node& node, const std::map<int, Tensor>& values, bool after) const;
@@ -212,6 +215,7 @@ class SessionImpl {
   std::shared_ptr<SharedRuntime> runtime_;
   std::shared_ptr<SubgraphSessions> subgraphs_;  // shared with the later stages
   Runtime* mainRuntime_ = nullptr;
+  bool serialCopies_ = false;
   Runtime* backupRuntime_ = nullptr;
   // The stage this session plans: nodes from firstNode_ on, fed inputs_, returning outputs_ (the
   // graph's own for the first stage). known_ values given by an earlier stage: givenKnown_.

@@ -157,7 +157,7 @@ Status SessionImpl::run(const IoBinding& io) {
     for (auto& [name, t] : io.hostInputs) {
       RuntimeTensor& rt = tensors_[g.findTensor(name)];
       OSPREY_RETURN_IF_ERROR(
-          convertLayout(t.data(), t.layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), mainRuntime_->threadPool()));
+          convertLayout(t.data(), t.layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), copyPool()));
     }
     for (auto& [name, d] : io.deviceInputs) {
       RuntimeTensor src = deviceView(d, name, main_.get());

@@ -405,7 +405,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
     RuntimeTensor& rt = tensors_[g.findTensor(name)];
     if (rt.dtype == DataType::String) return Status::unsupported("string input '" + name + "' must be constant-folded");
     OSPREY_RETURN_IF_ERROR(
-        convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), mainRuntime_->threadPool()));
+        convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), copyPool()));
   }
   if (boundary_ < 0) return storeOutputs(outputs);
   OSPREY_RETURN_IF_ERROR(executeCommands());
@@ -445,8 +445,8 @@ void SessionImpl::reportPlannedWork() {
     const int64_t add = std::max(cmd.flops, elements);
     w = add > std::numeric_limits<int64_t>::max() - w ? std::numeric_limits<int64_t>::max() : w + add;
   }
-  main_->onPlannedWork(work[main_.get()]);
-  if (backup_) backup_->onPlannedWork(work[backup_.get()]);
+  serialCopies_ = main_->onPlannedWork(work[main_.get()]);
+  if (backup_) serialCopies_ = backup_->onPlannedWork(work[backup_.get()]) || serialCopies_;
 }
 
 const char* SessionImpl::copyKind(const Command& cmd) {

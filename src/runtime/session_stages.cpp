@@ -122,7 +122,7 @@ Status SessionImpl::readInto(const RuntimeTensor& rt, Tensor* out) const {
     if (rt.strings) out->strings() = *rt.strings;
   } else if (rt.constData || (rt.backend && rt.backend->type() == ForwardType::CPU)) {
     OSPREY_RETURN_IF_ERROR(convertLayout(rt.host(), rt.layout, out->data(), Layout::NCHW, rt.shape, dataTypeSize(rt.dtype),
-                                         mainRuntime_->threadPool()));
+                                         copyPool()));
   } else if (rt.backend) {
     RuntimeTensor host = rt;
     host.backend = nullptr;

@@ -356,8 +356,11 @@ TEST(ResizeOp, ScalesKnownOnlyAtRunTime) {
 // down, every interpolation, against the reference kernel's own output.
 TEST(ResizeOp, CpuKernelRunsAndMatchesTheReference) {
   const Tensor x = randomTensor(DataType::Float32, {2, 3, 13, 17}, 11, -2, 2);
-  std::vector<ResizeCase> cases(6);
+  std::vector<ResizeCase> cases(8);
   cases[0].coord = "asymmetric", cases[0].nearestMode = "floor", cases[0].scales = {1, 1, 2, 2};
+  // Columns doubled, rows tripled or halved: the nearest 2x path writes rows straight through.
+  cases[6].coord = "asymmetric", cases[6].nearestMode = "floor", cases[6].scales = {1, 1, 3, 2};
+  cases[7].scales = {1, 1, 0.5f, 2};
   cases[1].mode = "linear", cases[1].scales = {1, 1, 1.7f, 2.3f};
   cases[2].mode = "linear", cases[2].coord = "align_corners", cases[2].sizes = {2, 3, 7, 30};
   cases[3].mode = "cubic", cases[3].scales = {1, 1, 1.5f, 0.6f};

@@ -62,6 +62,17 @@ TEST(SerialRun, SmallPlansRunOnTheCallerAlone) {
   lstm.output(lstm.op(OpType::LSTM, {seq, w, r}));
   lstm.g.nodes.back().setInt("hidden_size", 128);
   EXPECT_FALSE(runsSerially(lstm.g, {{"seq", Tensor(DataType::Float32, {64, 1, 128})}}));
+
+  // A bilinear 2x upsampling counts a multiply-add for each of an output's 4 taps: 96 * 80 * 120
+  // outputs * 8 = 7.4 M, so it uses the pool; nearest, one copy per output (0.9 M), does not.
+  for (const char* mode : {"linear", "nearest"}) {
+    GraphBuilder resize;
+    const int image = resize.input("x", {1, 96, 40, 60});
+    resize.output(resize.op(OpType::Resize, {image, -1, resize.floats({1, 1, 2, 2}, {4})}));
+    resize.g.nodes.back().setString("mode", mode);
+    EXPECT_EQ(runsSerially(resize.g, {{"x", Tensor(DataType::Float32, {1, 96, 40, 60})}}), std::string(mode) == "nearest")
+        << mode;
+  }
 }
 
 }  // namespace

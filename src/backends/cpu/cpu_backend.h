@@ -37,7 +37,10 @@ class CPUBackend : public Backend {
   void onResizeBegin() override;
   // A plan of less arithmetic than kSerialRunWork runs on the calling thread alone: after an idle
   // pause the workers' wake-up costs more than they save (docs/cpu.md, "Small models").
-  void onPlannedWork(int64_t flops) override { serialRuns_ = flops >= 0 && flops < kSerialRunWork; }
+  bool onPlannedWork(int64_t flops) override {
+    serialRuns_ = flops >= 0 && flops < kSerialRunWork;
+    return serialRuns_;
+  }
   void onExecuteBegin() override;
   void onExecuteEnd() override;
   void onExecuteAbort() override { onExecuteEnd(); }

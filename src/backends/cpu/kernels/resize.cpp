@@ -52,11 +52,11 @@ bool identity(const ResizeAxisTaps& t) {
 // What the row loop needs of the taps, made with them (once per input shape when the scales are
 // constants): columns of at most two taps (nearest, linear without antialiasing) as two uniform
 // arrays, a missing second tap weighing 0, so the row loop has no inner loop of varying length;
-// nearest 2x (each input column read twice in a row: stored twice instead of gathered); the
-// input rows some output row reads.
+// nearest 2x (each input column read twice in a row: stored twice instead of gathered); whether
+// every output row is one input row, unweighted (or outside); the input rows some output row reads.
 struct ColumnPlan {
   int32_t maxTaps = 0;
-  bool gather = false, doubled = false;
+  bool gather = false, doubled = false, nearestRows = true;
   std::vector<int32_t> i0, i1;
   std::vector<float> w0, w1;
   std::vector<uint8_t> usedRows;
@@ -79,9 +79,11 @@ ColumnPlan planColumns(const FloatTaps& rows, const FloatTaps& cols, int64_t inH
   c.doubled = c.gather && outW == 2 * inW;
   for (int64_t ox = 0; c.doubled && ox < outW; ++ox) c.doubled = c.i0[ox] == ox / 2 && !cols.outside[ox];
   c.usedRows.assign(inH, 0);
-  for (size_t oy = 0; oy + 1 < rows.first.size(); ++oy)
-    if (!rows.outside[oy])
-      for (int32_t v = rows.first[oy]; v < rows.first[oy + 1]; ++v) c.usedRows[rows.index[v]] = 1;
+  for (size_t oy = 0; oy + 1 < rows.first.size(); ++oy) {
+    if (rows.outside[oy]) continue;
+    for (int32_t v = rows.first[oy]; v < rows.first[oy + 1]; ++v) c.usedRows[rows.index[v]] = 1;
+    c.nearestRows = c.nearestRows && rows.first[oy + 1] == rows.first[oy] + 1 && rows.weight[rows.first[oy]] == 1.f;
+  }
   return c;
 }
 
@@ -216,6 +218,31 @@ class ResizeExecution : public Execution {
         if (cols_.outside[ox]) h[ox] = outsideValue;
     };
     if (planes * outH * outW < 4096) pool = nullptr;
+    if constexpr (!kCodes) {
+      if (doubled && c.nearestRows) {
+        // Nearest with columns doubled (2x upsampling): each output row is written once, straight
+        // from its input row, or copied from the output row before it when both read the same
+        // input row; no row buffer between.
+        parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
+          for (int64_t plane = begin; plane < end; ++plane)
+            for (int64_t oy = 0; oy < outH; ++oy) {
+              float* yr = out + (plane * outH + oy) * outW;
+              if (rows_.outside[oy]) {
+                std::fill(yr, yr + outW, outsideValue);
+                continue;
+              }
+              const int32_t iy = rows_.index[rows_.first[oy]];
+              if (oy > 0 && !rows_.outside[oy - 1] && rows_.index[rows_.first[oy - 1]] == iy) {
+                std::copy(yr - outW, yr, yr);
+                continue;
+              }
+              const float* xr = src + (plane * inH + iy) * inW;
+              for (int64_t ix = 0; ix < inW; ++ix) yr[2 * ix] = yr[2 * ix + 1] = xr[ix];
+            }
+        });
+        return;
+      }
+    }
     parallelFor(pool, planes, [&](int64_t begin, int64_t end) {
       std::vector<float> rowsOfPlane(static_cast<size_t>(inH * outW)), blended(kCodes ? outW : 0);
       for (int64_t plane = begin; plane < end; ++plane) {
