@@ -1,5 +1,6 @@
 // osprey quantize MODEL OUT.osp --calibration DIR [--method minmax|entropy|percentile]
-//   [--percentile P] [--per-channel] [--dynamic] [--weights-only int8|int4 [--block-size N]]
+//   [--percentile P] [--per-channel] [--dynamic] [--weights-only int8|int4 [--block-size N]
+//   [--accuracy-level 0-4]]
 //   [--exclude OPS] [--threads N]
 #include <unistd.h>
 
@@ -54,7 +55,7 @@ void printReport(const QuantizeReport& r) {
 
 int cmdQuantize(int argc, char** argv) {
   Args args;
-  Status st = parseArgs(argc, argv, 2, {"calibration", "method", "percentile", "exclude", "threads", "weights-only", "block-size"},
+  Status st = parseArgs(argc, argv, 2, {"calibration", "method", "percentile", "exclude", "threads", "weights-only", "block-size", "accuracy-level"},
                         {"per-channel", "dynamic"}, &args);
   if (!st) return fail(st);
   if (args.positional.size() != 2) return fail(Status::invalidArgument("quantize needs MODEL and OUT.osp"));
@@ -86,6 +87,12 @@ int cmdQuantize(int argc, char** argv) {
   if (args.has("block-size")) {
     if (!args.has("weights-only")) return fail(Status::invalidArgument("--block-size applies to --weights-only"));
     if (!(st = parseInt(args.get("block-size"), "--block-size", &options.blockSize))) return fail(st);
+  }
+  if (args.has("accuracy-level")) {
+    if (!args.has("weights-only")) return fail(Status::invalidArgument("--accuracy-level applies to --weights-only"));
+    if (!(st = parseInt(args.get("accuracy-level"), "--accuracy-level", &options.accuracyLevel))) return fail(st);
+    if (options.accuracyLevel < 0 || options.accuracyLevel > 4)
+      return fail(Status::invalidArgument("--accuracy-level must be 0 to 4 (4: int8 activations for int4 weights)"));
   }
   if (args.has("threads") && !(st = parseInt(args.get("threads"), "--threads", &options.threads))) return fail(st);
   if (!options.dynamic && !options.weightBits && !args.has("calibration"))

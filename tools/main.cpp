@@ -33,6 +33,7 @@ void usage() {
                "                                    files (DIR/*.npy, or DIR/<sample>/<input>.npy), with a per-\n"
                "                                    tensor report; --dynamic: MatMuls quantize activations at run time\n"
                "        --weights-only int8|int4 [--block-size 32]   MatMul/Gemm weights only (MatMulNBits)\n"
+               "        [--accuracy-level 4]        4: int4 weights multiply int8-quantized activations; 0: float\n"
                "  info MODEL                        inputs, outputs, op histogram, parameters, FLOPs\n"
                "  backends                          backends compiled in and their devices\n");
   std::fputs(osprey::cli::configOptionsUsage(), stderr);

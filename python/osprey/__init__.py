@@ -559,7 +559,7 @@ def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathL
              calibration: Union[None, str, "os.PathLike[str]", Iterable[Mapping[str, Any]]] = None, *,
              method: str = "minmax", percentile: float = 99.999, per_channel: bool = False,
              dynamic: bool = False, weights_only: Optional[str] = None, block_size: int = 32,
-             exclude: Sequence[str] = (), threads: int = 0) -> QuantizeReport:
+             accuracy_level: int = 4, exclude: Sequence[str] = (), threads: int = 0) -> QuantizeReport:
     """Post-training int8 quantization (what ``osprey quantize MODEL OUT.osp`` does).
 
     Args:
@@ -576,6 +576,8 @@ def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathL
             ``block_size`` along K (activations stay float; calibration, when given, is used
             for the report only).
         block_size: the block of weight-only quantization (a power of 2, at least 16).
+        accuracy_level: MatMulNBits' accuracy_level (ONNX Runtime's): 4 lets int4 weights
+            multiply int8-quantized activations (faster), 0 keeps the activations float32.
         exclude: op types ("Conv", "MatMul", ...) or node names to leave in float.
         threads: threads of the calibration runs (0: all cores).
 
@@ -589,8 +591,11 @@ def quantize(model: Union[str, "os.PathLike[str]"], output: Union[str, "os.PathL
     bits = {None: 0, "int8": 8, "int4": 4}
     if weights_only not in bits:
         raise ValueError("weights_only must be 'int8', 'int4' or None, not %r" % (weights_only,))
+    if accuracy_level not in range(5):
+        raise ValueError("accuracy_level must be 0 to 4, not %r" % (accuracy_level,))
     report = _osprey.quantize(os.fspath(model), os.fspath(output), samples, method, percentile, per_channel,
-                              dynamic, list(exclude), threads, bits[weights_only], block_size)
+                              dynamic, list(exclude), threads, bits[weights_only], block_size,
+                              accuracy_level)
     return QuantizeReport(**report)
 
 

@@ -689,10 +689,12 @@ FeedDict calibrationFeed(const py::dict& sample) {
 
 py::dict quantize(const std::string& src, const std::string& dst, const py::object& calibration,
                   const std::string& method, double percentile, bool perChannel, bool dynamic,
-                  const std::vector<std::string>& exclude, int threads, int weightBits, int blockSize) {
+                  const std::vector<std::string>& exclude, int threads, int weightBits, int blockSize,
+                  int accuracyLevel) {
   QuantizeOptions options;
   options.weightBits = weightBits;
   options.blockSize = blockSize;
+  options.accuracyLevel = accuracyLevel;
   if (method == "minmax") options.method = CalibrationMethod::MinMax;
   else if (method == "entropy") options.method = CalibrationMethod::Entropy;
   else if (method == "percentile") options.method = CalibrationMethod::Percentile;
@@ -833,7 +835,7 @@ PYBIND11_MODULE(_osprey, m) {
         py::arg("weights") = "", py::arg("signature") = "");
   m.def("quantize", &quantize, py::arg("src"), py::arg("dst"), py::arg("calibration"), py::arg("method"),
         py::arg("percentile"), py::arg("per_channel"), py::arg("dynamic"), py::arg("exclude"), py::arg("threads"),
-        py::arg("weight_bits"), py::arg("block_size"));
+        py::arg("weight_bits"), py::arg("block_size"), py::arg("accuracy_level"));
   m.def("backends", &backends);
   m.def("set_cpu_isa_limit", &setCpuIsaLimitByName, py::arg("name"));
   m.def("cpu_isa", &cpuIsaInUse);

@@ -11,16 +11,20 @@
 //
 // Not supported, each refused with an error naming the op: bits other than 4 and 8, A other
 // than float32, zero points in A's type (ORT's unpacked form), a g_idx other than the trivial
-// k / block_size (the input is deprecated), weight_prepacked. accuracy_level is ignored: Osprey
-// always computes in float32 (ORT's level 0 / 1).
+// k / block_size (the input is deprecated), weight_prepacked. accuracy_level 4 with 4-bit weights
+// quantizes A to int8 block by block (ONNX Runtime's CompInt8; ops/matmul_nbits.h defines it);
+// every other level and 8-bit weights compute in float32 (ORT's level 0 / 1).
 //
 // The reference dequantizes one column of W at a time (no float copy of the whole matrix) and
 // sums in float32 in order of k; the CPU backend's kernel is kernels/matmul_nbits.cpp.
+#include <algorithm>
+#include <cmath>
 #include <string>
 #include <vector>
 
 #include "core/thread_pool.h"
 #include "ops/activation.h"
+#include "ops/matmul_nbits.h"
 #include "ops/op_util.h"
 
 namespace osprey {
@@ -158,6 +162,30 @@ Status nbitsKernel(const Node& node, const TensorViews& in, TensorViews& out, Th
     if (s.bits == 8) return row[block];
     return block % 2 ? row[block / 2] >> 4 : row[block / 2] & 15;
   };
+  if (nbitsUsesInt8Activations(node.getInt("accuracy_level", 0), s.bits, bs)) {
+    std::vector<int8_t> q(static_cast<size_t>(s.M * K));
+    std::vector<float> rowScale(static_cast<size_t>(s.M * s.kBlocks));
+    std::vector<int32_t> rowSum(rowScale.size());
+    for (int64_t i = 0; i < s.M; ++i)
+      for (int64_t blk = 0; blk < s.kBlocks; ++blk) {
+        const int64_t k0 = blk * bs, n = std::min(bs, K - k0), at = i * s.kBlocks + blk;
+        nbitsQuantizeBlock(a + i * K + k0, n, q.data() + i * K + k0, &rowScale[at], &rowSum[at]);
+      }
+    parallelFor(pool, N, [&](int64_t n0, int64_t n1) {
+      for (int64_t n = n0; n < n1; ++n)
+        for (int64_t i = 0; i < s.M; ++i) {
+          float acc = 0.f;
+          for (int64_t blk = 0; blk < s.kBlocks; ++blk) {
+            int32_t dot = 0;
+            for (int64_t k = blk * bs; k < std::min(K, (blk + 1) * bs); ++k) dot += q[i * K + k] * code(n, k);
+            const int32_t exact = dot - zeroPoint(n, blk) * rowSum[i * s.kBlocks + blk];
+            acc = std::fma(static_cast<float>(exact) * scales[n * s.kBlocks + blk], rowScale[i * s.kBlocks + blk], acc);
+          }
+          y[i * N + n] = s.act.apply(bias ? acc + bias[n] : acc);
+        }
+    });
+    return Status::ok();
+  }
   parallelFor(pool, N, [&](int64_t n0, int64_t n1) {
     std::vector<float> w(static_cast<size_t>(K));  // column n of W
     for (int64_t n = n0; n < n1; ++n) {

@@ -182,6 +182,7 @@ class WeightRewriter {
     m.setInt("N", w.N);
     m.setInt("bits", bits);
     m.setInt("block_size", block);
+    if (options_.accuracyLevel) m.setInt("accuracy_level", options_.accuracyLevel);
     const std::string& base = w.tensor->name;
     m.inputs = {n.inputs[0], addConstant(base + "_nbits", DataType::UInt8, {w.N, q.kBlocks, blob}, q.codes.data(), q.codes.size()),
                 addConstant(base + "_scales", DataType::Float32, {w.N * q.kBlocks}, q.scales.data(), q.scales.size() * 4),

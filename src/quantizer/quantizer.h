@@ -32,6 +32,9 @@ struct QuantizeOptions {
   // along K, activations left in float; no calibration.
   int weightBits = 0;
   int blockSize = 32;
+  // MatMulNBits' accuracy_level (ONNX Runtime's): 4 lets 4-bit weights multiply int8-quantized
+  // activations (ops/matmul_nbits.h), 0 keeps the activations float32.
+  int accuracyLevel = 4;
   // Op types ("Conv", "MatMul", "Gemm", "Add" ...) or node names left in float.
   std::vector<std::string> exclude;
   int threads = 0;  // calibration runs (0: the machine's cores)

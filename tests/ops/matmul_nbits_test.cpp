@@ -9,6 +9,7 @@
 
 #include "backends/cpu/kernels/cpu_functions.h"
 #include "backends/cpu/kernels/matmul_nbits.h"
+#include "backends/cpu/kernels/matmul_nbits_int8.h"
 #include "core/thread_pool.h"
 #include "ops/activation.h"
 #include "op_test_util.h"
@@ -57,13 +58,13 @@ Quantized quantized(int64_t K, int64_t N, int64_t bits, int64_t bs, bool withZer
   return q;
 }
 
-Node nbitsNode(const Quantized& q) {
+Node nbitsNode(const Quantized& q, int64_t accuracyLevel = 0) {
   Node node = makeNode(OpType::MatMulNBits);
   node.setInt("K", q.K);
   node.setInt("N", q.N);
   node.setInt("bits", q.bits);
   node.setInt("block_size", q.bs);
-  node.setInt("accuracy_level", 4);  // ignored
+  if (accuracyLevel) node.setInt("accuracy_level", accuracyLevel);
   return node;
 }
 
@@ -335,6 +336,137 @@ TEST(MatMulNBits, BadInputsAreErrorsNamingTheTensor) {
               "A has dtype float16");
   // Weights as graph inputs instead of constants run the reference, which checks them as well.
   expectError(node, {in(a), in(randomTensor(DataType::UInt8, {9, 3, 7}, 1, 0, 255)), in(q.scales)}, "B [9, 3, 7]");
+}
+
+
+// accuracy_level 4 on 4-bit weights, written out in double from the rule in ops/matmul_nbits.h
+// with a quantizer of its own: y = sum over blocks of scale_a * scale_w * (sum q * (code - zp)).
+std::vector<double> int8Expected(const Quantized& q, const float* a, int64_t M, const float* bias) {
+  std::vector<double> y(static_cast<size_t>(M * q.N), 0.0);
+  for (int64_t i = 0; i < M; ++i)
+    for (int64_t blk = 0; blk < q.kBlocks; ++blk) {
+      const int64_t k0 = blk * q.bs, k1 = std::min(q.K, k0 + q.bs);
+      float amax = 0.f;
+      for (int64_t k = k0; k < k1; ++k)
+        if (std::fabs(a[i * q.K + k]) > amax) amax = std::fabs(a[i * q.K + k]);
+      const float inverse = amax > 0.f ? 127.f / amax : 0.f;
+      std::vector<int> codes;
+      for (int64_t k = k0; k < k1; ++k) {
+        const float v = a[i * q.K + k] * inverse;
+        codes.push_back(std::isnan(v) ? -127 : static_cast<int>(std::nearbyint(std::max(-127.f, std::min(127.f, v)))));
+      }
+      for (int64_t n = 0; n < q.N; ++n) {
+        // q.w holds (code - zp) * scale_w exactly in float; the product below is exact in double.
+        double sum = 0.0;
+        for (int64_t k = k0; k < k1; ++k) sum += codes[k - k0] * q.w[k * q.N + n];
+        y[i * q.N + n] += sum * (amax / 127.f);
+      }
+    }
+  if (bias)
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t n = 0; n < q.N; ++n) y[i * q.N + n] += bias[n];
+  return y;
+}
+
+// The reference at accuracy_level 4 follows the rule (within float rounding of the block sums),
+// and stays near the float product: the activations lose what 8 bits per block lose.
+TEST(MatMulNBits, Int8ActivationsReferenceFollowsTheRule) {
+  uint32_t seed = 500;
+  for (const Case& c : cases()) {
+    if (c.bits != 4) continue;
+    SCOPED_TRACE("block " + std::to_string(c.bs) + " K " + std::to_string(c.K) + " N " + std::to_string(c.N));
+    const Quantized q = quantized(c.K, c.N, 4, c.bs, c.zeros, seed++);
+    Shape aShape = c.batch;
+    aShape.push_back(c.K);
+    const Tensor a = randomTensor(DataType::Float32, aShape, seed++, -2.0, 2.0);
+    const Tensor bias = randomTensor(DataType::Float32, {c.N}, seed++);
+    const float* biasData = c.bias ? bias.data<float>() : nullptr;
+    std::vector<Tensor> out;
+    ASSERT_TRUE(referenceOp(nbitsNode(q, 4), nbitsInputs(q, a, c.bias ? &bias : nullptr), 1, &out).isOk());
+    const int64_t M = a.elements() / c.K;
+    const std::vector<double> want = int8Expected(q, a.data<float>(), M, biasData);
+    double worst = 0.0;  // largest distance from the float product, relative to sum |a w|
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t n = 0; n < c.N; ++n) {
+        double exact = biasData ? biasData[n] : 0.0, magnitude = 0.0;
+        for (int64_t k = 0; k < c.K; ++k) {
+          exact += a.data<float>()[i * c.K + k] * q.w[k * c.N + n];
+          magnitude += std::fabs(a.data<float>()[i * c.K + k] * q.w[k * c.N + n]);
+        }
+        const double got = out[0].data<float>()[i * c.N + n];
+        EXPECT_NEAR(got, want[i * c.N + n], 1e-5 * magnitude + 1e-6) << i << ", " << n;
+        worst = std::max(worst, std::fabs(got - exact) / magnitude);
+      }
+    EXPECT_LT(worst, 0.02);
+    EXPECT_GT(worst, 0.0);  // the activations were quantized
+  }
+}
+
+// Every int8 kernel table this CPU runs gives the reference's bits: odd K (a partial last block),
+// panels cut short, row counts around each kernel's register block, one and two threads, a row of
+// zeros and a NaN (quantized to -127 by both).
+TEST(MatMulNBits, Int8ActivationKernelsMatchTheReferenceExactly) {
+  std::vector<std::pair<const char*, Int4Kernels>> tables = {{"scalar8", int4ScalarKernels(8)},
+                                                             {"scalar16", int4ScalarKernels(16)},
+                                                             {"selected", int4Kernels()}};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    tables.push_back({"avx2", {"avx2", 8, 4, int4_gemm_4x8__avx2, int8_quantize_rows__avx2}});
+  if (cpuSupportsAvx512Vnni())
+    tables.push_back({"vnni", {"avx512_vnni", 16, 8, int4_gemm_8x16__vnni_avx512, int8_quantize_rows__vnni_avx512}});
+#endif
+  ThreadPool pool(2);
+  uint32_t seed = 700;
+  for (const auto& [name, kernels] : tables)
+    for (int64_t bs : {16, 32, 128})
+      for (int64_t rows : {1, 3, 4, 8, 9, 17}) {
+        const int64_t K = bs == 128 ? 300 : 200, N = 3 * kernels.width + 5;
+        const bool zeros = rows % 2 == 1, withBias = rows > 4;
+        SCOPED_TRACE(std::string(name) + " block " + std::to_string(bs) + " rows " + std::to_string(rows));
+        const Quantized q = quantized(K, N, 4, bs, zeros, seed++);
+        Tensor a = randomTensor(DataType::Float32, {rows, K}, seed++, -3.0, 3.0);
+        if (rows > 3) {
+          std::fill(a.data<float>() + K, a.data<float>() + 2 * K, 0.f);
+          a.data<float>()[2 * K + 5] = std::nanf("");
+        }
+        const Tensor bias = randomTensor(DataType::Float32, {N}, seed++);
+        std::vector<Tensor> e;
+        ASSERT_TRUE(referenceOp(nbitsNode(q, 4), nbitsInputs(q, a, withBias ? &bias : nullptr), 1, &e).isOk());
+        Int4Weights w;
+        w.K = K, w.N = N, w.blockSize = bs, w.kBlocks = q.kBlocks, w.width = kernels.width;
+        std::vector<uint8_t> packed(int4PackedBytes(w) + 64), scratch(int4ScratchBytes(w, rows) + 64);
+        uint8_t* aligned = packed.data() + (64 - reinterpret_cast<uintptr_t>(packed.data()) % 64) % 64;
+        int4Pack(w, q.b.data<uint8_t>(), q.scales.data<float>(), zeros ? q.zeros.data<uint8_t>() : nullptr, aligned);
+        w.data = aligned;
+        std::vector<float> y(static_cast<size_t>(rows * N), -7.f);
+        int4MatMul(rows % 3 == 0 ? nullptr : &pool, scalarCpuFunctions(), kernels, w, rows, a.data<float>(),
+                   withBias ? bias.data<float>() : nullptr, y.data(), {}, scratch.data() + 64 - reinterpret_cast<uintptr_t>(scratch.data()) % 64);
+        int bad = 0;
+        for (int64_t i = 0; i < rows * N; ++i)
+          if (!(y[i] == e[0].data<float>()[i]) && bad++ < 5)
+            ADD_FAILURE() << "y[" << i / N << "][" << i % N << "] = " << y[i] << ", reference " << e[0].data<float>()[i];
+      }
+}
+
+// The CPU execution takes the int8 path at accuracy_level 4 (its result is the reference's, not
+// the float product's) and keeps the float path otherwise.
+TEST(MatMulNBits, CpuExecutionFollowsTheAccuracyLevel) {
+  const Quantized q = quantized(96, 37, 4, 32, true, 900);
+  const Tensor a = randomTensor(DataType::Float32, {13, 96}, 901, -2.0, 2.0);
+  const Tensor bias = randomTensor(DataType::Float32, {37}, 902);
+  for (int64_t level : {0, 4}) {
+    SCOPED_TRACE("accuracy_level " + std::to_string(level));
+    Node node = nbitsNode(q, level);
+    node.setString("activation", "Relu");
+    const std::vector<OpInput> ins = nbitsInputs(q, a, &bias);
+    std::vector<Tensor> y, e;
+    ASSERT_TRUE(runOp(node, ins, 1, &y, 2).isOk());
+    ASSERT_TRUE(referenceOp(node, ins, 1, &e).isOk());
+    if (level == 4)
+      for (int64_t i = 0; i < y[0].elements(); ++i) ASSERT_EQ(y[0].data<float>()[i], e[0].data<float>()[i]) << i;
+    else
+      expectNear(y[0], e[0], 1e-4, 1e-4);
+  }
 }
 
 }  // namespace

@@ -8,8 +8,10 @@
 #include <string>
 
 #include "backends/cpu/kernels/cpu_kernels.h"
+#include "backends/cpu/kernels/matmul_nbits_int8.h"
 #include "backends/cpu/kernels/packed_gemm.h"
 #include "core/thread_pool.h"
+#include "ops/matmul_nbits.h"
 
 namespace osprey {
 
@@ -126,6 +128,8 @@ class MatMulNBitsExecution : public Execution {
     w_.kBlocks = divUp(w_.K, w_.blockSize);
     w_.nr = kernels.nr;
     M_ = inputs[0]->elements() / w_.K;
+    if (nbitsUsesInt8Activations(node_.getInt("accuracy_level", 0), w_.bits, w_.blockSize))
+      return resizeInt8(inputs);
     if (!mem_) {
       const uint8_t* b = inputs[1]->host();
       const float* scales = reinterpret_cast<const float*>(inputs[2]->host());
@@ -144,6 +148,12 @@ class MatMulNBitsExecution : public Execution {
   }
 
   Status onExecute(const std::vector<RuntimeTensor*>& inputs, const std::vector<RuntimeTensor*>& outputs) override {
+    if (int8_.data) {
+      int4MatMul(static_cast<CPUBackend*>(backend())->threadPool(), cpuFunctions(), int4Kernels(), int8_, M_,
+                 reinterpret_cast<const float*>(inputs[0]->host()), optionalFloats(inputs, 5),
+                 reinterpret_cast<float*>(outputs[0]->host()), act_, scratch_.host());
+      return Status::ok();
+    }
     nbitsMatMul(static_cast<CPUBackend*>(backend())->threadPool(), cpuFunctions(), nbitsKernels(), w_, M_,
                 reinterpret_cast<const float*>(inputs[0]->host()), optionalFloats(inputs, 5),
                 reinterpret_cast<float*>(outputs[0]->host()), act_);
@@ -151,8 +161,34 @@ class MatMulNBitsExecution : public Execution {
   }
 
  private:
+  // accuracy_level 4: the codes in matmul_nbits_int8.h's panels, A quantized into DYNAMIC scratch.
+  Status resizeInt8(const std::vector<RuntimeTensor*>& inputs) {
+    const Int4Kernels& kernels = int4Kernels();
+    int8_.K = w_.K, int8_.N = w_.N, int8_.blockSize = w_.blockSize, int8_.kBlocks = w_.kBlocks;
+    int8_.width = kernels.width;
+    if (!mem_) {
+      const uint8_t* b = inputs[1]->host();
+      const float* scales = reinterpret_cast<const float*>(inputs[2]->host());
+      const uint8_t* zeros = inputs.size() > 3 && inputs[3] ? inputs[3]->host() : nullptr;
+      const int64_t floats = static_cast<int64_t>((int4PackedBytes(int8_) + sizeof(float) - 1) / sizeof(float));
+      bool fresh = false;
+      OSPREY_RETURN_IF_ERROR(acquirePackedWeights(
+          backend(), floats, node_.name,
+          packKey(b, scales, "matmul-nbits-int8",
+                  {w_.K, w_.N, w_.blockSize, int8_.width, static_cast<int64_t>(reinterpret_cast<intptr_t>(zeros))}),
+          &packed_, &mem_, &fresh));
+      if (fresh) int4Pack(int8_, b, scales, zeros, packed_.host());
+    }
+    int8_.data = packed_.host();
+    const int64_t floats = static_cast<int64_t>((int4ScratchBytes(int8_, M_) + sizeof(float) - 1) / sizeof(float));
+    std::unique_ptr<MemObj> scratch;  // lives for this execution only
+    return acquireConvScratch(backend(), {floats}, "quantized A", node_.name, &scratch_, &scratch);
+  }
+
   const Node& node_;
   FusedActivation act_;
+  Int4Weights int8_;
+  RuntimeTensor scratch_;
   NBitsWeights w_;
   int64_t M_ = 0;
   RuntimeTensor packed_;
