@@ -113,3 +113,29 @@ def test_unsupported_bits_are_named():
             a.i = 2
     with pytest.raises(Exception, match="MatMulNBits.*bits 2"):
         osprey.InferenceSession(bad.SerializeToString()).run(None, {"a": np.zeros((1, 32), np.float32)})
+
+
+@pytest.mark.parametrize("symmetric", [True, False])
+def test_int8_activations_as_close_to_float_as_onnxruntime(symmetric):
+    """accuracy_level 4 (int8 activations, ONNX Runtime's CompInt8): Osprey and ONNX Runtime each
+    round A to int8 per block, in their own order of float steps, so their outputs differ by
+    about one rounding step of A; each must be as close to the float-activation result (level 0,
+    the same weights) as the other, within a tenth."""
+    rng = np.random.default_rng(7 if symmetric else 8)
+    model = quantize(float_model(rng), symmetric)
+    float_bytes = model.SerializeToString()
+    for attr in model.graph.node[0].attribute:
+        if attr.name == "accuracy_level":
+            model.graph.node[0].attribute.remove(attr)
+    model.graph.node[0].attribute.append(helper.make_attribute("accuracy_level", 4))
+    int8_bytes = model.SerializeToString()
+    exact = ort.InferenceSession(float_bytes, providers=["CPUExecutionProvider"])
+    theirs = ort.InferenceSession(int8_bytes, providers=["CPUExecutionProvider"])
+    ours = osprey.InferenceSession(int8_bytes, threads=2)
+    x = rng.standard_normal((3, 7, K)).astype(np.float32)
+    want = exact.run(None, {"x": x})[0]
+    our_error = np.abs(ours.run(None, {"x": x})[0] - want).max()
+    their_error = np.abs(theirs.run(None, {"x": x})[0] - want).max()
+    scale = np.abs(want).max()
+    assert 0 < our_error < 0.02 * scale, (our_error, scale)  # the activations were rounded
+    assert our_error <= 1.1 * their_error or their_error == 0, (our_error, their_error)
