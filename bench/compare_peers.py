@@ -220,6 +220,8 @@ def main():
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--loops", type=int, default=40)
     p.add_argument("--gap-ms", type=float, default=200.0, help="idle pause before each timed run (0: back to back)")
+    p.add_argument("--settle-ms", type=float, default=0.0,
+                   help="idle pause before each engine's block of runs (the engine before stops polling)")
     p.add_argument("--block", type=int, default=3,
                    help="runs of one engine in a row per turn, the first not counted (lockstep.alternate)")
     p.add_argument("--osprey", default=os.environ.get("OSPREY_BIN", os.path.join(here, "..", "build", "osprey")))
@@ -271,7 +273,7 @@ def main():
         if ref is None and "ort" in outputs:
             ref = np.load(outputs["ort"]).astype(np.float64)
         bound = a.tolerance * max(1.0, float(np.max(np.abs(ref)))) if ref is not None else None
-        times = alternate(workers, a.loops, a.gap_ms, a.block)
+        times = alternate(workers, a.loops, a.gap_ms, a.block, a.settle_ms)
         summary = {e: w.finish() for e, w in workers.items()}
         counted = {e: lockstep_summary(t) for e, t in times.items()}
         row = {"model": name, "median_ms": {e: s["median_ms"] for e, s in counted.items()},

@@ -33,18 +33,21 @@ class Worker:
         return summary
 
 
-def alternate(workers, loops, gap_ms=0.0, block=1):
+def alternate(workers, loops, gap_ms=0.0, block=1, settle_ms=0.0):
     """`loops` rounds; in each, every worker in turn (the order rotated by one each round) runs
     `block` timed runs, each after a `gap_ms` pause. With block > 1 the first run of a block only
     settles and is not counted: the engine before may still be polling for work on its threads
     (ONNX Runtime's pool spins after a run), and on a machine with as many cores as threads that
     takes the cores from the first run after it, not from the engine's own back-to-back runs.
+    A `settle_ms` pause before each block lets the engine before stop polling altogether (ONNX
+    Runtime's pool polls for tens of milliseconds, longer than a small model's block of runs).
     Returns {key: [counted milliseconds]} for a dict of workers."""
     keys = list(workers)
     times = {k: [] for k in keys}
     for i in range(loops):
         r = i % max(len(keys), 1)
         for k in keys[r:] + keys[:r]:
+            time.sleep(settle_ms / 1000.0)
             for j in range(block):
                 time.sleep(gap_ms / 1000.0)
                 ms = workers[k].step()
