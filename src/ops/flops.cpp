@@ -64,6 +64,38 @@ int64_t opFlops(const Node& node, const TensorViews& in, const TensorViews& out)
       const int64_t n = elems(out[0]);
       return n > 0 && perOutput > INT64_MAX / n ? INT64_MAX : n * perOutput;
     }
+    // A polynomial (exp, log, tanh, erf, sin...) per element: about ten multiply-adds, which is
+    // what the CPU's serial-plan threshold must see (Exp over 400 K elements is worth two threads).
+    case OpType::Exp:
+    case OpType::Log:
+    case OpType::Tanh:
+    case OpType::Sigmoid:
+    case OpType::Erf:
+    case OpType::Gelu:
+    case OpType::Elu:
+    case OpType::Selu:
+    case OpType::Celu:
+    case OpType::Softplus:
+    case OpType::Mish:
+    case OpType::Swish:
+    case OpType::Pow:
+    case OpType::Sin:
+    case OpType::Cos:
+    case OpType::Tan:
+    case OpType::Asin:
+    case OpType::Acos:
+    case OpType::Atan:
+    case OpType::Sinh:
+    case OpType::Cosh:
+    case OpType::Asinh:
+    case OpType::Acosh:
+    case OpType::Atanh:
+    case OpType::Softmax:
+    case OpType::LogSoftmax: {
+      constexpr int64_t kPolynomial = 10;
+      const int64_t n = elems(out[0]);
+      return n > INT64_MAX / kPolynomial ? INT64_MAX : n * kPolynomial;
+    }
     default: {
       int64_t n = 0;
       for (auto& o : out) n += elems(o);

@@ -1,6 +1,6 @@
 // The CPU's pointwise kernels (Relu, Tanh, Exp, HardSwish, Softplus, Mish, ...) against the
 // reference kernels: whole sessions on odd sizes and threads (the execution must be the CPU's,
-// not the reference fallback), the function tables against each other on edge values (zeros,
+// not the reference fallback), every kernel this CPU runs (scalar, AVX2, AVX-512) on edge values (zeros,
 // tiny and huge magnitudes, infinities, NaN), and the same functions fused into a Conv.
 #include <cmath>
 #include <limits>
@@ -87,6 +87,17 @@ std::vector<float> edgeValues() {
   return v;
 }
 
+// The selected table's kernel, the portable one, and each vector one this CPU can run.
+std::vector<std::pair<std::string, PointwiseKernel>> pointwiseKernels() {
+  std::vector<std::pair<std::string, PointwiseKernel>> all = {{"selected", cpuFunctions().pointwise},
+                                                              {"scalar", scalarCpuFunctions().pointwise}};
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) all.push_back({"avx2", f32_pointwise__avx2_fma});
+  if (__builtin_cpu_supports("avx512f")) all.push_back({"avx512f", f32_pointwise__avx512f});
+#endif
+  return all;
+}
+
 TEST(CpuPointwise, TablesAgreeWithTheReferenceOnEdgeValues) {
   const std::vector<float> x = edgeValues();
   const int64_t n = static_cast<int64_t>(x.size());
@@ -97,11 +108,11 @@ TEST(CpuPointwise, TablesAgreeWithTheReferenceOnEdgeValues) {
     std::vector<Tensor> ref;
     ASSERT_TRUE(referenceOp(nodeOf(c), {in(xt)}, 1, &ref).isOk());
     const float* expected = ref[0].data<float>();
-    for (const CpuFunctions* fn : {&cpuFunctions(), &scalarCpuFunctions()}) {
+    for (const auto& [isa, kernel] : pointwiseKernels()) {
       std::vector<float> y(x.size());
-      fn->pointwise(p, x.data(), y.data(), n);
+      kernel(p, x.data(), y.data(), n);
       for (int64_t i = 0; i < n; ++i) {
-        SCOPED_TRACE(std::string(opTypeName(c.type)) + " (" + fn->isa + ") of " + std::to_string(x[i]));
+        SCOPED_TRACE(std::string(opTypeName(c.type)) + " (" + isa + ") of " + std::to_string(x[i]));
         if (std::isnan(expected[i])) {
           EXPECT_TRUE(std::isnan(y[i])) << y[i];
         } else if (std::isinf(expected[i])) {

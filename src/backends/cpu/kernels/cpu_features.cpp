@@ -268,6 +268,8 @@ CpuFunctions detect() {
       f.nc16Interleave = f32_nc16_interleave__avx512f;
       f.transposeToPlanes = f32_transpose_to_planes__avx512f;
       f.sigmoid = f32_sigmoid__avx512f;
+      f.tanh = f32_tanh__avx512f;
+      f.pointwise = f32_pointwise__avx512f;
       f.swish = f32_swish__avx512f;
       f.gelu = f32_gelu__avx512f;
       if (cpuSupportsAvx512Vnni())

@@ -338,6 +338,8 @@ void f32_direct_conv_row__avx512f(const DirectConvRowArgs& args, const float* co
 void f32_transpose_to_planes__avx512f(const float* src, int64_t lds, int64_t positions, int64_t channels,
                                       const float* bias, const float* residual, float lo, float hi, float* y, int64_t ldy);
 void f32_sigmoid__avx512f(const float* x, float* y, int64_t n);
+void f32_tanh__avx512f(const float* x, float* y, int64_t n);
+void f32_pointwise__avx512f(const Pointwise& p, const float* x, float* y, int64_t n);
 void f32_dwconv3x3_flat__avx512f(const DepthwiseArgs& args, const uint16_t* masks, const float* x, const float* w,
                                  float bias, float* y);
 void f32_swish__avx512f(const float* x, float* y, int64_t n);
