@@ -383,6 +383,10 @@ TEST(CpuKernels, ConvGrouped) {
   checkConv({1, 64, 40, 41, 64, 3, 3, 4, 1, 1, 1, true, Kind::HardSwish, false, 2}, seed++);
   checkConv({2, 56, 15, 13, 56, 3, 3, 7, 1, 1, 1, true, Kind::Relu, true, 3}, seed++);
   checkConv({1, 24, 9, 9, 48, 3, 3, 3, 1, 1, 2, false, Kind::None, true, 2}, seed++);
+  // Stride 1 with the output as wide as the input: whole rows of a stripe copied as one run
+  // (dilated, and with stripes that start and end mid-row).
+  checkConv({1, 96, 21, 19, 12, 3, 3, 2, 1, 2, 2, true, Kind::None}, seed++);
+  checkConv({1, 64, 56, 57, 64, 3, 3, 4, 1, 1, 1, false, Kind::Relu, false, 1}, seed++);
 }
 
 TEST(CpuKernels, ConvDepthwise) {

@@ -350,6 +350,21 @@ void im2col(const Window& g, const float* x, const float* phases, int64_t channe
   });
 }
 
+namespace {
+
+// How many output rows from position p (the start of a row) up to p1 read input rows that follow
+// one another, each as wide as the output: stride 1 along H and W, a 2-D window, ih the first
+// row's input row. 0 where that does not hold (the general copy runs).
+int64_t contiguousRows(const Window& g, int64_t p, int64_t p1, int64_t id, int64_t ih) {
+  const int64_t w = g.out[2];
+  if (p % w != 0 || g.stride[1] != 1 || g.stride[2] != 1 || g.in[2] != w || g.in[0] != 1 || g.out[0] != 1 ||
+      id != 0 || ih < 0)
+    return 0;
+  return std::max<int64_t>(0, std::min((p1 - p) / w, g.in[1] - ih));
+}
+
+}  // namespace
+
 void im2colStripe(const Window& g, const float* x, const float* phases, int64_t channels, int64_t p0, int64_t p1,
                   float* col) {
   const int64_t kSize = g.kernelSize(), width = p1 - p0, plane = g.out[1] * g.out[2];
@@ -366,6 +381,19 @@ void im2colStripe(const Window& g, const float* x, const float* phases, int64_t 
       float* seg = dst + (p - p0) - ow0;  // seg[ow] is position (od, oh, ow)
       const int64_t id = od * g.stride[0] - g.padBegin[0] + kd * g.dilation[0];
       const int64_t ih = oh * g.stride[1] - g.padBegin[1] + kh * g.dilation[1];
+      if (const int64_t rows = contiguousRows(g, p, p1, id, ih)) {
+        // Whole rows of a stride-1 plane as wide as the input: their taps are one run of the
+        // input, shifted by offW; the columns that wrapped into a neighbouring row are padding.
+        const int64_t w = g.out[2], inRow = ((r / kSize) * g.in[0] + id) * g.in[1] + ih;
+        const float* src = x + inRow * w + offW;
+        std::copy(src + lo, src + (rows - 1) * w + hi, seg + lo);
+        for (int64_t k = 0; k < rows; ++k) {
+          std::fill(seg + k * w, seg + k * w + lo, 0.f);
+          std::fill(seg + k * w + hi, seg + (k + 1) * w, 0.f);
+        }
+        p += rows * w;
+        continue;
+      }
       if (id < 0 || id >= g.in[0] || ih < 0 || ih >= g.in[1]) {
         std::fill(seg + ow0, seg + ow1, 0.f);
       } else {
