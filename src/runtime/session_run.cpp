@@ -426,8 +426,10 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   return Status::ok();
 }
 
-// Each backend's share of the plan's arithmetic: an op's flops, or its output's elements where
-// that is more (a copy counts none); -1 once an op runs a subgraph, whose work is not counted.
+// Each backend's share of the plan's work: an op's flops, or where that is more its output's
+// elements times kElementWork (a core writes a float of a large output, and reads its source, in
+// about the time of eight flops: a 2x nearest Resize to 96x80x120 took 0.077 ms on the calling
+// thread and 0.045 on two); -1 once an op runs a subgraph, whose work is not counted.
 void SessionImpl::reportPlannedWork() {
   std::unordered_map<Backend*, int64_t> work;
   for (const Command& cmd : commands_) {
@@ -442,7 +444,10 @@ void SessionImpl::reportPlannedWork() {
     int64_t elements = 0;
     for (const RuntimeTensor* t : cmd.outputs)
       if (t) elements += t->elements();
-    const int64_t add = std::max(cmd.flops, elements);
+    constexpr int64_t kElementWork = 8;
+    const int64_t add = std::max(cmd.flops, elements > std::numeric_limits<int64_t>::max() / kElementWork
+                                                ? std::numeric_limits<int64_t>::max()
+                                                : elements * kElementWork);
     w = add > std::numeric_limits<int64_t>::max() - w ? std::numeric_limits<int64_t>::max() : w + add;
   }
   serialCopies_ = main_->onPlannedWork(work[main_.get()]);
