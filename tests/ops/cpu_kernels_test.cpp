@@ -208,6 +208,12 @@ TEST(CpuKernels, ConvDirect) {
   checkConv({1, 3, 4, 20, 16, 3, 3, 1, 1, 2, 1, true, Kind::None}, seed++);          // 2 padding rows
   checkConv({1, 3, 13, 13, 8, 3, 3, 1, 1, 1, 2, true, Kind::Relu}, seed++);          // dilated: im2col
   checkConv({1, 3, 13, 13, 8, 3, 3, 1, 1, 1, 1, true, Kind::Relu, true}, seed++);    // residual: im2col
+  // Groups of 16 or 32 outputs over up to 16 inputs, group by group: strides 1 and 2, 3x3 and 5x5,
+  // odd maps, batch 2, a fused activation applied per row, two threads.
+  checkConv({1, 64, 29, 31, 64, 3, 3, 4, 1, 1, 1, true, Kind::Relu, false, 2}, seed++);
+  checkConv({2, 24, 17, 19, 48, 3, 3, 3, 2, 1, 1, false, Kind::HardSwish, false, 2}, seed++);
+  checkConv({1, 10, 11, 23, 64, 5, 5, 2, 1, 2, 1, true, Kind::None}, seed++);
+  checkConv({1, 48, 9, 9, 32, 3, 3, 2, 1, 1, 1, true, Kind::Sigmoid, false, 3}, seed++);  // 24 inputs: im2col
 }
 
 // The direct row kernel of the selected and the scalar table against the sum computed here, with
