@@ -426,7 +426,7 @@ std::unique_ptr<Execution> createConvExecution(CPUBackend* backend, const OpRef&
   const int64_t group = op.node->getInt("group", 1);
   if (group < 1 || x.shape[1] % group != 0 || w.shape[1] * group != x.shape[1] || w.shape[0] % group != 0)
     return nullptr;  // the reference kernel reports the model error
-  if (auto column = createColumnConvExecution(backend, op, inputs, outputs)) return column;
+  if (auto viewed = createViewedConvExecution(backend, op, inputs, outputs)) return viewed;
   if (w.shape[1] == 1 && group > 1) return createDepthwiseConvExecution(backend, op, inputs, outputs);
   if (auto direct = createDirectConvExecution(backend, op, inputs, outputs)) return direct;
   // Over fewer than 32 input channels Winograd's GEMMs (K = the channels) run far below the

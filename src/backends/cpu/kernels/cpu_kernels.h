@@ -43,9 +43,9 @@ std::unique_ptr<Execution> createDirectConvExecution(CPUBackend* backend, const 
 std::unique_ptr<Execution> createTapConvExecution(CPUBackend* backend, const OpRef& op,
                                                   const std::vector<RuntimeTensor*>& inputs,
                                                   const std::vector<RuntimeTensor*>& outputs);
-// A k x 1 convolution over maps one column wide, run as 1 x k over maps one row high (null when
-// it does not apply); called by createConvExecution after its own checks.
-std::unique_ptr<Execution> createColumnConvExecution(CPUBackend* backend, const OpRef& op,
+// A k x 1 convolution over maps one column wide run as 1 x k over maps one row high, a 1-D
+// convolution as 2-D (null when neither applies); called by createConvExecution after its checks.
+std::unique_ptr<Execution> createViewedConvExecution(CPUBackend* backend, const OpRef& op,
                                                      const std::vector<RuntimeTensor*>& inputs,
                                                      const std::vector<RuntimeTensor*>& outputs);
 std::unique_ptr<Execution> createGemmExecution(CPUBackend* backend, const OpRef& op,
