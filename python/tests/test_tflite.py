@@ -812,3 +812,36 @@ def test_pow_reduce_min_prod(rng, tmp_path):
     m.op("REDUCE_PROD", [a, m.const(i32(1, 2))], [prod], "ReducerOptions", keep_dims=True)
     feed = [np.abs(randn(rng, 3, 4, 5)) * 0.5 + 0.5, randn(rng, 5)]
     run_both(m, feed, tmp_path, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.float32])
+def test_floor_div_floor_mod(rng, tmp_path, dtype):
+    """Floor division and a remainder with the divisor's sign, broadcasting, every sign pair."""
+    m = ModelBuilder()
+    a, b = m.input([3, 4, 7], dtype), m.input([4, 1], dtype)
+    q = m.output(m.tensor([3, 4, 7], dtype))
+    m.op("FLOOR_DIV", [a, b], [q], "FloorDivOptions")
+    r = m.output(m.tensor([3, 4, 7], dtype))
+    m.op("FLOOR_MOD", [a, b], [r], "FloorModOptions")
+    if dtype == np.int32:
+        feed = [rng.integers(-40, 41, size=(3, 4, 7)), np.array([[7], [-3], [1], [-8]])]
+    else:
+        feed = [randn(rng, 3, 4, 7) * 6, np.array([[2.5], [-0.7], [0.1], [-3.3]])]
+        feed[0][0, 2, :] = [1.0, 0.3, -0.3, 0.7, 2.0, -1.0, 0.0]  # quotients next to integers (1 / 0.1f is 9.99999985)
+    run_both(m, [v.astype(dtype) for v in feed], tmp_path)
+
+
+def test_floor_mod_after_conv(rng, tmp_path):
+    m = ModelBuilder()
+    c = after_conv(rng, m)
+    y = m.output(m.tensor([2, 7, 9, 3]))
+    m.op("FLOOR_MOD", [c, m.const(np.float32([0.5, -0.75, 1.25]))], [y])
+    run_both(m, [randn(rng, 2, 7, 9, 3)], tmp_path)
+
+
+def test_square(rng, tmp_path):
+    m = ModelBuilder()
+    c = after_conv(rng, m, (1, 5, 3, 7))
+    y = m.output(m.tensor([1, 5, 3, 7]))
+    m.op("SQUARE", [c], [y], "SquareOptions")
+    run_both(m, [randn(rng, 1, 5, 3, 7)], tmp_path)

@@ -78,6 +78,60 @@ Status importSquaredDifference(ImportContext& ctx, const OpView& op) {
   return Status::ok();
 }
 
+// TFLite's FLOOR_DIV and FLOOR_MOD take integers as plain numbers, never with scales.
+Status refuseQuantized(ImportContext& ctx, const OpView& op) {
+  for (int t : op.inputs)
+    if (ctx.readsQuantized(t)) return Status::unsupported("quantized");
+  return Status::ok();
+}
+
+// FLOOR_DIV: TFLite computes floor(double(a) / double(b)) for every type. In float32 the
+// quotient can round up to an integer (1 / 0.1f gives 10, not 9.99999985), so the division
+// runs in double as there; integers convert to double exactly.
+Status importFloorDiv(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(refuseQuantized(ctx, op));
+  std::vector<int> ins;
+  Held held;
+  OSPREY_RETURN_IF_ERROR(broadcastOperands(ctx, op, 2, &ins, &held));
+  const auto toDouble = static_cast<int64_t>(DataType::Float64);
+  const int a = ctx.temp(op.name + "_a"), b = ctx.temp(op.name + "_b"), q = ctx.temp(op.name + "_quotient");
+  const int floored = ctx.temp(op.name + "_floor");
+  ctx.addNode(OpType::Cast, op.name + "_a", {ins[0]}, {a}).setInt("to", toDouble);
+  ctx.addNode(OpType::Cast, op.name + "_b", {ins[1]}, {b}).setInt("to", toDouble);
+  ctx.addNode(OpType::Div, op.name + "_quotient", {a, b}, {q});
+  ctx.addNode(OpType::Floor, op.name + "_floor", {q}, {floored});
+  ctx.addNode(OpType::Cast, op.name, {floored}, {ctx.define(op.outputs[0], held)})
+      .setInt("to", static_cast<int64_t>(ctx.tensor(op.outputs[0]).dtype));
+  return Status::ok();
+}
+
+// FLOOR_MOD: the remainder with the divisor's sign. Integer Mod with fmod=0 is exactly that;
+// for floats TFLite takes fmod(a, b) and adds b where the signs differ, and so does this.
+Status importFloorMod(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(refuseQuantized(ctx, op));
+  std::vector<int> ins;
+  Held held;
+  OSPREY_RETURN_IF_ERROR(broadcastOperands(ctx, op, 2, &ins, &held));
+  const int out = ctx.define(op.outputs[0], held);
+  if (!dispatchFloat(ctx.tensor(op.outputs[0]).dtype, [](auto) {})) {
+    ctx.addNode(OpType::Mod, op.name, ins, {out}).setInt("fmod", 0);
+    return Status::ok();
+  }
+  const int r = ctx.temp(op.name + "_fmod");
+  ctx.addNode(OpType::Mod, op.name + "_fmod", ins, {r}).setInt("fmod", 1);
+  // Signs compared through Sign, since r * b underflows to zero for subnormal remainders.
+  const int rSign = ctx.temp(op.name + "_r_sign"), bSign = ctx.temp(op.name + "_b_sign");
+  const int signs = ctx.temp(op.name + "_signs"), differ = ctx.temp(op.name + "_differ");
+  const int shifted = ctx.temp(op.name + "_shifted");
+  ctx.addNode(OpType::Sign, op.name + "_r_sign", {r}, {rSign});
+  ctx.addNode(OpType::Sign, op.name + "_b_sign", {ins[1]}, {bSign});
+  ctx.addNode(OpType::Mul, op.name + "_signs", {rSign, bSign}, {signs});
+  ctx.addNode(OpType::Less, op.name + "_differ", {signs, ctx.addFloatConstant(op.name + "_zero", {0.f}, true)}, {differ});
+  ctx.addNode(OpType::Add, op.name + "_shifted", {r, ins[1]}, {shifted});
+  ctx.addNode(OpType::Where, op.name, {differ, shifted, r}, {out});
+  return Status::ok();
+}
+
 Status importNotEqual(ImportContext& ctx, const OpView& op) {
   std::vector<int> ins;
   Held held;
@@ -254,6 +308,15 @@ void addElementwiseImporters(ImporterTable& t) {
     };
   t[tflite::BuiltinOperator_SQUARED_DIFFERENCE] = importSquaredDifference;
   t[tflite::BuiltinOperator_NOT_EQUAL] = importNotEqual;
+  t[tflite::BuiltinOperator_FLOOR_DIV] = importFloorDiv;
+  t[tflite::BuiltinOperator_FLOOR_MOD] = importFloorMod;
+  t[tflite::BuiltinOperator_SQUARE] = [](ImportContext& c, const OpView& o) {  // x * x
+    Node* n;
+    OSPREY_RETURN_IF_ERROR(importSameLayout(c, o, OpType::Mul, &n));
+    const int x = n->inputs[0];  // copied: push_back may move the vector it reads from
+    n->inputs.push_back(x);
+    return Status::ok();
+  };
   t[tflite::BuiltinOperator_SELECT_V2] = importSelect;
   t[tflite::BuiltinOperator_RSQRT] = importRsqrt;
   t[tflite::BuiltinOperator_CAST] = importCast;
