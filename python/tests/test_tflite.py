@@ -845,3 +845,13 @@ def test_square(rng, tmp_path):
     y = m.output(m.tensor([1, 5, 3, 7]))
     m.op("SQUARE", [c], [y], "SquareOptions")
     run_both(m, [randn(rng, 1, 5, 3, 7)], tmp_path)
+
+
+@pytest.mark.parametrize("axes", [(1,), (0,), (-1,), (2,)])
+@pytest.mark.parametrize("conv_first", [False, True])
+def test_reverse_v2(rng, tmp_path, axes, conv_first):
+    m = ModelBuilder()
+    x = after_conv(rng, m, (2, 5, 7, 3)) if conv_first else m.input([2, 5, 7, 3])
+    y = m.output(m.tensor([2, 5, 7, 3]))
+    m.op("REVERSE_V2", [x, m.const(i32(*axes))], [y], "ReverseV2Options")
+    run_both(m, [randn(rng, 2, 5, 7, 3)], tmp_path)

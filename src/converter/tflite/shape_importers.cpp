@@ -1,5 +1,5 @@
 // Ops that move data: reshapes and transposes (which need TFLite's order), and concat, split,
-// slice, gather, pad and tile, whose axes are remapped to keep NCHW values NCHW.
+// slice, reverse, gather, pad and tile, whose axes are remapped to keep NCHW values NCHW.
 #include <limits>
 
 #include "converter/tflite/layout.h"
@@ -241,6 +241,19 @@ Status importSlice(ImportContext& ctx, const OpView& op) {  // data, begin, size
   return sliceInto(ctx, op, op.input(0), axes, begin, ends, steps, ctx.define(op.outputs[0], nchw ? Held::Nchw : Held::AsTflite));
 }
 
+// REVERSE_V2(x, axes): ONNX has no Reverse; a Slice stepping -1 from the end reverses an axis.
+Status importReverse(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  std::vector<int64_t> axes;
+  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), &axes).withContext(op.name + " axis"));
+  const int rank = ctx.rank(op.input(0));
+  for (int64_t& a : axes) OSPREY_RETURN_IF_ERROR(axisOf(op, a, rank, &a));
+  const size_t n = axes.size();
+  const bool nchw = heldNchw(ctx, op.input(0));
+  return sliceInto(ctx, op, op.input(0), axes, std::vector<int64_t>(n, -1), std::vector<int64_t>(n, kMinIndex),
+                   std::vector<int64_t>(n, -1), ctx.define(op.outputs[0], nchw ? Held::Nchw : Held::AsTflite));
+}
+
 bool bit(int mask, size_t i) { return i < 31 && ((mask >> i) & 1); }
 
 // TensorFlow's sparse slice spec (begin/end/strides with masks, an ellipsis, new and shrunk
@@ -428,6 +441,7 @@ void addShapeImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_UNPACK] = importUnpack;
   t[tflite::BuiltinOperator_SLICE] = importSlice;
   t[tflite::BuiltinOperator_STRIDED_SLICE] = importStridedSlice;
+  t[tflite::BuiltinOperator_REVERSE_V2] = importReverse;
   t[tflite::BuiltinOperator_GATHER] = importGather;
   t[tflite::BuiltinOperator_PAD] = [](ImportContext& c, const OpView& o) { return importPad(c, o, "constant"); };
   t[tflite::BuiltinOperator_PADV2] = [](ImportContext& c, const OpView& o) { return importPad(c, o, "constant"); };
