@@ -855,3 +855,60 @@ def test_reverse_v2(rng, tmp_path, axes, conv_first):
     y = m.output(m.tensor([2, 5, 7, 3]))
     m.op("REVERSE_V2", [x, m.const(i32(*axes))], [y], "ReverseV2Options")
     run_both(m, [randn(rng, 2, 5, 7, 3)], tmp_path)
+
+
+@pytest.mark.parametrize("shape,block,paddings", [((2, 7, 9, 5), (3, 2), ((1, 1), (0, 1))),
+                                                  ((1, 4, 6, 3), (2, 2), ((0, 0), (0, 0))),
+                                                  ((3, 5, 5, 2), (1, 5), ((2, 0), (1, 4)))])
+@pytest.mark.parametrize("conv_first", [False, True])
+def test_space_to_batch_and_back(rng, tmp_path, shape, block, paddings, conv_first):
+    """SPACE_TO_BATCH_ND, then BATCH_TO_SPACE_ND cropping the same borders (TensorFlow's
+    round trip), read as an input (TFLite's order) or after a conv (held NCHW)."""
+    m = ModelBuilder()
+    x = after_conv(rng, m, shape) if conv_first else m.input(list(shape))
+    batched = m.output(m.tensor([0]))
+    m.op("SPACE_TO_BATCH_ND", [x, m.const(i32(*block)), m.const(i32(*paddings))], [batched], "SpaceToBatchNDOptions")
+    back = m.output(m.tensor(list(shape)))
+    m.op("BATCH_TO_SPACE_ND", [batched, m.const(i32(*block)), m.const(i32(*paddings))], [back], "BatchToSpaceNDOptions")
+    feed = [randn(rng, *shape)]
+    fix_shape(m, batched, reference_shape(m, feed))
+    run_both(m, feed, tmp_path)
+
+
+def test_batch_to_space_crops(rng, tmp_path):
+    m = ModelBuilder()
+    x = m.input([6, 4, 3, 2])
+    y = m.output(m.tensor([1, 7, 6, 2]))
+    m.op("BATCH_TO_SPACE_ND", [x, m.const(i32(2, 3)), m.const(i32([1, 0], [2, 1]))], [y], "BatchToSpaceNDOptions")
+    run_both(m, [randn(rng, 6, 4, 3, 2)], tmp_path)
+
+
+def test_dilated_conv_through_space_to_batch(rng, tmp_path):
+    """The form older converters give a dilated convolution: the whole chain stays NCHW, so
+    only the model's input and output are transposed."""
+    m = ModelBuilder()
+    x = m.input([1, 13, 11, 3])
+    batched = m.tensor([4, 8, 7, 3])
+    m.op("SPACE_TO_BATCH_ND", [x, m.const(i32(2, 2)), m.const(i32([1, 2], [1, 2]))], [batched])
+    conv = m.tensor([4, 6, 5, 4])
+    m.op("CONV_2D", [batched, m.const(randn(rng, 4, 3, 3, 3)), m.const(randn(rng, 4))], [conv], "Conv2DOptions",
+         padding=VALID, stride_w=1, stride_h=1)
+    y = m.output(m.tensor([1, 11, 10, 4]))
+    m.op("BATCH_TO_SPACE_ND", [conv, m.const(i32(2, 2)), m.const(i32([0, 1], [0, 0]))], [y])
+    path = run_both(m, [randn(rng, 1, 13, 11, 3)], tmp_path)
+    binary = os.path.join(os.path.dirname(osprey.__file__), "_bin", "osprey")
+    if os.path.exists(binary):
+        info = subprocess.run([binary, "info", path], capture_output=True, text=True, check=True).stdout
+        transposes = [line for line in info.splitlines() if line.strip().startswith("Transpose ")]
+        assert transposes and int(transposes[0].split()[1]) <= 2 + 2, info  # in, out, and the two block moves
+
+
+def test_int8_space_to_batch(rng, tmp_path):
+    """Quantized data movement: the padding is the zero point, every other code is copied."""
+    m = ModelBuilder()
+    q = dict(scale=[0.07], zero_point=[-9])
+    x = m.input([1, 5, 6, 3], np.int8)
+    m.tensors[x]["quantization"] = q
+    y = m.output(m.tensor([4, 3, 3, 3], np.int8, quantization=q))
+    m.op("SPACE_TO_BATCH_ND", [x, m.const(i32(2, 2)), m.const(i32([1, 0], [0, 0]))], [y])
+    run_both(m, [rng.integers(-128, 128, size=(1, 5, 6, 3)).astype(np.int8)], tmp_path, rtol=0, atol=0)

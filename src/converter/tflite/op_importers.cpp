@@ -6,6 +6,7 @@ OpImporter findImporter(tflite::BuiltinOperator code) {
   static const ImporterTable table = [] {
     ImporterTable t;
     addConvImporters(t);
+    addSpaceBatchImporters(t);
     addElementwiseImporters(t);
     addShapeImporters(t);
     addReduceImporters(t);

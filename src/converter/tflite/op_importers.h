@@ -19,6 +19,7 @@ OpImporter findImporter(tflite::BuiltinOperator code);
 OpImporter findCustomImporter(const std::string& customCode);
 
 void addConvImporters(ImporterTable& table);         // conv, pools, dense, resize, space/depth
+void addSpaceBatchImporters(ImporterTable& table);   // space to batch and back
 void addElementwiseImporters(ImporterTable& table);  // unary, binary, activations, casts
 void addShapeImporters(ImporterTable& table);        // reshape, concat, slice, pad, gather ...
 void addReduceImporters(ImporterTable& table);       // reductions, softmax, arg max/min
