@@ -912,3 +912,30 @@ def test_int8_space_to_batch(rng, tmp_path):
     y = m.output(m.tensor([4, 3, 3, 3], np.int8, quantization=q))
     m.op("SPACE_TO_BATCH_ND", [x, m.const(i32(2, 2)), m.const(i32([1, 0], [0, 0]))], [y])
     run_both(m, [rng.integers(-128, 128, size=(1, 5, 6, 3)).astype(np.int8)], tmp_path, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype,start,limit,delta", [(np.int32, 3, 20, 4), (np.int32, 10, -7, -3), (np.int32, -4, 9, 2),
+                                                     (np.float32, 0.5, 4.2, 0.3), (np.float32, 2.0, -1.5, -0.7),
+                                                     (np.float32, 0.1, 1000.0, 0.1)])
+def test_range(tmp_path, dtype, start, limit, delta):
+    m = ModelBuilder()
+    ins = [m.input([], dtype) for _ in range(3)]
+    y = m.output(m.tensor([0], dtype))
+    m.op("RANGE", ins, [y], "RangeOptions")
+    feed = [np.array(v, dtype) for v in (start, limit, delta)]
+    fix_shape(m, y, reference_shape(m, feed))
+    run_both(m, feed, tmp_path)
+
+
+@pytest.mark.parametrize("axis", [-1, 0, 1])
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_one_hot(rng, tmp_path, axis, dtype):
+    """Negative and too large indices give rows of off values, as in TFLite."""
+    m = ModelBuilder()
+    indices = m.input([3, 5], np.int32)
+    y = m.output(m.tensor([0], dtype))
+    on, off = m.const(np.array(2.5 if dtype == np.float32 else 7, dtype)), m.const(np.array(-1, dtype))
+    m.op("ONE_HOT", [indices, m.const(np.array(6, np.int32)), on, off], [y], "OneHotOptions", axis=axis)
+    feed = [rng.integers(-2, 8, size=(3, 5)).astype(np.int32)]
+    fix_shape(m, y, reference_shape(m, feed))
+    run_both(m, feed, tmp_path)

@@ -1,7 +1,10 @@
 // Indexing, sorting and filling ops: GATHER_ND, EMBEDDING_LOOKUP, TOPK_V2, CUMSUM, BROADCAST_TO,
-// ZEROS_LIKE and SELECT (v1). They read and write TFLite's own layout.
+// ZEROS_LIKE, SELECT (v1), RANGE and ONE_HOT. They read and write TFLite's own layout.
+#include <limits>
+
 #include "converter/tflite/layout.h"
 #include "converter/tflite/op_importers.h"
+#include "core/dtype.h"
 
 namespace osprey::tfl {
 
@@ -123,6 +126,74 @@ Status importSelectV1(ImportContext& ctx, const OpView& op) {
   return Status::ok();
 }
 
+// RANGE(start, limit, delta), scalars of one type. Integers are ONNX's Range, exact. For floats
+// TFLite counts ceil(|(limit - start) / delta|) in float32 and accumulates value += delta, where
+// Range counts in double and computes start + i·delta (2 to -1.5 by -0.7: 5 values against 6;
+// 0.1 to 1000 by 0.1: values 0.097 apart). So floats are imported as TFLite computes them:
+// the count from float32 ops, and a CumSum of [start, delta, delta, ...].
+Status importRange(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  int start, limit, delta;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &start));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &limit));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &delta));
+  const int out = ctx.define(op.outputs[0], Held::AsTflite);
+  if (!dispatchFloat(ctx.tensor(op.input(0)).dtype, [](auto) {})) {
+    ctx.addNode(OpType::Range, op.name, {start, limit, delta}, {out});
+    return Status::ok();
+  }
+  const std::string& n = op.name;
+  const int span = ctx.temp(n + "_span"), ratio = ctx.temp(n + "_ratio"), steps = ctx.temp(n + "_steps");
+  const int countFloat = ctx.temp(n + "_count_float"), count = ctx.temp(n + "_count");
+  ctx.addNode(OpType::Sub, n + "_span", {limit, start}, {span});
+  ctx.addNode(OpType::Div, n + "_ratio", {span, delta}, {ratio});
+  ctx.addNode(OpType::Abs, n + "_steps", {ratio}, {steps});
+  ctx.addNode(OpType::Ceil, n + "_count_float", {steps}, {countFloat});
+  ctx.addNode(OpType::Cast, n + "_count", {countFloat}, {count}).setInt("to", static_cast<int64_t>(DataType::Int64));
+  const int axis0 = ctx.addInt64Constant(n + "_axis0", {0});
+  const int countShape = ctx.temp(n + "_count_shape"), deltas = ctx.temp(n + "_deltas"), first = ctx.temp(n + "_first");
+  const int terms = ctx.temp(n + "_terms"), sums = ctx.temp(n + "_sums");
+  ctx.addNode(OpType::Unsqueeze, n + "_count_shape", {count, axis0}, {countShape});
+  ctx.addNode(OpType::Expand, n + "_deltas", {delta, countShape}, {deltas});
+  ctx.addNode(OpType::Unsqueeze, n + "_first", {start, axis0}, {first});
+  ctx.addNode(OpType::Concat, n + "_terms", {first, deltas}, {terms}).setInt("axis", 0);
+  ctx.addNode(OpType::CumSum, n + "_sums", {terms, ctx.addInt64Constant(n + "_axis", {0}, true)}, {sums});
+  // count + 1 sums, the last one past the end.
+  ctx.addNode(OpType::Slice, n, {sums, ctx.addInt64Constant(n + "_begin", {0}), countShape}, {out});
+  return Status::ok();
+}
+
+// ONE_HOT(indices, depth, on_value, off_value) as ONNX's OneHot, whose values are [off, on].
+// ONNX counts a negative index from the end; TFLite gives it an all-off row, as ONNX does for
+// an index past the end, so negative indices are moved there.
+Status importOneHot(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 4));
+  const auto* o = op.op->builtin_options_as_OneHotOptions();
+  int indices, depth, on, off;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &indices));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &depth));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &on));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(3), &off));
+  const DataType indexType = ctx.tensor(op.input(0)).dtype;
+  if (indexType != DataType::Int32 && indexType != DataType::Int64)
+    return Status::unsupported("indices of type " + tensorTypeName(ctx.tensor(op.input(0)).tfliteType));
+  const int32_t past32 = std::numeric_limits<int32_t>::max();
+  const int64_t past64 = std::numeric_limits<int64_t>::max();
+  const int pastEnd = indexType == DataType::Int32 ? ctx.addConstant(op.name + "_past_end", indexType, {}, &past32, 4)
+                                                   : ctx.addConstant(op.name + "_past_end", indexType, {}, &past64, 8);
+  const int negative = ctx.temp(op.name + "_negative"), kept = ctx.temp(op.name + "_indices");
+  ctx.addNode(OpType::Less, op.name + "_negative", {indices, zeroOfType(ctx, op.name + "_zero", indexType)}, {negative});
+  ctx.addNode(OpType::Where, op.name + "_indices", {negative, pastEnd, indices}, {kept});
+  const int axis0 = ctx.addInt64Constant(op.name + "_axis0", {0});
+  const int offRow = ctx.temp(op.name + "_off"), onRow = ctx.temp(op.name + "_on"), values = ctx.temp(op.name + "_values");
+  ctx.addNode(OpType::Unsqueeze, op.name + "_off", {off, axis0}, {offRow});
+  ctx.addNode(OpType::Unsqueeze, op.name + "_on", {on, axis0}, {onRow});
+  ctx.addNode(OpType::Concat, op.name + "_values", {offRow, onRow}, {values}).setInt("axis", 0);
+  ctx.addNode(OpType::OneHot, op.name, {kept, depth, values}, {ctx.define(op.outputs[0], Held::AsTflite)})
+      .setInt("axis", o ? o->axis() : -1);
+  return Status::ok();
+}
+
 }  // namespace
 
 void addIndexingImporters(ImporterTable& t) {
@@ -133,6 +204,8 @@ void addIndexingImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_BROADCAST_TO] = importBroadcastTo;
   t[tflite::BuiltinOperator_ZEROS_LIKE] = importZerosLike;
   t[tflite::BuiltinOperator_SELECT] = importSelectV1;
+  t[tflite::BuiltinOperator_RANGE] = importRange;
+  t[tflite::BuiltinOperator_ONE_HOT] = importOneHot;
 }
 
 }  // namespace osprey::tfl

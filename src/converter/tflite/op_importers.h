@@ -23,7 +23,7 @@ void addSpaceBatchImporters(ImporterTable& table);   // space to batch and back
 void addElementwiseImporters(ImporterTable& table);  // unary, binary, activations, casts
 void addShapeImporters(ImporterTable& table);        // reshape, concat, slice, pad, gather ...
 void addReduceImporters(ImporterTable& table);       // reductions, softmax, arg max/min
-void addIndexingImporters(ImporterTable& table);     // gather_nd, top-k, cumsum, broadcast, select
+void addIndexingImporters(ImporterTable& table);     // gather_nd, top-k, cumsum, broadcast, select, range, one-hot
 void addRecurrentImporters(ImporterTable& table);    // the fused sequence LSTM
 void addControlFlowImporters(ImporterTable& table);  // WHILE, IF
 
