@@ -939,3 +939,15 @@ def test_one_hot(rng, tmp_path, axis, dtype):
     feed = [rng.integers(-2, 8, size=(3, 5)).astype(np.int32)]
     fix_shape(m, y, reference_shape(m, feed))
     run_both(m, feed, tmp_path)
+
+
+@pytest.mark.parametrize("radius,bias,alpha,beta", [(2, 1.5, 0.3, 0.6), (0, 1.0, 1.0, 0.5), (4, 2.0, 1e-4, 0.75)])
+@pytest.mark.parametrize("conv_first", [False, True])
+def test_local_response_normalization(rng, tmp_path, radius, bias, alpha, beta, conv_first):
+    m = ModelBuilder()
+    shape = (2, 5, 3, 11)
+    x = after_conv(rng, m, shape) if conv_first else m.input(list(shape))
+    y = m.output(m.tensor(list(shape)))
+    m.op("LOCAL_RESPONSE_NORMALIZATION", [x], [y], "LocalResponseNormalizationOptions", radius=radius, bias=bias,
+         alpha=alpha, beta=beta)
+    run_both(m, [randn(rng, *shape)], tmp_path)

@@ -1,6 +1,7 @@
-// Reductions, softmax, L2 normalisation and arg max/min. On a value held NCHW their axes are
-// remapped; without keep_dims the result stays NCHW-free only when the kept dimensions are in
-// TFLite's order anyway (reducing over H and W, or over C), else the input is transposed first.
+// Reductions, softmax, L2 and local response normalisation, and arg max/min. On a value held
+// NCHW their axes are remapped; without keep_dims the result stays NCHW-free only when the kept
+// dimensions are in TFLite's order anyway (reducing over H and W, or over C), else the input is
+// transposed first.
 #include <algorithm>
 
 #include "converter/tflite/layout.h"
@@ -138,6 +139,26 @@ Status importL2Normalization(ImportContext& ctx, const OpView& op) {
   return Status::ok();
 }
 
+// LOCAL_RESPONSE_NORMALIZATION over the channels of a 4-D value, as ONNX's LRN on the value
+// held NCHW: TFLite's window is radius channels either side (ONNX size 2·radius + 1), and its
+// alpha multiplies the sum of squares where ONNX's is divided by size first.
+Status importLocalResponseNorm(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 1));
+  const auto* o = op.op->builtin_options_as_LocalResponseNormalizationOptions();
+  if (!o) return missingOptions(op, "LocalResponseNormalizationOptions");
+  if (ctx.rank(op.input(0)) != 4) return Status::invalidModel(op.name + ": the input must be 4-D");
+  if (o->radius() < 0) return Status::invalidModel(op.name + ": radius must be >= 0");
+  const int64_t size = 2 * static_cast<int64_t>(o->radius()) + 1;
+  int x;
+  OSPREY_RETURN_IF_ERROR(ctx.asNchw(op.input(0), &x));
+  Node& n = ctx.addNode(OpType::LRN, op.name, {x}, {ctx.define(op.outputs[0], Held::Nchw)});
+  n.setInt("size", size);
+  n.setFloat("alpha", o->alpha() * static_cast<float>(size));
+  n.setFloat("beta", o->beta());
+  n.setFloat("bias", o->bias());
+  return Status::ok();
+}
+
 Status importArgExtreme(ImportContext& ctx, const OpView& op, OpType type) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
   std::vector<int64_t> axis;
@@ -166,6 +187,7 @@ void addReduceImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_SOFTMAX] = [](ImportContext& c, const OpView& o) { return importSoftmax(c, o, OpType::Softmax); };
   t[tflite::BuiltinOperator_LOG_SOFTMAX] = [](ImportContext& c, const OpView& o) { return importSoftmax(c, o, OpType::LogSoftmax); };
   t[tflite::BuiltinOperator_L2_NORMALIZATION] = importL2Normalization;
+  t[tflite::BuiltinOperator_LOCAL_RESPONSE_NORMALIZATION] = importLocalResponseNorm;
   t[tflite::BuiltinOperator_ARG_MAX] = [](ImportContext& c, const OpView& o) { return importArgExtreme(c, o, OpType::ArgMax); };
   t[tflite::BuiltinOperator_ARG_MIN] = [](ImportContext& c, const OpView& o) { return importArgExtreme(c, o, OpType::ArgMin); };
 }
