@@ -951,3 +951,22 @@ def test_local_response_normalization(rng, tmp_path, radius, bias, alpha, beta, 
     m.op("LOCAL_RESPONSE_NORMALIZATION", [x], [y], "LocalResponseNormalizationOptions", radius=radius, bias=bias,
          alpha=alpha, beta=beta)
     run_both(m, [randn(rng, *shape)], tmp_path)
+
+
+def test_still_unsupported_ops_listed_once(tmp_path):
+    """Ops and forms that stay refused are named in the one message, with their reasons."""
+    m = ModelBuilder()
+    x = m.input([1, 4, 4, 2])
+    a, b, c = m.tensor([1, 6, 6, 2]), m.tensor([2, 2, 1]), m.output(m.tensor([1, 6, 6, 2]))
+    m.op("MIRROR_PAD", [x, m.const(i32([0, 0], [1, 1], [1, 1], [0, 0]))], [a], "MirrorPadOptions", mode=1)
+    m.op("SPACE_TO_BATCH_ND", [m.const(np.zeros((1, 4, 1), np.float32)), m.const(i32(2)), m.const(i32([0, 0]))], [b])
+    m.op("SQUARE", [a], [c])
+    path = os.path.join(str(tmp_path), "bad.tflite")
+    with open(path, "wb") as f:
+        f.write(m.build())
+    with pytest.raises(osprey.UnsupportedError) as e:
+        osprey.InferenceSession(path)
+    message = str(e.value)
+    assert message.count("unsupported TFLite ops:") == 1, message
+    assert "MIRROR_PAD (SYMMETRIC mode) x1" in message and "SPACE_TO_BATCH_ND (rank 3 input" in message, message
+    assert "SQUARE" not in message, message
