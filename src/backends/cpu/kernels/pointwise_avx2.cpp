@@ -4,6 +4,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include "backends/cpu/kernels/avx2_math.h"
+#include "backends/cpu/kernels/tanh_fit.h"
 
 namespace osprey {
 
@@ -11,25 +12,17 @@ namespace {
 
 inline __m256 set1(float v) { return _mm256_set1_ps(v); }
 
-// tanh(x) = x P(x^2) / Q(x^2), a rational minimax fit (Eigen's float coefficients; about 3 ulp)
-// on |x| <= 7.9053, where tanh rounds to +-1 in float beyond. Tiny |x| and NaN return x.
+// tanh_fit.h's rational fit; tiny |x| and NaN return x.
 inline __m256 tanh256(__m256 x) {
-  const __m256 c = _mm256_min_ps(_mm256_max_ps(x, set1(-7.90531110763549805f)), set1(7.90531110763549805f));
+  const __m256 c = _mm256_min_ps(_mm256_max_ps(x, set1(-kTanhClamp)), set1(kTanhClamp));
   const __m256 x2 = _mm256_mul_ps(c, c);
-  __m256 p = set1(-2.76076847742355e-16f);
-  p = _mm256_fmadd_ps(p, x2, set1(2.00018790482477e-13f));
-  p = _mm256_fmadd_ps(p, x2, set1(-8.60467152213735e-11f));
-  p = _mm256_fmadd_ps(p, x2, set1(5.12229709037114e-08f));
-  p = _mm256_fmadd_ps(p, x2, set1(1.48572235717979e-05f));
-  p = _mm256_fmadd_ps(p, x2, set1(6.37261928875436e-04f));
-  p = _mm256_fmadd_ps(p, x2, set1(4.89352455891786e-03f));
-  __m256 q = set1(1.19825839466702e-06f);
-  q = _mm256_fmadd_ps(q, x2, set1(1.18534705686654e-04f));
-  q = _mm256_fmadd_ps(q, x2, set1(2.26843463243900e-03f));
-  q = _mm256_fmadd_ps(q, x2, set1(4.89352518554385e-03f));
+  __m256 p = set1(kTanhP[0]);
+  for (int i = 1; i < 7; ++i) p = _mm256_fmadd_ps(p, x2, set1(kTanhP[i]));
+  __m256 q = set1(kTanhQ[0]);
+  for (int i = 1; i < 4; ++i) q = _mm256_fmadd_ps(q, x2, set1(kTanhQ[i]));
   const __m256 r = _mm256_div_ps(_mm256_mul_ps(p, c), q);
   const __m256 abs = _mm256_andnot_ps(set1(-0.f), x);
-  return _mm256_blendv_ps(r, x, _mm256_cmp_ps(abs, set1(0.0004f), _CMP_NGE_UQ));
+  return _mm256_blendv_ps(r, x, _mm256_cmp_ps(abs, set1(kTanhTiny), _CMP_NGE_UQ));
 }
 
 // exp(x) - 1 without the cancellation near 0: a Taylor polynomial for |x| < 0.5 (error under

@@ -6,6 +6,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #include "backends/cpu/kernels/avx512_math.h"
+#include "backends/cpu/kernels/tanh_fit.h"
 
 namespace osprey {
 
@@ -21,24 +22,17 @@ inline __m512 exp512(__m512 x) {
   return _mm512_maskz_mov_ps(static_cast<__mmask16>(~underflow), expClampedPlus512(t, _mm512_setzero_ps()));
 }
 
-// The AVX2 form's rational fit (pointwise_avx2.cpp, Eigen's float coefficients), sixteen wide.
+// tanh_fit.h's rational fit, as the AVX2 form.
 inline __m512 tanh512(__m512 x) {
-  const __m512 c = _mm512_min_ps(_mm512_max_ps(x, set1(-7.90531110763549805f)), set1(7.90531110763549805f));
+  const __m512 c = _mm512_min_ps(_mm512_max_ps(x, set1(-kTanhClamp)), set1(kTanhClamp));
   const __m512 x2 = _mm512_mul_ps(c, c);
-  __m512 p = set1(-2.76076847742355e-16f);
-  p = _mm512_fmadd_ps(p, x2, set1(2.00018790482477e-13f));
-  p = _mm512_fmadd_ps(p, x2, set1(-8.60467152213735e-11f));
-  p = _mm512_fmadd_ps(p, x2, set1(5.12229709037114e-08f));
-  p = _mm512_fmadd_ps(p, x2, set1(1.48572235717979e-05f));
-  p = _mm512_fmadd_ps(p, x2, set1(6.37261928875436e-04f));
-  p = _mm512_fmadd_ps(p, x2, set1(4.89352455891786e-03f));
-  __m512 q = set1(1.19825839466702e-06f);
-  q = _mm512_fmadd_ps(q, x2, set1(1.18534705686654e-04f));
-  q = _mm512_fmadd_ps(q, x2, set1(2.26843463243900e-03f));
-  q = _mm512_fmadd_ps(q, x2, set1(4.89352518554385e-03f));
+  __m512 p = set1(kTanhP[0]);
+  for (int i = 1; i < 7; ++i) p = _mm512_fmadd_ps(p, x2, set1(kTanhP[i]));
+  __m512 q = set1(kTanhQ[0]);
+  for (int i = 1; i < 4; ++i) q = _mm512_fmadd_ps(q, x2, set1(kTanhQ[i]));
   const __m512 r = _mm512_div_ps(_mm512_mul_ps(p, c), q);
   // Tiny |x| and NaN return x (the comparison is false for NaN: not-greater-or-equal is true).
-  const __mmask16 keep = _mm512_cmp_ps_mask(_mm512_abs_ps(x), set1(0.0004f), _CMP_NGE_UQ);
+  const __mmask16 keep = _mm512_cmp_ps_mask(_mm512_abs_ps(x), set1(kTanhTiny), _CMP_NGE_UQ);
   return _mm512_mask_mov_ps(r, keep, x);
 }
 
