@@ -373,9 +373,56 @@ Status importPad(ImportContext& ctx, const OpView& op, const char* mode) {
   return Status::ok();
 }
 
+// MIRROR_PAD in SYMMETRIC mode repeats the edge value (ONNX's Pad has no such mode): along each
+// padded axis, the first `before` values reversed, x, and the last `after` reversed, concatenated;
+// each reversal a Slice stepping -1, as REVERSE_V2's.
+Status importSymmetricPad(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
+  std::vector<int64_t> paddings;
+  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), &paddings).withContext(op.name + " paddings"));
+  const int rank = ctx.rank(op.input(0));
+  if (static_cast<int>(paddings.size()) != 2 * rank)
+    return Status::invalidModel(op.name + ": paddings need [" + std::to_string(rank) + ", 2] values");
+  const bool nchw = heldNchw(ctx, op.input(0));
+  int x;
+  OSPREY_RETURN_IF_ERROR(nchw ? ctx.asNchw(op.input(0), &x) : ctx.asTflite(op.input(0), &x));
+  const Shape& shape = ctx.tensor(op.input(0)).shape;
+  std::vector<int> padded;
+  for (int d = 0; d < rank; ++d)
+    if (paddings[2 * d] || paddings[2 * d + 1]) padded.push_back(d);
+  if (padded.empty()) padded.push_back(0);  // nothing to pad: a Concat of x alone
+  for (size_t i = 0; i < padded.size(); ++i) {
+    const int d = padded[i];
+    const int64_t before = paddings[2 * d], after = paddings[2 * d + 1];
+    if (before < 0 || after < 0 || (d < static_cast<int>(shape.size()) && shape[d] >= 0 &&
+                                    (before > shape[d] || after > shape[d])))
+      return Status::invalidModel(op.name + ": SYMMETRIC paddings of axis " + std::to_string(d) +
+                                  " must lie in [0, its size]");
+    const int64_t axis = nchw ? kNhwcAxisInNchw[d] : d;
+    const std::string name = op.name + "_axis" + std::to_string(d);
+    auto reversed = [&](const char* part, int64_t start, int64_t end) {
+      const int out = ctx.temp(name + part);
+      ctx.addNode(OpType::Slice, name + part,
+                  {x, ctx.addInt64Constant(name + part + "_starts", {start}), ctx.addInt64Constant(name + part + "_ends", {end}),
+                   ctx.addInt64Constant(name + part + "_axes", {axis}), ctx.addInt64Constant(name + part + "_steps", {-1})},
+                  {out});
+      return out;
+    };
+    std::vector<int> parts;
+    if (before > 0) parts.push_back(reversed("_before", before - 1, kMinIndex));
+    parts.push_back(x);
+    if (after > 0) parts.push_back(reversed("_after", -1, -after - 1));
+    const bool last = i + 1 == padded.size();
+    const int out = last ? ctx.define(op.outputs[0], nchw ? Held::Nchw : Held::AsTflite) : ctx.temp(name);
+    ctx.addNode(OpType::Concat, last ? op.name : name, parts, {out}).setInt("axis", axis);
+    x = out;
+  }
+  return Status::ok();
+}
+
 Status importMirrorPad(ImportContext& ctx, const OpView& op) {
   const auto* o = op.op->builtin_options_as_MirrorPadOptions();
-  if (o && o->mode() == tflite::MirrorPadMode_SYMMETRIC) return Status::unsupported("SYMMETRIC mode");
+  if (o && o->mode() == tflite::MirrorPadMode_SYMMETRIC) return importSymmetricPad(ctx, op);
   return importPad(ctx, op, "reflect");
 }
 
