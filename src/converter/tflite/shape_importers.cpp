@@ -190,6 +190,15 @@ Status importUnpack(ImportContext& ctx, const OpView& op) {
 }
 
 // Slice over TFLite axes `axes` of `data`; on a value held NCHW the axes are remapped.
+// A Slice node `name` of the graph tensor x into out.
+void addSlice(ImportContext& ctx, const std::string& name, int x, const std::vector<int64_t>& axes,
+              const std::vector<int64_t>& starts, const std::vector<int64_t>& ends, const std::vector<int64_t>& steps,
+              int out) {
+  ctx.addNode(OpType::Slice, name, {x, ctx.addInt64Constant(name + "_starts", starts), ctx.addInt64Constant(name + "_ends", ends),
+                                    ctx.addInt64Constant(name + "_axes", axes), ctx.addInt64Constant(name + "_steps", steps)},
+              {out});
+}
+
 Status sliceInto(ImportContext& ctx, const OpView& op, int data, std::vector<int64_t> axes, const std::vector<int64_t>& starts,
                  const std::vector<int64_t>& ends, const std::vector<int64_t>& steps, int out) {
   int x;
@@ -199,9 +208,7 @@ Status sliceInto(ImportContext& ctx, const OpView& op, int data, std::vector<int
   } else {
     OSPREY_RETURN_IF_ERROR(ctx.asTflite(data, &x));
   }
-  ctx.addNode(OpType::Slice, op.name, {x, ctx.addInt64Constant(op.name + "_starts", starts), ctx.addInt64Constant(op.name + "_ends", ends),
-                                       ctx.addInt64Constant(op.name + "_axes", axes), ctx.addInt64Constant(op.name + "_steps", steps)},
-              {out});
+  addSlice(ctx, op.name, x, axes, starts, ends, steps, out);
   return Status::ok();
 }
 
@@ -346,14 +353,21 @@ Status importGather(ImportContext& ctx, const OpView& op) {
   return Status::ok();
 }
 
-// PAD, PADV2 (with a constant value) and MIRROR_PAD; paddings are [rank, 2] (before, after).
-Status importPad(ImportContext& ctx, const OpView& op, const char* mode) {
+// The constant paddings of a PAD-like op: [rank, 2] (before, after) of input 0.
+Status readPaddings(ImportContext& ctx, const OpView& op, std::vector<int64_t>* paddings) {
   OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
-  std::vector<int64_t> paddings;
-  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), &paddings).withContext(op.name + " paddings"));
+  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), paddings).withContext(op.name + " paddings"));
   const int rank = ctx.rank(op.input(0));
-  if (static_cast<int>(paddings.size()) != 2 * rank)
+  if (static_cast<int>(paddings->size()) != 2 * rank)
     return Status::invalidModel(op.name + ": paddings need [" + std::to_string(rank) + ", 2] values");
+  return Status::ok();
+}
+
+// PAD, PADV2 (with a constant value) and MIRROR_PAD in REFLECT mode.
+Status importPad(ImportContext& ctx, const OpView& op, const char* mode) {
+  std::vector<int64_t> paddings;
+  OSPREY_RETURN_IF_ERROR(readPaddings(ctx, op, &paddings));
+  const int rank = ctx.rank(op.input(0));
   const bool nchw = heldNchw(ctx, op.input(0));
   std::vector<int64_t> pads(2 * rank);
   for (int d = 0; d < rank; ++d) {
@@ -377,12 +391,9 @@ Status importPad(ImportContext& ctx, const OpView& op, const char* mode) {
 // padded axis, the first `before` values reversed, x, and the last `after` reversed, concatenated;
 // each reversal a Slice stepping -1, as REVERSE_V2's.
 Status importSymmetricPad(ImportContext& ctx, const OpView& op) {
-  OSPREY_RETURN_IF_ERROR(requireInputs(op, 2));
   std::vector<int64_t> paddings;
-  OSPREY_RETURN_IF_ERROR(ctx.constantInts(op.input(1), &paddings).withContext(op.name + " paddings"));
+  OSPREY_RETURN_IF_ERROR(readPaddings(ctx, op, &paddings));
   const int rank = ctx.rank(op.input(0));
-  if (static_cast<int>(paddings.size()) != 2 * rank)
-    return Status::invalidModel(op.name + ": paddings need [" + std::to_string(rank) + ", 2] values");
   const bool nchw = heldNchw(ctx, op.input(0));
   int x;
   OSPREY_RETURN_IF_ERROR(nchw ? ctx.asNchw(op.input(0), &x) : ctx.asTflite(op.input(0), &x));
@@ -402,10 +413,7 @@ Status importSymmetricPad(ImportContext& ctx, const OpView& op) {
     const std::string name = op.name + "_axis" + std::to_string(d);
     auto reversed = [&](const char* part, int64_t start, int64_t end) {
       const int out = ctx.temp(name + part);
-      ctx.addNode(OpType::Slice, name + part,
-                  {x, ctx.addInt64Constant(name + part + "_starts", {start}), ctx.addInt64Constant(name + part + "_ends", {end}),
-                   ctx.addInt64Constant(name + part + "_axes", {axis}), ctx.addInt64Constant(name + part + "_steps", {-1})},
-                  {out});
+      addSlice(ctx, name + part, x, {axis}, {start}, {end}, {-1}, out);
       return out;
     };
     std::vector<int> parts;

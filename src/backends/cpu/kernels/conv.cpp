@@ -316,7 +316,7 @@ Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what
   scratch->dtype = DataType::Float32;
   scratch->shape = shape;
   *memory = backend->onAcquire(scratch, StorageType::DYNAMIC);
-  if (!*memory) return Status::outOfMemory(std::string("cannot allocate ") + what + " for Conv " + convName);
+  if (!*memory) return Status::outOfMemory(std::string("cannot allocate ") + what + " for op " + convName);
   return Status::ok();
 }
 

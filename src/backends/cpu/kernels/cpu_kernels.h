@@ -109,7 +109,7 @@ Status acquirePackedWeights(Backend* backend, int64_t floats, const std::string&
 // The key of weights at `source` (and `extra`) packed by `what` for the given dimensions.
 PackKey packKey(const void* source, const void* extra, const char* what, std::initializer_list<int64_t> dims);
 // Float32 DYNAMIC scratch of `shape` for one execution, bound to `scratch` and held by `memory`
-// until released; the out-of-memory error names what it is for and the Conv.
+// until released; the out-of-memory error names what it is for and the op (a Conv, MatMulNBits).
 Status acquireConvScratch(Backend* backend, const Shape& shape, const char* what, const std::string& convName,
                           RuntimeTensor* scratch, std::unique_ptr<MemObj>* memory);
 
