@@ -170,6 +170,10 @@ Status SessionImpl::continueStages(std::map<int, Tensor>* values) {
   const Graph& g = model_->graph;
   for (int i : keep_)
     if (!values->count(i)) OSPREY_RETURN_IF_ERROR(readTensor(tensors_[i], &(*values)[i]));
+  // An output this stage knows from its shapes alone (a Shape of a value it planned) is in no
+  // command's result; an earlier stage, which asked for it, finds it only in `values`.
+  for (int o : outputs_)
+    if (known_[o] && !values->count(o)) OSPREY_RETURN_IF_ERROR(readTensor(tensors_[o], &(*values)[o]));
   const Node& node = g.nodes[boundary_];
   const Clock::time_point start = Clock::now();
   if (callbacks_) OSPREY_RETURN_IF_ERROR(reportHost(node, *values, false));

@@ -148,6 +148,41 @@ TEST(Stages, NonZeroReplansOnlyWhatFollows) {
   EXPECT_EQ(session->stats().bodySessions, 0);
 }
 
+// x [n] -> NonZero(x > 0) [1, k] -> Shape -> output; then NonZero(Cast(NonZero) > 0) [2, m]:
+// the middle stage has a boundary of its own, and the Shape, known once that stage's shapes
+// are, is one of the model's outputs.
+TEST(Stages, OutputKnownInAMiddleStage) {
+  GraphBuilder b;
+  const int x = b.input("x", {-1});
+  const int first = b.op(OpType::NonZero, {b.op(OpType::Greater, {x, b.scalar(0.f)})});
+  const int shape = b.op(OpType::Shape, {first});
+  const int indices = b.op(OpType::Cast, {first});
+  b.g.nodes.back().setInt("to", static_cast<int64_t>(DataType::Float32));
+  const int second = b.op(OpType::NonZero, {b.op(OpType::Greater, {indices, b.scalar(0.f)})});
+  b.output(shape);
+  b.output(second);
+  auto interp = interpreterOf(b.g);
+  ASSERT_TRUE(interp);
+  auto session = sessionOf(*interp);
+  for (const std::vector<float>& values : std::vector<std::vector<float>>{{1, -1, 2, 3}, {0, 5}, {-1}}) {
+    Tensor in(DataType::Float32, {static_cast<int64_t>(values.size())});
+    std::memcpy(in.data(), values.data(), values.size() * 4);
+    std::vector<Tensor> out;
+    const Status st = session->run({{"x", in}}, &out);
+    ASSERT_TRUE(st.isOk()) << st.message();
+    std::vector<int64_t> positive;
+    for (size_t i = 0; i < values.size(); ++i)
+      if (values[i] > 0) positive.push_back(static_cast<int64_t>(i));
+    ASSERT_EQ(out[0].shape(), (Shape{2}));
+    EXPECT_EQ(out[0].data<int64_t>()[0], 1);
+    EXPECT_EQ(out[0].data<int64_t>()[1], static_cast<int64_t>(positive.size()));
+    int64_t nonzeroIndices = 0;
+    for (int64_t p : positive) nonzeroIndices += p > 0;
+    EXPECT_EQ(out[1].shape(), (Shape{2, nonzeroIndices}));
+  }
+  EXPECT_EQ(session->stats().stages, 2);  // nothing follows the second NonZero
+}
+
 // The If's condition is a graph input: the first stage is empty.
 TEST(Stages, BoundaryOnAGraphInput) {
   GraphBuilder b;
