@@ -109,6 +109,41 @@ TEST(PlanCache, ReleaseMemoryDropsEveryPlanAndTheNextRunPlansAgain) {
   EXPECT_GT(session->stats().weightsPacked, 0);  // nothing held the packed weights
 }
 
+// A 3x3 Conv of 32 channels runs Winograd, its GEMMs with the tiles as columns on a 40x40 map
+// (400 tiles) and as rows on a 20x20 one (100): the two pack the same weights differently, so
+// the two packings must not be taken for each other, whether two plans of one Conv or two Convs
+// reading one constant share them.
+std::shared_ptr<Interpreter> winogradModel(bool sharedWeights) {
+  GraphBuilder b;
+  const int large = b.input("large", {1, 32, 40, 40}), small = b.input("small", {1, 32, -1, -1});
+  const Tensor w = randomTensor(DataType::Float32, {32, 32, 3, 3}, 3);
+  const int first = b.weights(w), second = sharedWeights ? first : b.weights(w);
+  for (auto [x, weights] : {std::pair{large, first}, std::pair{small, second}}) {
+    b.output(b.op(OpType::Conv, {x, weights}));
+    b.g.nodes.back().setInts("pads", {1, 1, 1, 1});
+  }
+  auto model = std::make_shared<Model>();
+  model->graph = b.g;
+  std::shared_ptr<Interpreter> interp;
+  EXPECT_TRUE(Interpreter::fromModel(model, &interp).isOk());
+  return interp;
+}
+
+TEST(PlanCache, WinogradPackingsOfOneConstantStayApart) {
+  auto shared = winogradModel(true), separate = winogradModel(false);
+  ASSERT_TRUE(shared && separate);
+  auto session = sessionWithCache(*shared, 4);
+  const Tensor large = randomTensor(DataType::Float32, {1, 32, 40, 40}, 20);
+  for (int64_t side : {20, 40, 20}) {
+    const Tensor small = randomTensor(DataType::Float32, {1, 32, side, side}, 21);
+    std::vector<Tensor> got, want;
+    ASSERT_TRUE(session->run({{"large", large}, {"small", small}}, &got).isOk());
+    ASSERT_TRUE(sessionWithCache(*separate, 0)->run({{"large", large}, {"small", small}}, &want).isOk());
+    ASSERT_EQ(got.size(), 2u);
+    for (int i = 0; i < 2; ++i) EXPECT_TRUE(sameBytes(got[i], want[i])) << "output " << i << " at " << side;
+  }
+}
+
 // Two sessions of one model on one runtime: the second packs nothing.
 TEST(PlanCache, SessionsOfOneRuntimeSharePackedWeights) {
   auto interp = convModel();
