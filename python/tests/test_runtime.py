@@ -5,7 +5,7 @@ import pytest
 from onnx import TensorProto, helper, numpy_helper
 
 import osprey
-from conftest import assert_close, make_model, ort
+from conftest import IR_VERSION, OPSET, assert_close, make_model, ort
 
 
 def staged_model() -> bytes:
@@ -226,3 +226,54 @@ def test_run_async_calls_back_with_the_outputs_of_run(staged_path):
     session.run_async(None, {"x": x.astype(np.float64)}, callback, None)  # the wrong dtype
     assert done.wait(30)
     assert got["outputs"] is None and "float" in got["error"]
+
+
+def growing_loop_model() -> bytes:
+    """Loop(n): acc = Concat(acc, x * i) along axis 0, and count = Shape(acc)[0] kept per iteration.
+    The body declares acc as the first iteration's [0, 3] (as tracing exporters write it); its
+    shape grows by a row each iteration."""
+    body = helper.make_graph(
+        [
+            helper.make_node("Cast", ["i"], ["i_f"], to=TensorProto.FLOAT),
+            helper.make_node("Mul", ["x", "i_f"], ["row"]),
+            helper.make_node("Concat", ["acc_in", "row"], ["acc_out"], axis=0),
+            helper.make_node("Shape", ["acc_in"], ["acc_shape"]),
+            helper.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "body",
+        [helper.make_tensor_value_info("i", TensorProto.INT64, []),
+         helper.make_tensor_value_info("cond_in", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_in", TensorProto.FLOAT, [0, 3])],
+        [helper.make_tensor_value_info("cond_out", TensorProto.BOOL, []),
+         helper.make_tensor_value_info("acc_out", TensorProto.FLOAT, [1, 3]),
+         helper.make_tensor_value_info("acc_shape", TensorProto.INT64, [2])])
+    empty = numpy_helper.from_array(np.zeros((0, 3), np.float32), "empty")
+    graph = helper.make_graph(
+        [helper.make_node("Loop", ["n", "", "empty"], ["acc", "shapes"], body=body)], "growing",
+        [helper.make_tensor_value_info("n", TensorProto.INT64, []),
+         helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("acc", TensorProto.FLOAT, ["rows", 3]),
+         helper.make_tensor_value_info("shapes", TensorProto.INT64, ["n", 2])], [empty])
+    # Not through make_model's strict shape inference, which takes the declared [0, 3] at its word.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    return model.SerializeToString()
+
+
+def test_loop_carried_value_changes_shape(tmp_path):
+    path = tmp_path / "growing_loop.onnx"
+    path.write_bytes(growing_loop_model())
+    session = osprey.InferenceSession(str(path))
+    # ONNX Runtime's graph optimisations fold the body's Shape from the declared [0, 3]; unoptimised
+    # it reads the value's shape, as Osprey does.
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    options.log_severity_level = 3  # its warnings about the declared [1, 3] output of the body
+    ref = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+    x = np.array([[1.0, -2.0, 0.5]], np.float32)
+    for n in [4, 1, 0, 3]:
+        feed = {"n": np.array(n, np.int64), "x": x}
+        got, want = session.run(None, feed), ref.run(None, feed)
+        assert got[0].shape == (n, 3) and want[0].shape == (n, 3)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])  # each iteration's [i, 3]

@@ -3,6 +3,7 @@
 // of their own when run outside one (the converter's constant folding). Their output shapes
 // depend on data, so they end a planned stage (core/session_stages.cpp) and run between it and
 // the next; the shape function runs the subgraph and keeps the result for the kernel that follows.
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -79,10 +80,20 @@ Status ifCompute(const Node& node, const TensorViews& in, std::vector<Tensor>* r
   return runner.run(inputs, results);
 }
 
-// Stacks equally shaped tensors along a new axis.
-Status stack(const std::vector<Tensor>& parts, int64_t axis, bool reverse, Tensor* out, DataType fallback) {
+// Stacks equally shaped tensors along a new axis. No parts (no iterations): a tensor of 0 along
+// the axis with the body output's declared shape where it is fully known, else [0].
+Status stack(const std::vector<Tensor>& parts, int64_t axis, bool reverse, Tensor* out, const TensorInfo& declared) {
   if (parts.empty()) {
-    *out = Tensor(fallback, {0});
+    Shape shape = {0};
+    const bool known = declared.hasShape && std::all_of(declared.shape.begin(), declared.shape.end(),
+                                                        [](int64_t d) { return d >= 0; });
+    const int64_t rank = static_cast<int64_t>(declared.shape.size());
+    const int64_t a = axis < 0 ? axis + rank + 1 : axis;
+    if (known && a >= 0 && a <= rank) {
+      shape = declared.shape;
+      shape.insert(shape.begin() + a, 0);
+    }
+    *out = Tensor(declared.dtype == DataType::Undefined ? DataType::Float32 : declared.dtype, shape);
     return Status::ok();
   }
   const Shape& s = parts[0].shape();
@@ -158,8 +169,7 @@ Status loopCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
   *results = values;
   for (int64_t i = 0; i < k; ++i) {
     Tensor stacked;
-    DataType fallback = body->tensors[body->outputs[1 + n + i]].dtype;
-    OSPREY_RETURN_IF_ERROR(stack(scans[i], 0, false, &stacked, fallback == DataType::Undefined ? DataType::Float32 : fallback));
+    OSPREY_RETURN_IF_ERROR(stack(scans[i], 0, false, &stacked, body->tensors[body->outputs[1 + n + i]]));
     results->push_back(stacked);
   }
   return Status::ok();
@@ -226,7 +236,7 @@ Status scanCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
   *results = states;
   for (int64_t i = 0; i < k; ++i) {
     Tensor stacked;
-    OSPREY_RETURN_IF_ERROR(stack(scans[i], outAxes[i], outDirs[i] != 0, &stacked, DataType::Float32));
+    OSPREY_RETURN_IF_ERROR(stack(scans[i], outAxes[i], outDirs[i] != 0, &stacked, body->tensors[body->outputs[n + i]]));
     results->push_back(stacked);
   }
   return Status::ok();
@@ -278,7 +288,7 @@ Status scanKernel(const Node& n, const TensorViews& in, TensorViews& out, Thread
 }  // namespace
 
 const OpDef kOpDef_If = {OpType::If, "If", 1, -1, 1, -1, ifShape, ifKernel, nullptr, 0, true};
-const OpDef kOpDef_Loop = {OpType::Loop, "Loop", 2, -1, 1, -1, loopShape, loopKernel, nullptr, 0, true};
+const OpDef kOpDef_Loop = {OpType::Loop, "Loop", 2, -1, 1, -1, loopShape, loopKernel, nullptr, 0, true, false, 0b11};
 const OpDef kOpDef_Scan = {OpType::Scan, "Scan", 1, -1, 1, -1, scanShape, scanKernel, nullptr, 0, true};
 
 }  // namespace osprey

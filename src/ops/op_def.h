@@ -35,6 +35,7 @@ struct OpDef {
   uint32_t valueInputs = 0;      // bit i: shape computation needs the value of input i
   bool dataDependentShape = false;  // output shape needs every input's value (NonZero, ...)
   bool readsShapesOnly = false;     // the kernel reads input shapes, never values (Shape, Size)
+  uint32_t mayBeEmpty = 0;          // bit i: input i holds its place but may be empty (Loop's M, cond)
 };
 
 // The definition of every op in ops.def.

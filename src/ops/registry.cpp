@@ -28,7 +28,7 @@ Status checkOpArity(const Graph& graph) {
                                   " gives " + std::to_string(def.minOutputs) + " to " +
                                   (def.maxOutputs < 0 ? std::string("any number") : std::to_string(def.maxOutputs)));
     for (size_t i = 0; i < n.inputs.size(); ++i)
-      if (n.inputs[i] == -1 && static_cast<int>(i) < def.minInputs)
+      if (n.inputs[i] == -1 && static_cast<int>(i) < def.minInputs && !(def.mayBeEmpty >> i & 1))
         return Status::invalidModel(n.describe() + " is missing its required input " + std::to_string(i));
   }
   return Status::ok();

@@ -67,6 +67,14 @@ Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset
   std::shared_ptr<Graph> body;
   std::vector<std::string> captured;
   OSPREY_RETURN_IF_ERROR(importBody(ctx, node, "body", &body, &captured));
+  if (type == OpType::Loop) {
+    // A loop-carried value may change its shape from one iteration to the next (a list of masks
+    // grown by Concat starts empty: exporters declare the first iteration's [0, H, W]). Its
+    // declared dimensions are kept as a rank only, so nothing is planned or folded for them.
+    const size_t declared = body->inputs.size() - captured.size();
+    for (size_t i = 2; i < declared; ++i)
+      for (int64_t& d : body->tensors[body->inputs[i]].shape) d = -1;
+  }
   Node& n = addControlNode(ctx, node, type, captured);
   for (auto& a : node.attributes) {
     if (a.name == "body") continue;
