@@ -140,6 +140,45 @@ def test_non_max_suppression_box_count_stays_an_integer(rng, max_boxes):
     run_both(model, {"boxes": boxes, "scores": scores})
 
 
+def test_batchnorm_in_training_mode_uses_the_batch_statistics(rng, tmp_path):
+    """Conv -> BatchNormalization(training_mode=1): normalised by the batch's own mean and
+    variance, so the converter must not fold the given statistics into the Conv; and the
+    weight standardisation of timm's NF-Nets (BatchNorm over a reshaped constant weight)."""
+    from onnx import TensorProto, helper, numpy_helper
+    import osprey
+    from conftest import IR_VERSION, OPSET, assert_close, make_model, ort
+    x = randn(rng, 2, 3, 8, 8)
+    inits = [numpy_helper.from_array(randn(rng, 4, 3, 3, 3), "w"),
+             numpy_helper.from_array(np.array([1, 4, -1], np.int64), "flat"),
+             numpy_helper.from_array(np.array([4, 3, 3, 3], np.int64), "wshape")]
+    for name, value in (("scale", rng.uniform(0.5, 2, 4)), ("bias", randn(rng, 4)), ("mean", randn(rng, 4)),
+                        ("var", rng.uniform(0.5, 2, 4)), ("ones", np.ones(4)), ("zeros", np.zeros(4))):
+        inits.append(numpy_helper.from_array(np.asarray(value, np.float32), name))
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"], ["y", "run_mean", "run_var"],
+                              training_mode=1, momentum=0.8),
+             helper.make_node("Reshape", ["w", "flat"], ["w_rows"]),
+             helper.make_node("BatchNormalization", ["w_rows", "ones", "zeros", "zeros", "ones"],
+                              ["w_std_rows", "unused_mean", "unused_var"],
+                              training_mode=1, momentum=0.0, epsilon=1e-4),
+             helper.make_node("Reshape", ["w_std_rows", "wshape"], ["w_std"]),
+             helper.make_node("Conv", ["x", "w_std"], ["z"], pads=[1, 1, 1, 1])]
+    outputs = [helper.make_tensor_value_info(n, TensorProto.FLOAT, None) for n in ("y", "z", "run_mean", "run_var")]
+    model = make_model(nodes, [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])], outputs, inits)
+    run_both(model, {"x": x}, tmp_path)
+    want = ort.InferenceSession(model, providers=["CPUExecutionProvider"]).run(["y"], {"x": x})[0]
+    # As exporters write it (torch's F.batch_norm with training=True): Y alone, which ONNX's
+    # shape inference refuses (ONNX Runtime too); its Conv must stay unfolded.
+    single = helper.make_graph(nodes[:1] + [helper.make_node("BatchNormalization", ["c", "scale", "bias", "mean", "var"],
+                                                             ["y"], training_mode=1)], "single",
+                               [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 8, 8])],
+                               [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 4, 8, 8])], inits[:1] + inits[3:7])
+    model = helper.make_model(single, opset_imports=[helper.make_opsetid("", OPSET)])
+    model.ir_version = IR_VERSION
+    got = osprey.InferenceSession(model.SerializeToString()).run(None, {"x": x})[0]
+    assert_close(got, want, "y of the one-output BatchNormalization")
+
+
 def test_batchnorm_folded_into_convolutions_sharing_weights(rng, tmp_path):
     """Two Conv + BatchNormalization pairs reading one weight: the converter folds each pair
     into its own weights, whose made-up names must not collide (sessions find tensors by name)."""

@@ -1,6 +1,8 @@
-// BatchNormalization in inference form: Y = (X - mean) / sqrt(var + epsilon) * scale + B per
-// channel (dimension 1). Training mode (which also updates running statistics) is not
-// supported: inference engines receive frozen statistics.
+// BatchNormalization: Y = (X - mean) / sqrt(var + epsilon) * scale + B per channel (dimension 1).
+// In inference form mean and var are inputs; with training_mode = 1 they are the batch's own
+// (over every axis but 1, the variance without Bessel's correction), and the optional outputs
+// running_mean / running_var are input * momentum + batch * (1 - momentum). Models use it to
+// standardise weights (timm's NF-Nets: BatchNorm over a reshaped constant), which then folds.
 #include <cmath>
 #include <string>
 #include <vector>
@@ -16,11 +18,9 @@ namespace {
 const char* const kParamNames[] = {"scale", "B", "input_mean", "input_var"};
 
 Status batchNormShape(const Node& node, const TensorViews& inputs, TensorViews& outputs) {
-  if (node.getInt("training_mode", 0) != 0)
-    return Status::unsupported(
-        "training_mode=1 (updating running statistics) is not supported; export the model for inference");
+  const bool training = node.getInt("training_mode", 0) != 0;
   for (size_t i = 1; i < outputs.size(); ++i)
-    if (outputs[i].present)
+    if (outputs[i].present && !training)
       return Status::invalidModel("outputs running_mean and running_var exist only in training mode");
   const TensorView& x = inputs[0];
   OSPREY_RETURN_IF_ERROR(requireFloatDtype(x, "X"));
@@ -39,7 +39,35 @@ Status batchNormShape(const Node& node, const TensorViews& inputs, TensorViews& 
     return Status::invalidModel("input_mean and input_var must have the same dtype");
   outputs[0].dtype = x.dtype;
   outputs[0].shape = x.shape;
+  for (size_t i = 1; i < outputs.size(); ++i) {
+    outputs[i].dtype = inputs[3].dtype;
+    outputs[i].shape = {x.shape[1]};
+  }
   return Status::ok();
+}
+
+// Per channel of x: the mean and the variance (divided by the count) over every other axis, in double.
+void batchStatistics(const TensorView& x, std::vector<double>* mean, std::vector<double>* var) {
+  const int64_t channels = x.shape[1], batch = x.shape[0];
+  const int64_t size = batch * channels ? x.elements() / (batch * channels) : 0;
+  mean->assign(channels, 0.0);
+  var->assign(channels, 0.0);
+  const double count = static_cast<double>(batch * size);
+  if (count == 0) return;
+  for (int64_t c = 0; c < channels; ++c) {
+    double sum = 0;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = (n * channels + c) * size, e = i + size; i < e; ++i) sum += loadAsDouble(x.dtype, x.data, i);
+    const double m = sum / count;
+    double squares = 0;
+    for (int64_t n = 0; n < batch; ++n)
+      for (int64_t i = (n * channels + c) * size, e = i + size; i < e; ++i) {
+        const double d = loadAsDouble(x.dtype, x.data, i) - m;
+        squares += d * d;
+      }
+    (*mean)[c] = m;
+    (*var)[c] = squares / count;
+  }
 }
 
 Status batchNormReference(const Node& node, const TensorViews& inputs, TensorViews& outputs, ThreadPool* pool) {
@@ -48,13 +76,26 @@ Status batchNormReference(const Node& node, const TensorViews& inputs, TensorVie
   const int64_t planes = x.shape[0] * channels;
   const int64_t size = planes ? x.elements() / planes : 0;
   const double epsilon = node.getFloat("epsilon", 1e-5f);
+  const bool training = node.getInt("training_mode", 0) != 0;
+  std::vector<double> batchMean, batchVar;
+  if (training) {
+    batchStatistics(x, &batchMean, &batchVar);
+    const double momentum = node.getFloat("momentum", 0.9f);
+    for (size_t o = 1; o < outputs.size(); ++o) {
+      if (!outputs[o].present) continue;
+      const std::vector<double>& batch = o == 1 ? batchMean : batchVar;
+      for (int64_t c = 0; c < channels; ++c)
+        storeFromDouble(outputs[o].dtype, outputs[o].data, c,
+                        loadAsDouble(inputs[2 + o].dtype, inputs[2 + o].data, c) * momentum + batch[c] * (1 - momentum));
+    }
+  }
   // Folded per channel into y = x * mul + add, computed in double.
   std::vector<double> mul(channels), add(channels);
   for (int64_t c = 0; c < channels; ++c) {
     const double scale = loadAsDouble(inputs[1].dtype, inputs[1].data, c);
     const double bias = loadAsDouble(inputs[2].dtype, inputs[2].data, c);
-    const double mean = loadAsDouble(inputs[3].dtype, inputs[3].data, c);
-    const double var = loadAsDouble(inputs[4].dtype, inputs[4].data, c);
+    const double mean = training ? batchMean[c] : loadAsDouble(inputs[3].dtype, inputs[3].data, c);
+    const double var = training ? batchVar[c] : loadAsDouble(inputs[4].dtype, inputs[4].data, c);
     mul[c] = scale / std::sqrt(var + epsilon);
     add[c] = bias - mean * mul[c];
   }

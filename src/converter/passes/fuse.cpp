@@ -48,6 +48,7 @@ int foldBatchNormIntoConv(Graph& g) {
   for (size_t k = 0; k < g.nodes.size(); ++k) {
     Node& bn = g.nodes[k];
     if (bn.type != OpType::BatchNormalization || bn.inputs.size() < 5 || bn.outputs.size() != 1) continue;
+    if (bn.getInt("training_mode", 0) != 0) continue;  // normalises by the batch's statistics
     int x = bn.inputs[0];
     if (x < 0 || producer[x] < 0 || readers[x] != 1 || isGraphOutput(g, x)) continue;
     Node& conv = g.nodes[producer[x]];
