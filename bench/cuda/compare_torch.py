@@ -144,13 +144,20 @@ def torch_runner(model, x_host, precision, variant, device_io):
 
 
 def osprey_variant_args(variant, work_dir):
-    """`osprey bench` arguments of an Osprey variant: `default`, or `autotune` (cuBLASLt / cuDNN
-    algorithms timed per shape, kept in WORK_DIR/cuda-tuning.cache for the next process)."""
-    if variant == "default":
-        return []
-    if variant == "autotune":
-        return ["--cuda-autotune", "on", "--cuda-cache", os.path.join(work_dir, "cuda-tuning.cache")]
-    raise SystemExit(f"unknown Osprey variant {variant}: default or autotune")
+    """`osprey bench` arguments of an Osprey variant: `default`, `autotune` (cuBLASLt / cuDNN
+    algorithms timed per shape, kept in WORK_DIR/cuda-tuning.cache for the next process),
+    `stemS` (--fp32-stem S at fp16), or several joined by '+' (autotune+stem0.05)."""
+    args = []
+    for part in variant.split("+"):
+        if part == "default":
+            continue
+        if part == "autotune":
+            args += ["--cuda-autotune", "on", "--cuda-cache", os.path.join(work_dir, "cuda-tuning.cache")]
+        elif part.startswith("stem") and part[4:].replace(".", "", 1).isdigit():
+            args += ["--fp32-stem", part[4:]]
+        else:
+            raise SystemExit(f"unknown Osprey variant {part}: default, autotune or stemS")
+    return args
 
 
 def osprey_engine(variant):
