@@ -385,6 +385,21 @@ def test_gather_nd_embedding_lookup(rng, tmp_path):
     run_both(m, [randn(rng, 4, 5, 3), np.array([3, 0, 1, 1, 2, 3], np.int32)], tmp_path)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.int32])
+def test_scatter_nd(rng, tmp_path, dtype):
+    """Whole rows and single elements; repeated indices add up, as in TFLite."""
+    m = ModelBuilder()
+    updates_rows = m.input([4, 5], dtype)
+    updates_cells = m.input([6], dtype)
+    rows, cells = m.output(m.tensor([3, 5], dtype)), m.output(m.tensor([3, 5], dtype))
+    m.op("SCATTER_ND", [m.const(np.array([[2], [0], [2], [1]], np.int32)), updates_rows,
+                        m.const(np.array([3, 5], np.int32))], [rows])
+    m.op("SCATTER_ND", [m.const(np.array([[0, 4], [2, 2], [0, 4], [1, 0], [2, 2], [2, 2]], np.int32)), updates_cells,
+                        m.const(np.array([3, 5], np.int32))], [cells])
+    feed = [(randn(rng, 4, 5) * 4).astype(dtype), (randn(rng, 6) * 4).astype(dtype)]
+    run_both(m, feed, tmp_path)
+
+
 def test_topk_cumsum_broadcast_zeros_like(rng, tmp_path):
     m = ModelBuilder()
     x = m.input([3, 11])

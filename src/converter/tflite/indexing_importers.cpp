@@ -1,5 +1,5 @@
-// Indexing, sorting and filling ops: GATHER_ND, EMBEDDING_LOOKUP, TOPK_V2, CUMSUM, BROADCAST_TO,
-// ZEROS_LIKE, SELECT (v1), RANGE and ONE_HOT. They read and write TFLite's own layout.
+// Indexing, sorting and filling ops: GATHER_ND, SCATTER_ND, EMBEDDING_LOOKUP, TOPK_V2, CUMSUM,
+// BROADCAST_TO, ZEROS_LIKE, SELECT (v1), RANGE and ONE_HOT. They read and write TFLite's own layout.
 #include <limits>
 
 #include "converter/tflite/layout.h"
@@ -106,6 +106,26 @@ Status importZerosLike(ImportContext& ctx, const OpView& op) {
   return Status::ok();
 }
 
+// SCATTER_ND(indices, updates, shape): zeros of `shape` with the updates added at the indices
+// (TFLite sums the updates of repeated indices), as ScatterND with reduction add over zeros.
+Status importScatterNd(ImportContext& ctx, const OpView& op) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  int indices, updates, shape;
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &indices));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &updates));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &shape));
+  const DataType type = ctx.tensor(op.outputs[0]).dtype;
+  if (dataTypeSize(type) > 8 || dataTypeSize(type) == 0)
+    return Status::unsupported("output type " + tensorTypeName(ctx.tensor(op.outputs[0]).tfliteType));
+  const int zeros = ctx.temp(op.name + "_zeros");
+  ctx.addNode(OpType::Expand, op.name + "_zeros", {zeroOfType(ctx, op.name + "_zero", type), ctx.asInt64(shape, op.name + "_shape")},
+              {zeros});
+  ctx.addNode(OpType::ScatterND, op.name, {zeros, ctx.asInt64(indices, op.name + "_indices"), updates},
+              {ctx.define(op.outputs[0], Held::AsTflite)})
+      .setString("reduction", "add");
+  return Status::ok();
+}
+
 // SELECT (v1): like SELECT_V2, except that a 1-D condition over a higher-rank x picks whole
 // rows (its first dimension).
 Status importSelectV1(ImportContext& ctx, const OpView& op) {
@@ -198,6 +218,7 @@ Status importOneHot(ImportContext& ctx, const OpView& op) {
 
 void addIndexingImporters(ImporterTable& t) {
   t[tflite::BuiltinOperator_GATHER_ND] = importGatherNd;
+  t[tflite::BuiltinOperator_SCATTER_ND] = importScatterNd;
   t[tflite::BuiltinOperator_EMBEDDING_LOOKUP] = importEmbeddingLookup;
   t[tflite::BuiltinOperator_TOPK_V2] = importTopK;
   t[tflite::BuiltinOperator_CUMSUM] = importCumsum;
