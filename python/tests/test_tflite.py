@@ -444,6 +444,44 @@ def test_unidirectional_sequence_lstm(rng, tmp_path, time_major, peephole, activ
     run_both(m, [randn(rng, *([steps, batch, features] if time_major else [batch, steps, features]))], tmp_path)
 
 
+@pytest.mark.parametrize("time_major,merge,peephole,activation", [(True, True, False, TANH), (False, True, True, TANH),
+                                                                    (True, False, True, RELU), (False, False, False, TANH)])
+def test_bidirectional_sequence_lstm(rng, tmp_path, time_major, merge, peephole, activation):
+    """LiteRT's batch-major BIDIRECTIONAL_SEQUENCE_LSTM reads memory it never wrote (its outputs
+    change from process to process), so a batch-major model is held to LiteRT's result for its
+    time-major twin (the same weights, the input and outputs transposed)."""
+    batch, steps, features, units = 2, 6, 5, 4
+
+    def direction():
+        ins = [randn(rng, units, features) * 0.5 for _ in range(4)] + [randn(rng, units, units) * 0.5 for _ in range(4)]
+        ins += [randn(rng, units) * 0.5 for _ in range(3)] if peephole else [None] * 3
+        return ins + [randn(rng, units) for _ in range(4)] + [None, None]
+
+    weights = direction() + direction()
+
+    def build(major):
+        m = ModelBuilder()
+        shape = [steps, batch] if major else [batch, steps]
+        ins = [m.input(shape + [features])] + [-1 if w is None else m.const(w) for w in weights]
+        ins += [m.variable([batch, units]) for _ in range(4)]  # forward h, c; backward h, c
+        ins += [-1] * 9  # no auxiliary input
+        outs = [m.output(m.tensor(shape + [2 * units]))] if merge else [m.output(m.tensor(shape + [units])) for _ in range(2)]
+        m.op("BIDIRECTIONAL_SEQUENCE_LSTM", ins, outs, "BidirectionalSequenceLSTMOptions",
+             fused_activation_function=activation, merge_outputs=merge, time_major=major)
+        return m
+
+    x = randn(rng, *([steps, batch, features] if time_major else [batch, steps, features]))
+    if time_major:
+        run_both(build(True), [x], tmp_path)
+        return
+    want = [np.swapaxes(r, 0, 1) for r in reference(build(True).build(), [np.swapaxes(x, 0, 1).copy()])]
+    session = osprey.InferenceSession(build(False).build(), threads=2)
+    got = session.run(None, {session.get_inputs()[0].name: x})
+    assert len(got) == len(want)
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-5)
+
+
 def while_model(body_index=2):
     """v, i = WHILE(v, i): i < 5 (subgraph 1); v = v * 1.5 + 1, i = i + 1 (subgraph 2)."""
     m = ModelBuilder()
