@@ -1,4 +1,4 @@
-// BatchNormalization (inference form) against the formula evaluated naively here.
+// BatchNormalization (inference and training form) against the formula evaluated naively here.
 #include <cmath>
 #include <vector>
 
@@ -67,10 +67,41 @@ TEST(BatchNormTest, Errors) {
   EXPECT_FALSE(run(plain, {6}, {6}).isOk());                            // rank 1
   EXPECT_FALSE(run(plain, {2, 3, 4}, {3}, 3).isOk());                   // running stats outputs
   EXPECT_FALSE(run(plain, {2, 3, 4}, {3}, 1, DataType::Int32).isOk());  // dtype
-  Node training;
-  training.setInt("training_mode", 1);
-  Status st = run(training, {2, 3, 4}, {3});
-  EXPECT_EQ(st.code(), StatusCode::Unsupported);
+}
+
+// training_mode = 1: normalised by the batch's own mean and variance (over every axis but 1,
+// divided by the count), running_mean / running_var = input * momentum + batch * (1 - momentum).
+TEST(BatchNormTest, TrainingModeUsesBatchStatistics) {
+  const Shape xs{3, 5, 7, 2}, cs{5};
+  Tensor x = randomTensor(DataType::Float32, xs, 11, -3, 3);
+  Tensor scale = randomTensor(DataType::Float32, cs, 12, 0.5, 2), b = randomTensor(DataType::Float32, cs, 13);
+  Tensor mean = randomTensor(DataType::Float32, cs, 14), var = randomTensor(DataType::Float32, cs, 15, 0.1, 3);
+  Node node;
+  node.type = OpType::BatchNormalization;
+  node.setInt("training_mode", 1);
+  node.setFloat("momentum", 0.7f);
+  node.setFloat("epsilon", 1e-3f);
+  std::vector<Tensor> outs;
+  Status st = runOp(node, {in(x), constant(scale), constant(b), constant(mean), constant(var)}, 3, &outs);
+  ASSERT_TRUE(st.isOk()) << st.message();
+  Tensor batchMean(DataType::Float32, cs), batchVar(DataType::Float32, cs), runMean(DataType::Float32, cs),
+      runVar(DataType::Float32, cs);
+  const int64_t inner = 7 * 2, count = 3 * inner;
+  for (int64_t c = 0; c < 5; ++c) {
+    double sum = 0, squares = 0;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < inner; ++i) sum += at(x, (n * 5 + c) * inner + i);
+    const double m = sum / count;
+    for (int64_t n = 0; n < 3; ++n)
+      for (int64_t i = 0; i < inner; ++i) squares += (at(x, (n * 5 + c) * inner + i) - m) * (at(x, (n * 5 + c) * inner + i) - m);
+    storeFromDouble(DataType::Float32, batchMean.data(), c, m);
+    storeFromDouble(DataType::Float32, batchVar.data(), c, squares / count);
+    storeFromDouble(DataType::Float32, runMean.data(), c, at(mean, c) * 0.7 + m * (1 - 0.7));
+    storeFromDouble(DataType::Float32, runVar.data(), c, at(var, c) * 0.7 + squares / count * (1 - 0.7));
+  }
+  expectNear(outs[0], naiveBatchNorm(x, scale, b, batchMean, batchVar, 1e-3), 1e-5, 1e-5);
+  expectNear(outs[1], runMean, 1e-6, 1e-6);
+  expectNear(outs[2], runVar, 1e-6, 1e-6);
 }
 
 }  // namespace
