@@ -184,6 +184,10 @@ TEST(OpenCLBinary, BroadcastShapes) {
     checkAgainstReference(makeNode(c.type), {in(rnd(c.a, seed++)), in(rnd(c.b, seed++, 0.5, 2))});
   }
   checkAgainstReference(makeNode(OpType::Pow), {in(rnd({3, 13}, 50, 0.5, 2)), in(rnd({13}, 51, -2, 2))});
+  // Negative and zero bases to whole powers (GPT-2's GELU takes x^3): C's pow, not GLSL's.
+  Tensor bases = rnd({3, 7}, 54, -3, 3);
+  bases.data<float>()[0] = 0.f;
+  checkAgainstReference(makeNode(OpType::Pow), {in(bases), constant(makeTensor<float>({7}, {3, 2, -1, 1, 1, 4, -3}))});
   checkAgainstReference(makeNode(OpType::Add), {in(rnd({3, 13}, 52)), constant(rnd({1, 13}, 53))});
 }
 

@@ -23,13 +23,25 @@ layout(push_constant) uniform Push {
 #define B_MIN 6
 #define B_PRELU 7
 
+// C's pow: GLSL's pow(u, v) is undefined for u < 0 (NaN on most drivers: GPT-2's x^3 in its
+// GELU) and for u = 0 with v <= 0.
+float c_pow(float u, float v) {
+  if (v == 0.0) return 1.0;
+  const float m = abs(u);
+  if (m == 0.0) return v > 0.0 ? 0.0 : uintBitsToFloat(0x7f800000u);
+  const float r = pow(m, v);
+  if (u > 0.0 || isnan(u)) return r;
+  if (floor(v) != v) return uintBitsToFloat(0x7fc00000u);  // a negative base to a fractional power
+  return mod(v, 2.0) == 1.0 ? -r : r;
+}
+
 float binary_op(float u, float v) {
   switch (p.op) {
     case B_ADD: return u + v;
     case B_SUB: return u - v;
     case B_MUL: return u * v;
     case B_DIV: return u / v;
-    case B_POW: return pow(u, v);
+    case B_POW: return c_pow(u, v);
     case B_MAX: return max(u, v);
     case B_MIN: return min(u, v);
     default: return u < 0.0 ? u * v : u;
