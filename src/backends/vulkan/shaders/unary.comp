@@ -22,8 +22,9 @@ void main() {
   float r;
   switch (p.op) {
     case U_EXP: r = exp(v); break;
-    case U_LOG: r = log(v); break;
-    case U_SQRT: r = sqrt(v); break;
+    // GLSL leaves log(v <= 0) and sqrt(v < 0) undefined; C gives -inf at 0 and NaN below.
+    case U_LOG: r = v > 0.0 ? log(v) : v == 0.0 ? uintBitsToFloat(0xff800000u) : uintBitsToFloat(0x7fc00000u); break;
+    case U_SQRT: r = v >= 0.0 ? sqrt(v) : uintBitsToFloat(0x7fc00000u); break;
     case U_RECIPROCAL: r = 1.0 / v; break;
     case U_NEG: r = -v; break;
     case U_ABS: r = abs(v); break;
