@@ -90,6 +90,23 @@ int zeroOfType(ImportContext& ctx, const std::string& name, DataType type) {
   return ctx.addConstant(name, type, {}, zeros, dataTypeSize(type));
 }
 
+// The op's three inputs, held as TFLite holds them.
+Status threeInputs(ImportContext& ctx, const OpView& op, int* a, int* b, int* c) {
+  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), a));
+  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), b));
+  return ctx.asTflite(op.input(2), c);
+}
+
+// Zeros of the op's output type in `shape` (int64) into `out`, as Expand of one zero.
+Status zerosOfOutputType(ImportContext& ctx, const OpView& op, int shape, const std::string& name, int out) {
+  const DataType type = ctx.tensor(op.outputs[0]).dtype;
+  if (dataTypeSize(type) > 8 || dataTypeSize(type) == 0)
+    return Status::unsupported("output type " + tensorTypeName(ctx.tensor(op.outputs[0]).tfliteType));
+  ctx.addNode(OpType::Expand, name, {zeroOfType(ctx, name + "_zero", type), shape}, {out});
+  return Status::ok();
+}
+
 // ZEROS_LIKE: the input's shape filled with zeros of its type (Mul by zero would keep NaN and
 // infinity).
 Status importZerosLike(ImportContext& ctx, const OpView& op) {
@@ -97,29 +114,18 @@ Status importZerosLike(ImportContext& ctx, const OpView& op) {
   int x;
   Held held;
   OSPREY_RETURN_IF_ERROR(ctx.value(op.input(0), &x, &held));
-  const DataType type = ctx.tensor(op.outputs[0]).dtype;
   const int shape = ctx.temp(op.name + "_shape");
   ctx.addNode(OpType::Shape, op.name + "_shape", {x}, {shape});
-  if (dataTypeSize(type) > 8 || dataTypeSize(type) == 0) return Status::unsupported("output type " + tensorTypeName(ctx.tensor(op.outputs[0]).tfliteType));
-  const int fill = zeroOfType(ctx, op.name + "_zero", type);
-  ctx.addNode(OpType::Expand, op.name, {fill, shape}, {ctx.define(op.outputs[0], held)});
-  return Status::ok();
+  return zerosOfOutputType(ctx, op, shape, op.name, ctx.define(op.outputs[0], held));
 }
 
 // SCATTER_ND(indices, updates, shape): zeros of `shape` with the updates added at the indices
 // (TFLite sums the updates of repeated indices), as ScatterND with reduction add over zeros.
 Status importScatterNd(ImportContext& ctx, const OpView& op) {
-  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
   int indices, updates, shape;
-  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &indices));
-  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &updates));
-  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &shape));
-  const DataType type = ctx.tensor(op.outputs[0]).dtype;
-  if (dataTypeSize(type) > 8 || dataTypeSize(type) == 0)
-    return Status::unsupported("output type " + tensorTypeName(ctx.tensor(op.outputs[0]).tfliteType));
+  OSPREY_RETURN_IF_ERROR(threeInputs(ctx, op, &indices, &updates, &shape));
   const int zeros = ctx.temp(op.name + "_zeros");
-  ctx.addNode(OpType::Expand, op.name + "_zeros", {zeroOfType(ctx, op.name + "_zero", type), ctx.asInt64(shape, op.name + "_shape")},
-              {zeros});
+  OSPREY_RETURN_IF_ERROR(zerosOfOutputType(ctx, op, ctx.asInt64(shape, op.name + "_shape"), op.name + "_zeros", zeros));
   ctx.addNode(OpType::ScatterND, op.name, {zeros, ctx.asInt64(indices, op.name + "_indices"), updates},
               {ctx.define(op.outputs[0], Held::AsTflite)})
       .setString("reduction", "add");
@@ -129,11 +135,8 @@ Status importScatterNd(ImportContext& ctx, const OpView& op) {
 // SELECT (v1): like SELECT_V2, except that a 1-D condition over a higher-rank x picks whole
 // rows (its first dimension).
 Status importSelectV1(ImportContext& ctx, const OpView& op) {
-  OSPREY_RETURN_IF_ERROR(requireInputs(op, 3));
   int cond, x, y;
-  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(0), &cond));
-  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(1), &x));
-  OSPREY_RETURN_IF_ERROR(ctx.asTflite(op.input(2), &y));
+  OSPREY_RETURN_IF_ERROR(threeInputs(ctx, op, &cond, &x, &y));
   const int rank = ctx.rank(op.input(1));
   if (ctx.rank(op.input(0)) == 1 && rank > 1) {
     std::vector<int64_t> shape(rank, 1);
