@@ -206,6 +206,20 @@ TEST(VulkanModels, HalfStorageRoundsToHalf) {
   }
 }
 
+// A weight past maxStorageBufferRange (128 MiB on lavapipe) cannot be bound to a shader: its
+// MatMul runs on the CPU backup, the ops around it on Vulkan. Where the device reaches further
+// the MatMul runs on Vulkan; the outputs must match either way.
+TEST(VulkanModels, TensorPastTheStorageRangeRunsOnTheBackup) {
+  OSPREY_REQUIRE_VULKAN();
+  const int64_t K = 8704, N = 4096;  // 142.6 MB of fp32 weights
+  GraphBuilder g;
+  const int x = g.input("x", {2, K});
+  const int y = g.op(makeNode(OpType::MatMul), {g.op(makeNode(OpType::Relu), {x}), g.weights("w", {K, N}, 0.02)});
+  const SessionStats stats = compareWithCpu(g.finish(g.op(makeNode(OpType::Sigmoid), {y})),
+                                            {{"x", randomTensor(DataType::Float32, {2, K}, 5, -1, 1)}});
+  EXPECT_GT(stats.opsByBackend.count("vulkan:Relu"), 0u) << describeBackends(stats);
+}
+
 TEST(VulkanModels, TransformerBlock) {
   OSPREY_REQUIRE_VULKAN();
   const int64_t B = 2, T = 7, D = 20, F = 36;

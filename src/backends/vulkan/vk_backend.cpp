@@ -376,6 +376,12 @@ std::unique_ptr<Execution> VulkanBackend::onCreate(const std::vector<RuntimeTens
                                                    const std::vector<RuntimeTensor*>& outputs, const OpRef& op) {
   VkExecutionCreator creator = vkKernelCreator(op.type);
   if (!creator) return nullptr;
+  // A shader reaches one tensor through one descriptor, of at most maxStorageBufferRange bytes
+  // (128 MiB on lavapipe and many mobile GPUs): an op with a larger tensor (AlexNet's or VGG's
+  // first fully connected weights) runs on the backup backend.
+  for (const std::vector<RuntimeTensor*>* list : {&inputs, &outputs})
+    for (const RuntimeTensor* t : *list)
+      if (t && storageBytes(t) > runtime_->facts().maxStorageBufferRange) return nullptr;
   return creator(this, op, inputs, outputs);
 }
 
