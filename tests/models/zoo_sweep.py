@@ -81,13 +81,13 @@ def transformers_models(names):
         if n in text:
             ids, mask = torch.randint(1, 100, (2, 16)), torch.ones(2, 16, dtype=torch.int64)
             mask[1, 12:] = 0
-            yield n, Returning(m, text=True), (ids, mask), {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
+            yield n, first_output(m, text=True), (ids, mask), {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
         else:
             x = torch.randn(1, 3, 64, 64)
-            yield n, Returning(m, text=False), (x,), {"pixel_values": x.numpy()}
+            yield n, first_output(m, text=False), (x,), {"pixel_values": x.numpy()}
 
 
-def Returning(model, text):
+def first_output(model, text):
     """The model's first output as a plain tensor (exports take no dicts)."""
     import torch
 

@@ -176,8 +176,8 @@ class WinogradConvExecution : public Execution {
     const int64_t floats = static_cast<int64_t>(perPosition * kPositions);
     bool fresh = false;
     OSPREY_RETURN_IF_ERROR(acquirePackedWeights(backend(), floats, node_.name,
-                                                packKey(w, nullptr, tileRows_ ? "winograd-tile-rows" : "winograd",
-                                                        {cout_, cin_, static_cast<int64_t>(perPosition)}),
+                                                packKey(w, nullptr, "winograd",
+                                                        {tileRows_, cout_, cin_, static_cast<int64_t>(perPosition)}),
                                                 &packed_, &packedMem_, &fresh));
     if (!fresh) return Status::ok();
     std::vector<float> u(static_cast<size_t>(kPositions * cout_ * cin_));
