@@ -60,6 +60,13 @@ def main():
     models = [os.path.join(default_dir, "tiny_classifier.onnx")]
     x = np.load(os.path.join(default_dir, "tiny_classifier.input.npy"))
     put(dirs["tensor_proto"], numpy_helper.from_array(x, "input").SerializeToString())
+    # A sequence and an optional (of a sequence), as ONNX's test data of such values is written.
+    import onnx
+    from onnx import helper
+    items = [numpy_helper.from_array(x[:, :1], "a"), numpy_helper.from_array(x[:, 1:], "b")]
+    sequence = helper.make_sequence("s", onnx.SequenceProto.TENSOR, items)
+    put(dirs["tensor_proto"], sequence.SerializeToString())
+    put(dirs["tensor_proto"], helper.make_optional("o", onnx.OptionalProto.SEQUENCE, sequence).SerializeToString())
     put(dirs["npy"], open(os.path.join(default_dir, "tiny_classifier.input.npy"), "rb").read())
     npy_seeds(dirs["npy"])
 

@@ -15,6 +15,7 @@
 
 #include "converter/onnx/onnx_proto.h"
 #include "core/dtype.h"
+#include "core/files.h"
 #include "core/npy.h"
 
 namespace osprey::cli {
@@ -136,6 +137,64 @@ Tensor randomInput(DataType dtype, const Shape& shape, uint32_t seed) {
     }
   }
   return t;
+}
+
+Status loadInputFile(const std::string& path, const TensorInfoPublic& input, Tensor* out) {
+  const bool isPb = path.size() > 3 && path.compare(path.size() - 3, 3, ".pb") == 0;
+  if (!isPb || (input.dtype != DataType::Sequence && !input.optional)) return loadTensorFile(path, out);
+  std::vector<uint8_t> bytes;
+  OSPREY_RETURN_IF_ERROR(readFile(path, &bytes));
+  onnx::ValueProto v;
+  const int kind = input.optional ? onnx::ValueProto::kOptional : onnx::ValueProto::kSequence;
+  OSPREY_RETURN_IF_ERROR(onnx::parseValue(bytes.data(), bytes.size(), kind, &v).withContext(path));
+  if (!v.hasValue) {
+    *out = Tensor();
+    return Status::ok();
+  }
+  std::vector<Tensor> items;
+  for (const onnx::TensorProto& tp : v.tensors) {
+    if (tp.dtype == DataType::Undefined || tp.external)
+      return Status::unsupported("'" + path + "' holds a tensor of ONNX data type " + std::to_string(tp.rawType) +
+                                 " or with external data, which --input does not read");
+    Tensor t(tp.dtype, tp.dims);
+    if (tp.dtype == DataType::String) {
+      t.strings() = tp.strings;
+    } else if (!tp.data.empty()) {
+      std::memcpy(t.data(), tp.data.data(), tp.data.size());
+    }
+    items.push_back(std::move(t));
+  }
+  if (!v.isSequence) {
+    *out = items.at(0);
+    return Status::ok();
+  }
+  const DataType element = items.empty() ? input.elementDtype : items[0].dtype();
+  *out = Tensor::sequence(element == DataType::Undefined ? DataType::Float32 : element, std::move(items));
+  return Status::ok();
+}
+
+std::string describeValue(const Tensor& t, int count) {
+  if (t.empty()) return "no value";
+  if (!t.isSequence()) return std::string(dataTypeName(t.dtype())) + " " + shapeToString(t.shape()) + " " + previewValues(t, count);
+  std::string s = "sequence of " + std::to_string(t.items().size()) + " " + dataTypeName(t.elementType());
+  for (size_t i = 0; i < t.items().size(); ++i)
+    s += (i ? ", " : ": ") + shapeToString(t.items()[i].shape()) + " " + previewValues(t.items()[i], count);
+  return s;
+}
+
+std::string describeType(const TensorInfoPublic& t) {
+  std::string type;
+  if (t.dtype == DataType::Sequence) {
+    type = std::string("sequence(") + dataTypeName(t.elementDtype) + ")";
+  } else {
+    type = std::string(dataTypeName(t.dtype)) + " [";
+    for (size_t i = 0; i < t.shape.size(); ++i) {
+      if (i) type += ", ";
+      type += t.shape[i] >= 0 ? std::to_string(t.shape[i]) : (i < t.dimNames.size() && !t.dimNames[i].empty() ? t.dimNames[i] : "?");
+    }
+    type += "]";
+  }
+  return t.optional ? "optional(" + type + ")" : type;
 }
 
 std::string previewValues(const Tensor& t, int count) {

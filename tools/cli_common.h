@@ -28,6 +28,13 @@ Status inputShapesFromArgs(const Args& args, std::map<std::string, Shape>* out);
 
 // Reads a .npy or ONNX TensorProto .pb file.
 Status loadTensorFile(const std::string& path, Tensor* out);
+// Reads the value of a model input from `path`: a sequence input from an ONNX SequenceProto .pb,
+// an optional one from an OptionalProto .pb (or, as any input, a .npy / TensorProto .pb).
+Status loadInputFile(const std::string& path, const TensorInfoPublic& input, Tensor* out);
+// "float32 [2, 3] [0.1, ...]", "sequence of 2 float32: [2, 3] [...], [1, 3] [...]", "no value".
+std::string describeValue(const Tensor& t, int count);
+// "float32 [1, ?]", "sequence(float32)", "optional(float32 [2])".
+std::string describeType(const TensorInfoPublic& t);
 Status saveNpy(const std::string& path, const Tensor& t);
 // Seeded random data for an input (floats in [-1, 1), integers in [0, 10), bools 0/1).
 Tensor randomInput(DataType dtype, const Shape& shape, uint32_t seed);

@@ -60,14 +60,7 @@ int cmdInfo(int argc, char** argv) {
   std::printf("model %s (format %d, producer '%s')\n", args.positional[0].c_str(), model.formatVersion,
               model.producer.c_str());
   auto printInfo = [](const char* role, const TensorInfoPublic& t) {
-    std::string shape = "[";
-    for (size_t i = 0; i < t.shape.size(); ++i) {
-      if (i) shape += ", ";
-      shape += t.shape[i] >= 0 ? std::to_string(t.shape[i])
-                               : (i < t.dimNames.size() && !t.dimNames[i].empty() ? t.dimNames[i] : "?");
-    }
-    shape += "]";
-    std::printf("  %s '%s': %s %s\n", role, t.name.c_str(), dataTypeName(t.dtype), shape.c_str());
+    std::printf("  %s '%s': %s\n", role, t.name.c_str(), describeType(t).c_str());
   };
   for (auto& t : interp->inputs()) printInfo("input ", t);
   for (auto& t : interp->outputs()) printInfo("output", t);

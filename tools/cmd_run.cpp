@@ -84,12 +84,24 @@ int cmdRun(int argc, char** argv) {
     size_t eq = spec.find('=');
     if (eq == std::string::npos || eq == 0) return fail(Status::invalidArgument("--input expects NAME=FILE, got '" + spec + "'"));
     Tensor t;
-    if (!(st = loadTensorFile(spec.substr(eq + 1), &t))) return fail(st);
-    inputs[spec.substr(0, eq)] = std::move(t);
+    const std::string name = spec.substr(0, eq);
+    TensorInfoPublic declared;
+    for (const auto& info : interp->inputs())
+      if (info.name == name) declared = info;
+    if (!(st = loadInputFile(spec.substr(eq + 1), declared, &t))) return fail(st);
+    inputs[name] = std::move(t);
   }
   std::map<std::string, Shape> generated;
   for (const auto& info : interp->inputs()) {
     if (inputs.count(info.name)) continue;
+    if (info.optional) {  // left out: it holds no value
+      inputs[info.name] = Tensor();
+      std::printf("input '%s': no value (optional)\n", info.name.c_str());
+      continue;
+    }
+    if (info.dtype == DataType::Sequence)
+      return fail(Status::invalidArgument("input '" + info.name + "' is a sequence: give it with --input " + info.name +
+                                          "=FILE.pb (an ONNX SequenceProto)"));
     Shape& shape = generated[info.name] = info.shape;
     for (auto& d : shape)
       if (d < 0) d = 1;  // symbolic dimensions default to 1
@@ -124,11 +136,16 @@ int cmdRun(int argc, char** argv) {
   if (!dir.empty() && !(st = makeDirectory(dir))) return fail(st);
   for (size_t i = 0; i < outputs.size(); ++i) {
     const Tensor& t = outputs[i];
-    std::printf("output %zu '%s': %s %s %s\n", i, names[i].name.c_str(), dataTypeName(t.dtype()),
-                shapeToString(t.shape()).c_str(), previewValues(t, 8).c_str());
+    std::printf("output %zu '%s': %s\n", i, names[i].name.c_str(), describeValue(t, 8).c_str());
     if (!dir.empty()) {
-      std::string path = dir + "/" + std::to_string(i) + "_" + fileSafe(names[i].name) + ".npy";
-      if (!(st = saveNpy(path, t))) return fail(st);
+      // A sequence's items go to files of their own (NAME.K.npy); an absent optional to none.
+      const std::string stem = dir + "/" + std::to_string(i) + "_" + fileSafe(names[i].name);
+      if (t.isSequence()) {
+        for (size_t k = 0; k < t.items().size(); ++k)
+          if (!(st = saveNpy(stem + "." + std::to_string(k) + ".npy", t.items()[k]))) return fail(st);
+      } else if (!t.empty() && !(st = saveNpy(stem + ".npy", t))) {
+        return fail(st);
+      }
     }
   }
   const SessionStats& stats = session->stats();

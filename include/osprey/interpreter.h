@@ -29,6 +29,8 @@ struct TensorInfoPublic {
   DataType dtype = DataType::Undefined;
   Shape shape;                        // -1 for symbolic dimensions
   std::vector<std::string> dimNames;  // the symbol, "" where fixed
+  DataType elementDtype = DataType::Undefined;  // a sequence's (dtype Sequence) items, where declared
+  bool optional = false;  // may be given or return no value (an empty Tensor)
 };
 
 struct SessionStats {

@@ -8,6 +8,12 @@
 
 namespace osprey {
 
+class Tensor;
+struct SequenceItems;
+
+// A value a Session takes or gives: a tensor; a sequence of tensors (ONNX seq(tensor),
+// DataType::Sequence); or, for an optional input or output (ONNX optional(...)), no value at all:
+// a default-constructed Tensor, empty().
 class Tensor {
  public:
   Tensor() = default;
@@ -17,6 +23,8 @@ class Tensor {
   static Tensor uninitialized(DataType dtype, Shape shape, Layout layout = Layout::NCHW);
   // Borrows `data`, which must outlive the Tensor and every copy of it.
   static Tensor wrap(DataType dtype, Shape shape, void* data, Layout layout = Layout::NCHW);
+  // A sequence of tensors of `elementType` (every item must have it); shape [items.size()].
+  static Tensor sequence(DataType elementType, std::vector<Tensor> items);
 
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -36,6 +44,10 @@ class Tensor {
   // Strings of a DataType::String tensor.
   std::vector<std::string>& strings() { return strings_; }
   const std::vector<std::string>& strings() const { return strings_; }
+  // A sequence's items and element type (empty and Undefined for a tensor).
+  bool isSequence() const { return dtype_ == DataType::Sequence; }
+  const std::vector<Tensor>& items() const;
+  DataType elementType() const;
 
  private:
   DataType dtype_ = DataType::Undefined;
@@ -44,6 +56,12 @@ class Tensor {
   std::shared_ptr<void> storage_;  // null when borrowed
   void* data_ = nullptr;
   std::vector<std::string> strings_;
+  std::shared_ptr<const SequenceItems> sequence_;  // immutable, so copies share it
+};
+
+struct SequenceItems {
+  DataType elementType = DataType::Undefined;
+  std::vector<Tensor> items;
 };
 
 }  // namespace osprey

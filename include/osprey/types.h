@@ -37,6 +37,9 @@ enum class DataType : int32_t {
   Float8E8M0 = 24,
   UInt2 = 25,
   Int2 = 26,
+  // Not an element type: a value that is an ordered list of tensors of one element type (ONNX
+  // seq(tensor)); it lives on the host (Tensor::sequence) and the ops that read or make it run there.
+  Sequence = 100,
 };
 
 // True for the one-byte low-precision types above (Float8*, Float4E2M1, (U)Int4, (U)Int2).

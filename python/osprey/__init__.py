@@ -115,7 +115,13 @@ class NodeArg:
             symbol = symbols[i] if i < len(symbols) else ""
             dims.append(int(size) if size >= 0 else (symbol or None))
         engine_name = info["dtype_name"]
-        type_name = "tensor(%s)" % _ORT_TYPE_NAMES.get(engine_name, engine_name)
+        if engine_name == "sequence":
+            element = info["element_dtype_name"]
+            type_name = "seq(tensor(%s))" % _ORT_TYPE_NAMES.get(element, element)
+        else:
+            type_name = "tensor(%s)" % _ORT_TYPE_NAMES.get(engine_name, engine_name)
+        if info["optional"]:
+            type_name = "optional(%s)" % type_name
         return NodeArg(info["name"], dims, type_name, _osprey.numpy_dtype(info["dtype_code"]))
 
 

@@ -156,7 +156,14 @@ py::array stringArray(const Tensor& t) {
 }
 
 // Hands the output's own buffer to numpy (no copy): a capsule owning the Tensor is the array's base.
+// A sequence becomes a list of arrays, an absent optional None (as ONNX Runtime returns them).
 py::object toNumpy(Tensor&& t, const std::string& name) {
+  if (t.empty()) return py::none();
+  if (t.isSequence()) {
+    py::list items;
+    for (const Tensor& item : t.items()) items.append(toNumpy(Tensor(item), name));
+    return items;
+  }
   if (t.dtype() == DataType::String) return stringArray(t);
   py::object dtype = numpyDtype(t.dtype());
   if (dtype.is_none())
@@ -176,6 +183,8 @@ py::dict describe(const TensorInfoPublic& t) {
   d["dtype_name"] = dataTypeName(t.dtype);
   d["shape"] = t.shape;
   d["dim_names"] = t.dimNames;
+  d["element_dtype_name"] = dataTypeName(t.elementDtype);
+  d["optional"] = t.optional;
   return d;
 }
 
@@ -454,7 +463,8 @@ class PySession {
       check(Interpreter::fromFile(path, load, &interpreter_));
       create();
     }
-    for (auto& t : interpreter_->inputs()) inputNames_.push_back(t.name);
+    inputInfo_ = interpreter_->inputs();
+    for (auto& t : inputInfo_) inputNames_.push_back(t.name);
     for (auto& t : interpreter_->outputs()) outputNames_.push_back(t.name);
   }
 
@@ -484,7 +494,7 @@ class PySession {
       std::string name = key.cast<std::string>();
       if (std::find(inputNames_.begin(), inputNames_.end(), name) == inputNames_.end())
         throw StatusError{invalidArgument("'" + name + "' is not an input of the model; its inputs are: " + join(inputNames_))};
-      inputs.emplace(name, toTensor(name, value, keepAlive));
+      inputs.emplace(name, inputOf(name, value, keepAlive));
     }
     // Unlike Session::run (which keeps the last values of inputs left out), every input is required.
     for (auto& name : inputNames_)
@@ -633,6 +643,30 @@ class PySession {
     throw StatusError{invalidArgument("'" + name + "' is not an output of the model; its outputs are: " + join(outputNames_))};
   }
 
+  // None for an optional input (no value); a list or tuple of arrays for a sequence input, its items
+  // copied (a sequence's items may come back as outputs, which outlive the arrays); else an array.
+  Tensor inputOf(const std::string& name, const py::handle& value, std::vector<py::array>* keepAlive) const {
+    if (value.is_none()) return Tensor();
+    auto info = std::find_if(inputInfo_.begin(), inputInfo_.end(), [&](const TensorInfoPublic& t) { return t.name == name; });
+    if (info == inputInfo_.end() || info->dtype != DataType::Sequence || !(py::isinstance<py::list>(value) || py::isinstance<py::tuple>(value)))
+      return toTensor(name, value, keepAlive);
+    std::vector<Tensor> items;
+    for (const py::handle& item : value) {
+      std::vector<py::array> borrowed;
+      const Tensor view = toTensor(name, item, &borrowed);
+      Tensor owned = Tensor::uninitialized(view.dtype(), view.shape());
+      if (view.dtype() == DataType::String)
+        owned.strings() = view.strings();
+      else if (view.bytes())
+        std::memcpy(owned.data(), view.data(), view.bytes());
+      items.push_back(std::move(owned));
+    }
+    DataType element = info->elementDtype;
+    if (!items.empty()) element = items[0].dtype();
+    if (element == DataType::Undefined) element = DataType::Float32;
+    return Tensor::sequence(element, std::move(items));
+  }
+
   // Borrows the array's buffer where it is C-contiguous in native byte order; copies otherwise.
   static Tensor toTensor(const std::string& name, const py::handle& value, std::vector<py::array>* keepAlive) {
     py::array a = py::array::ensure(value);
@@ -662,6 +696,7 @@ class PySession {
   std::shared_ptr<Interpreter> interpreter_;
   std::unique_ptr<Session> session_;
   std::vector<std::string> inputNames_, outputNames_;
+  std::vector<TensorInfoPublic> inputInfo_;
   mutable std::mutex mutex_;
 };
 

@@ -36,6 +36,8 @@ struct TensorInfo {
   bool hasShape = true;               // false when the rank itself is unknown
   bool isConstant = false;
   ConstantData data;
+  DataType elementDtype = DataType::Undefined;  // of a DataType::Sequence's items, when declared
+  bool optional = false;  // ONNX optional(...): may hold no value (an empty Tensor at run time)
 };
 
 struct Attribute {

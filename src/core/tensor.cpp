@@ -30,6 +30,24 @@ Tensor Tensor::wrap(DataType dtype, Shape shape, void* data, Layout layout) {
   return t;
 }
 
+Tensor Tensor::sequence(DataType elementType, std::vector<Tensor> items) {
+  Tensor t;
+  t.dtype_ = DataType::Sequence;
+  t.shape_ = {static_cast<int64_t>(items.size())};
+  auto s = std::make_shared<SequenceItems>();
+  s->elementType = elementType;
+  s->items = std::move(items);
+  t.sequence_ = std::move(s);
+  return t;
+}
+
+const std::vector<Tensor>& Tensor::items() const {
+  static const std::vector<Tensor> kNone;
+  return sequence_ ? sequence_->items : kNone;
+}
+
+DataType Tensor::elementType() const { return sequence_ ? sequence_->elementType : DataType::Undefined; }
+
 const char* forwardTypeName(ForwardType t) {
   switch (t) {
     case ForwardType::CPU: return "cpu";

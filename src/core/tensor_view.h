@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "osprey/status.h"
+#include "osprey/tensor.h"
 #include "osprey/types.h"
 
 namespace osprey {
@@ -15,6 +16,9 @@ struct TensorView {
   void* data = nullptr;  // null when the value is not known (shape time) or not present
   bool present = true;   // false for an omitted optional input
   const std::vector<std::string>* strings = nullptr;  // DataType::String values, when known
+  // The whole value, where an op runs on the host between stages (OpDef::hostRun): a sequence's
+  // items are reached only through it.
+  const Tensor* value = nullptr;
 
   int64_t elements() const { return shapeElements(shape); }
   size_t bytes() const { return static_cast<size_t>(elements()) * dataTypeSize(dtype); }

@@ -30,6 +30,7 @@ size_t dataTypeSize(DataType t) {
     case DataType::UInt2:
     case DataType::Int2: return 1;
     case DataType::String:
+    case DataType::Sequence:
     case DataType::Undefined: return 0;
   }
   return 0;  // a value cast from an unchecked int
@@ -62,6 +63,7 @@ const char* dataTypeName(DataType t) {
     case DataType::Float8E8M0: return "float8e8m0";
     case DataType::UInt2: return "uint2";
     case DataType::Int2: return "int2";
+    case DataType::Sequence: return "sequence";
   }
   return "unknown";
 }

@@ -49,7 +49,10 @@ class SubgraphRunner {
   Session* session_ = nullptr;
 };
 
+// A body's input: a host value (a sequence, an absent optional) as it is, a tensor borrowed.
 Tensor wrapView(const TensorView& v) {
+  if (!v.present) return Tensor();
+  if (v.value && (v.value->isSequence() || v.value->empty())) return *v.value;
   return Tensor::wrap(v.dtype, v.shape, v.data);
 }
 
@@ -134,21 +137,25 @@ Status loopCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
     return Status::invalidModel(dtypeError(in[0], "M"));
   bool cond = !(in.size() > 1 && in[1].present) || scalarTrue(in[1]);
   std::vector<Tensor> values;
-  for (int64_t i = 0; i < n; ++i) {
-    Tensor copy(in[2 + i].dtype, in[2 + i].shape);
-    if (in[2 + i].bytes()) std::memcpy(copy.data(), in[2 + i].data, in[2 + i].bytes());
-    values.push_back(copy);
-  }
+  for (int64_t i = 0; i < n; ++i) values.push_back(hostValueOf(in[2 + i]));
   std::vector<std::vector<Tensor>> scans(k);
   SubgraphRunner runner;
   OSPREY_RETURN_IF_ERROR(runner.init(body));
   const uint64_t memory = physicalMemoryBytes();
   uint64_t scanBytes = 0;
+  // The iteration number and the condition are scalars, or of shape [1] where the body declares
+  // rank 1 (PyTorch's exporter declares the iteration number so, and ONNX Runtime feeds it so).
+  auto counterShape = [&](size_t i) {
+    const TensorInfo& t = body->tensors[body->inputs.at(i)];
+    return t.hasShape && t.shape.size() == 1 ? Shape{1} : Shape{};
+  };
+  if (body->inputs.size() < 2) return Status::invalidModel("Loop body needs the iteration number and condition inputs");
+  const Shape iterShape = counterShape(0), condShape = counterShape(1);
   for (int64_t iter = 0; (!hasMax || iter < maxTrips) && cond; ++iter) {
     if (RunDeadline::passed()) return RunDeadline::error(node.describe() + ", iteration " + std::to_string(iter));
-    Tensor iterNum(DataType::Int64, {});
+    Tensor iterNum(DataType::Int64, iterShape);
     iterNum.data<int64_t>()[0] = iter;
-    Tensor condIn(DataType::Bool, {});
+    Tensor condIn(DataType::Bool, condShape);
     condIn.data<bool>()[0] = cond;
     std::vector<Tensor> inputs = {iterNum, condIn};
     for (auto& v : values) inputs.push_back(v);
@@ -215,11 +222,7 @@ Status scanCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
     seqLen = v.shape[inAxes[j]];
   }
   std::vector<Tensor> states;
-  for (int64_t i = 0; i < n; ++i) {
-    Tensor copy(in[i].dtype, in[i].shape);
-    if (in[i].bytes()) std::memcpy(copy.data(), in[i].data, in[i].bytes());
-    states.push_back(copy);
-  }
+  for (int64_t i = 0; i < n; ++i) states.push_back(hostValueOf(in[i]));
   std::vector<std::vector<Tensor>> scans(k);
   SubgraphRunner runner;
   OSPREY_RETURN_IF_ERROR(runner.init(body));
@@ -242,6 +245,40 @@ Status scanCompute(const Node& node, const TensorViews& in, std::vector<Tensor>*
   return Status::ok();
 }
 
+// Runs the body once per item of the first input (a sequence): each sequence input gives its item,
+// each tensor input itself; output j is the sequence of the body's output j.
+Status sequenceMapCompute(const Node& node, const TensorViews& in, std::vector<Tensor>* results) {
+  std::shared_ptr<Graph> body;
+  OSPREY_RETURN_IF_ERROR(graphAttr(node, "body", &body));
+  const int64_t captured = capturedCount(node, in);
+  const size_t given = in.size() - static_cast<size_t>(captured);
+  auto isSequence = [&](size_t i) { return in[i].present && in[i].value && in[i].value->isSequence(); };
+  if (given == 0 || !isSequence(0)) return Status::invalidArgument("input 0 must be a sequence");
+  const size_t count = in[0].value->items().size();
+  for (size_t i = 1; i < given; ++i)
+    if (isSequence(i) && in[i].value->items().size() != count)
+      return Status::invalidArgument("input " + std::to_string(i) + " has " +
+                                     std::to_string(in[i].value->items().size()) + " items; input 0 has " +
+                                     std::to_string(count));
+  std::vector<std::vector<Tensor>> items(body->outputs.size());
+  SubgraphRunner runner;
+  OSPREY_RETURN_IF_ERROR(runner.init(body));
+  for (size_t k = 0; k < count; ++k) {
+    if (RunDeadline::passed()) return RunDeadline::error(node.describe() + ", item " + std::to_string(k));
+    std::vector<Tensor> inputs;
+    for (size_t i = 0; i < in.size(); ++i) inputs.push_back(i < given && isSequence(i) ? in[i].value->items()[k] : wrapView(in[i]));
+    std::vector<Tensor> outs;
+    OSPREY_RETURN_IF_ERROR(runner.run(inputs, &outs).withContext("SequenceMap item " + std::to_string(k)));
+    for (size_t j = 0; j < items.size() && j < outs.size(); ++j) items[j].push_back(outs[j]);
+  }
+  results->clear();
+  for (size_t j = 0; j < items.size(); ++j) {
+    DataType dtype = items[j].empty() ? body->tensors[body->outputs[j]].dtype : items[j][0].dtype();
+    results->push_back(Tensor::sequence(dtype, std::move(items[j])));
+  }
+  return Status::ok();
+}
+
 using ComputeFn = Status (*)(const Node&, const TensorViews&, std::vector<Tensor>*);
 
 Status shapeFromRun(const Node& node, const TensorViews& in, TensorViews& out, ComputeFn compute) {
@@ -249,6 +286,10 @@ Status shapeFromRun(const Node& node, const TensorViews& in, TensorViews& out, C
     if (v.present && !v.hasValue() && v.elements() != 0) return Status::invalidArgument("control flow inputs must be known");
   std::vector<Tensor> results;
   OSPREY_RETURN_IF_ERROR(compute(node, in, &results));
+  for (const Tensor& r : results)
+    if (r.isSequence() || r.empty())
+      return Status::invalidModel(node.describe() + ": a subgraph output is a sequence or an absent optional, which the "
+                                  "model does not declare");
   if (results.size() < out.size())
     return Status::invalidModel("the subgraph gives " + std::to_string(results.size()) + " outputs; the op has " +
                                 std::to_string(out.size()));
@@ -287,8 +328,10 @@ Status scanKernel(const Node& n, const TensorViews& in, TensorViews& out, Thread
 
 }  // namespace
 
-const OpDef kOpDef_If = {OpType::If, "If", 1, -1, 1, -1, ifShape, ifKernel, nullptr, 0, true};
-const OpDef kOpDef_Loop = {OpType::Loop, "Loop", 2, -1, 1, -1, loopShape, loopKernel, nullptr, 0, true, false, 0b11};
-const OpDef kOpDef_Scan = {OpType::Scan, "Scan", 1, -1, 1, -1, scanShape, scanKernel, nullptr, 0, true};
+const OpDef kOpDef_If = {OpType::If, "If", 1, -1, 1, -1, ifShape, ifKernel, nullptr, 0, true, false, 0, ifCompute};
+const OpDef kOpDef_Loop = {OpType::Loop, "Loop", 2, -1, 1, -1, loopShape, loopKernel, nullptr, 0, true, false, 0b11, loopCompute};
+const OpDef kOpDef_Scan = {OpType::Scan, "Scan", 1, -1, 1, -1, scanShape, scanKernel, nullptr, 0, true, false, 0, scanCompute};
+const OpDef kOpDef_SequenceMap = {OpType::SequenceMap, "SequenceMap", 1,     -1, 1, -1, nullptr, nullptr, nullptr, 0, true,
+                                  false,                0,             sequenceMapCompute, true};
 
 }  // namespace osprey

@@ -14,6 +14,7 @@ Status computeShapes(const Node& node, TensorViews& inputs, TensorViews& outputs
     if (in.present && !shapeBytesFit(in.shape, dataTypeSize(in.dtype)))
       return Status::invalidArgument(node.describe() + " reads a tensor of shape " + shapeToString(in.shape) +
                                      ", whose size overflows 64 bits");
+  if (!def.shape) return Status::internal(node.describe() + " runs only on the host, on whole values (OpDef::hostRun)");
   OSPREY_RETURN_IF_ERROR_IN(def.shape(node, inputs, outputs), node.describe());
   for (auto& o : outputs) {
     for (int64_t d : o.shape)

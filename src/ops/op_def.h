@@ -23,6 +23,10 @@ using KernelFn = Status (*)(const Node& node, const TensorViews& inputs, TensorV
 // output order). Leaving `plans` empty declines: the op then runs its reference kernel.
 using LowerFn = Status (*)(const Node& node, const TensorViews& inputs, const TensorViews& outputs,
                            std::vector<RasterPlan>& plans);
+// Runs the node on the host between planned stages, on whole values: an input view carries
+// `value` where the host holds one (a sequence), `present` false for an absent optional; the
+// results are any values (tensors, sequences, or empty Tensors for absent optionals).
+using HostRunFn = Status (*)(const Node& node, const TensorViews& inputs, std::vector<Tensor>* outputs);
 
 struct OpDef {
   OpType type = OpType::Invalid;
@@ -36,6 +40,10 @@ struct OpDef {
   bool dataDependentShape = false;  // output shape needs every input's value (NonZero, ...)
   bool readsShapesOnly = false;     // the kernel reads input shapes, never values (Shape, Size)
   uint32_t mayBeEmpty = 0;          // bit i: input i holds its place but may be empty (Loop's M, cond)
+  // How the node runs when it is a stage boundary (it reads or makes a sequence or an optional
+  // value, or its shapes depend on data); null: the shape function and the reference kernel.
+  HostRunFn hostRun = nullptr;
+  bool hostOnly = false;  // never planned nor folded: it makes or reads sequences / optionals
 };
 
 // The definition of every op in ops.def.

@@ -54,6 +54,11 @@ Status requireSameDtype(const TensorViews& inputs, size_t first, size_t last);
 Status requireFloatDtype(const TensorView& v, const char* what);
 std::string dtypeError(const TensorView& v, const char* what);
 
+// Identity's OpDef::hostRun (ops/sequence.cpp): passes a sequence or an absent optional through.
+Status identityOnHost(const Node& node, const TensorViews& inputs, std::vector<Tensor>* outputs);
+// The input as a value of its own: a sequence or an absent optional as it is, a tensor copied.
+Tensor hostValueOf(const TensorView& v);
+
 // Shape function for ops whose single output matches input 0.
 Status sameAsFirstInput(const Node& node, const TensorViews& inputs, TensorViews& outputs);
 

@@ -179,7 +179,8 @@ const OpDef kOpDef_Reshape = {OpType::Reshape, "Reshape", 2, 2, 1, 1, reshapeSha
 const OpDef kOpDef_Flatten = {OpType::Flatten, "Flatten", 1, 1, 1, 1, flattenShape, nullptr, lowerToCopy, 0, false};
 const OpDef kOpDef_Squeeze = {OpType::Squeeze, "Squeeze", 1, 2, 1, 1, squeezeShape, nullptr, lowerToCopy, 1u << 1, false};
 const OpDef kOpDef_Unsqueeze = {OpType::Unsqueeze, "Unsqueeze", 2, 2, 1, 1, unsqueezeShape, nullptr, lowerToCopy, 1u << 1, false};
-const OpDef kOpDef_Identity = {OpType::Identity, "Identity", 1, 1, 1, 1, identityShape, nullptr, lowerToCopy, 0, false};
+const OpDef kOpDef_Identity = {OpType::Identity, "Identity", 1, 1, 1, 1, identityShape, nullptr, lowerToCopy, 0, false,
+                               false, 0, identityOnHost};
 const OpDef kOpDef_Dropout = {OpType::Dropout, "Dropout", 1, 3, 1, 2, dropoutShape, nullptr, lowerDropout, 1u << 2, false};
 
 }  // namespace osprey

@@ -127,7 +127,7 @@ static std::vector<TensorInfoPublic> describe(const Model& m, const std::vector<
   std::vector<TensorInfoPublic> out;
   for (int i : idx) {
     auto& t = m.graph.tensors[i];
-    out.push_back({t.name, t.dtype, t.shape, t.dimNames});
+    out.push_back({t.name, t.dtype, t.shape, t.dimNames, t.elementDtype, t.optional});
   }
   return out;
 }

@@ -27,9 +27,14 @@ bool elementsAligned(const flatbuffers::Vector<T>* v) {
 Status readTensor(const fb::Tensor* t, TensorInfo* out, const BufferOwner& owner) {
   if (!t) return Status::invalidModel("null tensor entry");
   out->name = t->name() ? t->name()->str() : "";
-  bool undefinedOk = t->dtype() == 0 && !t->is_constant();  // intermediate: dtype found at resize
-  if (!undefinedOk && !isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
+  // An intermediate's dtype may be left for resize to find; a sequence is never a constant.
+  const bool notConstant = (t->dtype() == 0 || t->dtype() == static_cast<int>(DataType::Sequence)) && !t->is_constant();
+  if (!notConstant && !isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
   out->dtype = static_cast<DataType>(t->dtype());
+  if (t->element_dtype() != 0 && !isKnownDataType(t->element_dtype()))
+    return Status::invalidModel("tensor '" + out->name + "' has an unknown element dtype " + std::to_string(t->element_dtype()));
+  out->elementDtype = static_cast<DataType>(t->element_dtype());
+  out->optional = t->is_optional();
   if (!elementsAligned(t->shape())) return Status::invalidModel("corrupt Osprey model: the shape of tensor '" + out->name + "' is misaligned");
   out->hasShape = t->shape() != nullptr;
   if (t->shape()) out->shape.assign(t->shape()->begin(), t->shape()->end());
@@ -119,7 +124,8 @@ flatbuffers::Offset<fb::Tensor> writeTensor(flatbuffers::FlatBufferBuilder& b, c
       data = b.CreateVector(t.data.bytes.get(), t.data.size);
     }
   }
-  return fb::CreateTensor(b, name, static_cast<int>(t.dtype), shape, dimNames, data, strings, t.isConstant);
+  return fb::CreateTensor(b, name, static_cast<int>(t.dtype), shape, dimNames, data, strings, t.isConstant,
+                          static_cast<int>(t.elementDtype), t.optional);
 }
 
 flatbuffers::Offset<fb::Attribute> writeAttribute(flatbuffers::FlatBufferBuilder& b, const Attribute& a) {

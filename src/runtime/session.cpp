@@ -78,7 +78,8 @@ std::vector<TensorInfoPublic> SessionImpl::inputInfo() const {
   for (int i : inputs_) {
     auto& t = model_->graph.tensors[i];
     auto it = shapes_.find(t.name);
-    out.push_back({t.name, t.dtype, it != shapes_.end() ? it->second : t.shape, t.dimNames});
+    out.push_back({t.name, t.dtype, it != shapes_.end() && !hostInput(i) ? it->second : t.shape, t.dimNames, t.elementDtype,
+                   t.optional});
   }
   return out;
 }
@@ -89,7 +90,7 @@ std::vector<TensorInfoPublic> SessionImpl::outputInfo() const {
     auto& t = model_->graph.tensors[i];
     // Past a data-dependent op, shapes are known only once a run has made them.
     const bool planned = planned_ && boundary_ < 0;
-    out.push_back({t.name, t.dtype, planned ? tensors_[i].shape : t.shape, t.dimNames});
+    out.push_back({t.name, t.dtype, planned ? tensors_[i].shape : t.shape, t.dimNames, t.elementDtype, t.optional});
   }
   return out;
 }
@@ -101,6 +102,13 @@ Backend::PackCounts SessionImpl::packCounts() const {
     c.reused += backup_->packCounts().reused;
   }
   return c;
+}
+
+bool SessionImpl::hostInput(int tensor) const {
+  const TensorInfo& info = model_->graph.tensors[tensor];
+  if (info.dtype == DataType::Sequence || info.optional) return true;
+  auto given = givenDtypes_.find(info.name);
+  return given != givenDtypes_.end() && (given->second == DataType::Sequence || given->second == DataType::Undefined);
 }
 
 bool SessionImpl::isInput(int tensor) const {
@@ -116,6 +124,10 @@ Status SessionImpl::resize(const std::map<std::string, Shape>& inputShapes) {
     const TensorInfo& t = g.tensors[i];
     auto it = inputShapes.find(t.name);
     Shape s;
+    if (hostInput(i)) {  // a sequence or an optional: its shape is not planned
+      shapes[t.name] = {};
+      continue;
+    }
     if (it != inputShapes.end()) {
       s = it->second;
       // A later stage's entries are the values an earlier stage made, whatever was declared.
@@ -215,9 +227,16 @@ Status SessionImpl::plan() {
     t.strings = value->strings;
     known_[i] = true;
   }
+  hostValue_.assign(g.tensors.size(), false);
   for (int i : inputs_) {
     RuntimeTensor& t = tensors_[i];
     t.shape = shapes_.at(t.name);
+    if (hostInput(i)) {
+      hostValue_[i] = true;
+      auto given = givenDtypes_.find(t.name);
+      if (given != givenDtypes_.end() && given->second == DataType::Sequence) t.dtype = DataType::Sequence;
+      continue;
+    }
     if (t.dtype == DataType::Undefined || isStage_) {
       auto given = givenDtypes_.find(t.name);
       if (given == givenDtypes_.end()) return Status::invalidArgument("input '" + t.name + "' has no declared dtype; run it with a tensor");
@@ -236,7 +255,9 @@ Status SessionImpl::plan() {
   for (Command& cmd : commands_)
     cmd.noOutput = std::all_of(cmd.outputs.begin(), cmd.outputs.end(),
                                [](const RuntimeTensor* t) { return !t || t->elements() == 0; });
-  copiedEntries_ = inputs_;
+  copiedEntries_.clear();
+  for (int i : inputs_)
+    if (!hostValue_[i]) copiedEntries_.push_back(i);
   if (isStage_) bindEntries();
   OSPREY_RETURN_IF_ERROR(planMemory());
   stats_.weightsPacked = packCounts().made - packsBefore.made;
@@ -259,6 +280,16 @@ void SessionImpl::releaseModelPages() {
 
 Status SessionImpl::computeNode(const Node& node, bool* planned) {
   const OpDef& def = opDef(node.type);
+  // Sequences and optionals live on the host: what makes or reads one runs there.
+  auto hostTyped = [&](int i) {
+    return i >= 0 && (hostValue_[i] || tensors_[i].dtype == DataType::Sequence || model_->graph.tensors[i].optional ||
+                      model_->graph.tensors[i].dtype == DataType::Sequence);
+  };
+  if (def.hostOnly || std::any_of(node.inputs.begin(), node.inputs.end(), hostTyped) ||
+      std::any_of(node.outputs.begin(), node.outputs.end(), hostTyped)) {
+    *planned = false;
+    return Status::ok();
+  }
   TensorViews in(node.inputs.size()), out(node.outputs.size());
   bool allKnown = true;
   for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -115,7 +115,7 @@ class SessionImpl {
     std::set<std::string> deviceInputs;
     std::unique_ptr<Backend> main, backup;
     std::vector<RuntimeTensor> tensors;
-    std::vector<bool> known;
+    std::vector<bool> known, hostValue;
     std::deque<RuntimeTensor> mirrors;
     std::vector<Command> commands;
     std::unordered_map<const RuntimeTensor*, Part> partOf;
@@ -185,6 +185,11 @@ class SessionImpl {
   Status planMemory();
   Status checkInput(const TensorInfo& info, const Tensor& t) const;
   bool isInput(int tensor) const;
+  // Inputs held as host values (sequences, optionals, declared so or given so): never copied into
+  // planned memory, they reach the ops reading them, which run on the host, through the stages'
+  // values. Each plan records them in hostValue_.
+  bool hostInput(int tensor) const;
+  static bool isHostValue(const Tensor& t) { return t.isSequence() || t.empty(); }
   Backend::PackCounts packCounts() const;  // of the main and backup backends, since made
   // Refuses a tensor whose shape overflows or whose bytes exceed memoryLimit_; `what` names it.
   Status checkTensorFits(const std::string& what, DataType dtype, const Shape& shape) const;
@@ -250,6 +255,7 @@ class SessionImpl {
 
   std::vector<RuntimeTensor> tensors_;   // one per graph tensor
   std::vector<bool> known_;              // value known at resize time (constant or folded)
+  std::vector<bool> hostValue_;          // a host input of this plan (hostInput)
   std::deque<RuntimeTensor> mirrors_;    // copies of tensors on another backend
   std::vector<Command> commands_;
   std::unordered_map<const RuntimeTensor*, Part> partOf_;  // from findSliceParts, findConcatParts

@@ -100,6 +100,8 @@ Status SessionImpl::run(const IoBinding& io) {
     const TensorInfo* info = inputInfo(name);
     if (!info) return Status::invalidArgument("'" + name + "' is not an input of the model");
     OSPREY_RETURN_IF_ERROR(checkInput(*info, t));
+    if (isHostValue(t) || info->optional || info->dtype == DataType::Sequence)
+      return Status::invalidArgument("input '" + name + "' is a sequence or an optional: give it to run(inputs), not an IoBinding");
     shapes[name] = logicalShape(t.shape(), t.layout());
   }
   for (auto& [name, d] : io.deviceInputs) {

@@ -18,6 +18,7 @@ void SessionImpl::swapPlan(PlanState& o) {
   std::swap(backup_, o.backup);
   std::swap(tensors_, o.tensors);
   std::swap(known_, o.known);
+  std::swap(hostValue_, o.hostValue);
   std::swap(mirrors_, o.mirrors);
   std::swap(commands_, o.commands);
   std::swap(partOf_, o.partOf);

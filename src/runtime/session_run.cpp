@@ -348,6 +348,25 @@ Status SessionImpl::planMemory() {
 }
 
 Status SessionImpl::checkInput(const TensorInfo& info, const Tensor& t) const {
+  if (t.empty()) {
+    if (info.optional || info.dtype == DataType::Undefined) return Status::ok();
+    return Status::invalidArgument("input '" + info.name + "' was given no value; it is not optional");
+  }
+  if (t.isSequence()) {
+    if (info.dtype != DataType::Sequence && info.dtype != DataType::Undefined)
+      return Status::invalidArgument("input '" + info.name + "' was given a sequence; the model expects a " +
+                                     dataTypeName(info.dtype) + " tensor");
+    if (info.elementDtype != DataType::Undefined && t.elementType() != info.elementDtype)
+      return Status::invalidArgument("input '" + info.name + "' was given a sequence of " + dataTypeName(t.elementType()) +
+                                     "; the model expects a sequence of " + dataTypeName(info.elementDtype));
+    for (const Tensor& item : t.items())
+      if (item.isSequence() || item.empty() || item.dtype() != t.elementType() || (!item.data() && item.bytes()))
+        return Status::invalidArgument("input '" + info.name + "': every item of a sequence must be a " +
+                                       dataTypeName(t.elementType()) + " tensor with data");
+    return Status::ok();
+  }
+  if (info.dtype == DataType::Sequence)
+    return Status::invalidArgument("input '" + info.name + "' is a sequence; it was given a " + dataTypeName(t.dtype()) + " tensor");
   if (info.dtype != DataType::Undefined && t.dtype() != info.dtype)
     return Status::invalidArgument("input '" + info.name + "' has dtype " + dataTypeName(t.dtype()) +
                                    "; the model expects " + dataTypeName(info.dtype));
@@ -392,7 +411,7 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
       if (known != t.dtype()) planned_ = false;  // a new dtype needs a new plan
       known = t.dtype();
     }
-    shapes[name] = logicalShape(t.shape(), t.layout());
+    shapes[name] = isHostValue(t) ? Shape() : logicalShape(t.shape(), t.layout());
     values[name] = &t;
   }
   for (int i : inputs_)
@@ -401,15 +420,25 @@ Status SessionImpl::run(const std::map<std::string, Tensor>& inputs, std::vector
   for (auto& [name, s] : shapes_)
     if (!shapes.count(name)) shapes[name] = s;
   OSPREY_RETURN_IF_ERROR(resize(shapes));
+  std::map<int, Tensor> stageValues;  // host inputs, then what the stages hand on
   for (auto& [name, t] : values) {
-    RuntimeTensor& rt = tensors_[g.findTensor(name)];
+    const int idx = g.findTensor(name);
+    if (hostValue_[idx]) {
+      stageValues[idx] = *t;
+      continue;
+    }
+    RuntimeTensor& rt = tensors_[idx];
     if (rt.dtype == DataType::String) return Status::unsupported("string input '" + name + "' must be constant-folded");
     OSPREY_RETURN_IF_ERROR(
         convertLayout(t->data(), t->layout(), rt.host(), rt.layout, rt.shape, dataTypeSize(rt.dtype), copyPool()));
   }
-  if (boundary_ < 0) return storeOutputs(outputs);
+  if (boundary_ < 0) {
+    OSPREY_RETURN_IF_ERROR(storeOutputs(outputs));
+    for (size_t k = 0; k < outputs_.size(); ++k)  // a host input the graph returns as it is
+      if (stageValues.count(outputs_[k])) (*outputs)[k] = stageValues[outputs_[k]];
+    return Status::ok();
+  }
   OSPREY_RETURN_IF_ERROR(executeCommands());
-  std::map<int, Tensor> stageValues;
   OSPREY_RETURN_IF_ERROR(continueStages(&stageValues));
   outputs->clear();
   for (int o : outputs_) {

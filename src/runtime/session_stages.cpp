@@ -44,6 +44,8 @@ TensorView viewOf(const Tensor& t) {
   v.shape = t.shape();
   v.data = const_cast<void*>(t.data());
   v.strings = &t.strings();
+  v.value = &t;
+  v.present = !t.empty();  // an absent optional
   return v;
 }
 
@@ -150,6 +152,21 @@ Status SessionImpl::runBoundary(const std::map<int, Tensor>& values, std::vector
     }
   }
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
+  const OpDef& def = opDef(node.type);
+  if (def.hostRun) {  // on whole values: sequences, optionals, or a subgraph's results as they come
+    OSPREY_RETURN_IF_ERROR_IN(def.hostRun(node, in, results), node.describe());
+    if (results->size() < node.outputs.size())
+      return Status::invalidModel(node.describe() + " gives " + std::to_string(results->size()) + " outputs; the node has " +
+                                  std::to_string(node.outputs.size()));
+    results->resize(node.outputs.size());
+    for (size_t i = 0; i < node.outputs.size(); ++i) {
+      const Tensor& r = (*results)[i];
+      if (out[i].present && !isHostValue(r))
+        OSPREY_RETURN_IF_ERROR(checkTensorFits("output '" + model_->graph.tensors[node.outputs[i]].name + "' of " +
+                                               node.describe(), r.dtype(), r.shape()));
+    }
+    return Status::ok();
+  }
   std::vector<RasterPlan> rasters;
   OSPREY_RETURN_IF_ERROR(computeShapes(node, in, out));
   results->assign(node.outputs.size(), Tensor());
@@ -217,7 +234,7 @@ Status SessionImpl::runStage(std::map<int, Tensor>* values) {
     DataType& dtype = givenDtypes_[g.tensors[i].name];
     if (dtype != t.dtype()) planned_ = false;  // a new dtype needs a new plan
     dtype = t.dtype();
-    shapes[g.tensors[i].name] = t.shape();
+    shapes[g.tensors[i].name] = isHostValue(t) ? Shape() : t.shape();
   }
   OSPREY_RETURN_IF_ERROR(resize(shapes));
   for (size_t k = 0; k < boundEntries_.size(); ++k)

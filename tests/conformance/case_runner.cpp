@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <memory>
 #include <set>
 #include <sstream>
@@ -216,6 +218,47 @@ Tensor toTensor(const onnx::TensorProto& tp) {
   return t;
 }
 
+// A test data file of a graph input or output: a TensorProto, or for a sequence or optional value
+// a SequenceProto / OptionalProto. `tensors` gets the file's TensorProtos (a sequence's items).
+Failure loadValue(const fs::path& path, const onnx::ValueInfo& vi, const std::string& where, Tensor* value,
+                  std::vector<onnx::TensorProto>* tensors) {
+  const std::string file = path.filename().string() + where;
+  if (vi.kind == onnx::ValueInfo::kTensor) {
+    tensors->resize(1);
+    Status st = onnx::loadTensorFile(path.string(), &tensors->back());
+    if (!st) return fromStatus(st, file);
+    if (tensors->back().dtype == DataType::Undefined)
+      return fail(Outcome::Unsupported, "'" + vi.name + "' has ONNX data type " + onnxTypeName(tensors->back().rawType));
+    *value = toTensor(tensors->back());
+    return {};
+  }
+  std::ifstream in(path, std::ios::binary);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  onnx::ValueProto v;
+  const int kind = vi.kind == onnx::ValueInfo::kSequence ? onnx::ValueProto::kSequence : onnx::ValueProto::kOptional;
+  Status st = onnx::parseValue(bytes.data(), bytes.size(), kind, &v);
+  if (!st) return fromStatus(st, file);
+  *tensors = v.tensors;
+  if (!v.hasValue) {
+    *value = Tensor();
+    return {};
+  }
+  std::vector<Tensor> items;
+  for (const auto& tp : v.tensors) {
+    if (tp.dtype == DataType::Undefined)
+      return fail(Outcome::Unsupported, "'" + vi.name + "' holds ONNX data type " + onnxTypeName(tp.rawType));
+    items.push_back(toTensor(tp));
+  }
+  if (!v.isSequence) {
+    *value = items.at(0);
+    return {};
+  }
+  const DataType element = items.empty() ? (isKnownDataType(vi.elemType) ? static_cast<DataType>(vi.elemType) : DataType::Float32)
+                                         : items[0].dtype();
+  *value = Tensor::sequence(element, std::move(items));
+  return {};
+}
+
 // test_data_set_N directories in numeric order.
 std::vector<std::pair<int, fs::path>> dataSets(const fs::path& caseDir) {
   std::vector<std::pair<int, fs::path>> sets;
@@ -240,6 +283,7 @@ int countFiles(const fs::path& dir, const std::string& prefix) {
 
 struct CaseModel {
   std::vector<const onnx::ValueInfo*> inputs;  // graph inputs that are not initializers
+  std::vector<const onnx::ValueInfo*> outputs;
   std::shared_ptr<Interpreter> interp;
   std::unique_ptr<Session> session;
 };
@@ -256,13 +300,12 @@ Failure runDataSet(CaseModel& m, int setIndex, const fs::path& dir) {
                                     std::to_string(m.inputs.size()) + where);
   for (int k = 0; k < inputCount; ++k) {
     const onnx::ValueInfo& vi = *m.inputs[k];
-    onnx::TensorProto tp;
-    Status st = onnx::loadTensorFile((dir / ("input_" + std::to_string(k) + ".pb")).string(), &tp);
-    if (!st) return fromStatus(st, "input_" + std::to_string(k) + ".pb" + where);
-    if (tp.dtype == DataType::Undefined)
-      return fail(Outcome::Unsupported, "input '" + vi.name + "' has ONNX data type " + onnxTypeName(tp.rawType));
+    Tensor value;
+    std::vector<onnx::TensorProto> tensors;
+    Failure f = loadValue(dir / ("input_" + std::to_string(k) + ".pb"), vi, where, &value, &tensors);
+    if (f.failed()) return f;
     // The converter may drop an input nothing reads; there is nothing to bind it to then.
-    if (ospreyInputs.count(vi.name)) inputs[vi.name] = toTensor(tp);
+    if (ospreyInputs.count(vi.name)) inputs[vi.name] = value;
   }
   for (const auto& name : ospreyInputs)
     if (!inputs.count(name)) return fail(Outcome::Error, "graph input '" + name + "' has no test data" + where);
@@ -277,12 +320,26 @@ Failure runDataSet(CaseModel& m, int setIndex, const fs::path& dir) {
     return fail(Outcome::Error, "session returned " + std::to_string(outputs.size()) + " outputs, test data has " +
                                     std::to_string(outputCount) + where);
   for (int k = 0; k < outputCount; ++k) {
-    onnx::TensorProto tp;
-    st = onnx::loadTensorFile((dir / ("output_" + std::to_string(k) + ".pb")).string(), &tp);
-    if (!st) return fromStatus(st, "output_" + std::to_string(k) + ".pb" + where);
-    if (tp.dtype == DataType::Undefined)
-      return fail(Outcome::Unsupported, "expected output " + std::to_string(k) + " has ONNX data type " + onnxTypeName(tp.rawType));
-    std::string diff = compareTensor(tp, outputs[k]);
+    Tensor expected;
+    std::vector<onnx::TensorProto> tensors;
+    if (k >= static_cast<int>(m.outputs.size())) return fail(Outcome::Error, "more expected outputs than graph outputs" + where);
+    Failure f = loadValue(dir / ("output_" + std::to_string(k) + ".pb"), *m.outputs[k], where, &expected, &tensors);
+    if (f.failed()) return f;
+    const Tensor& got = outputs[k];
+    std::string diff;
+    if (expected.empty() != got.empty() || expected.isSequence() != got.isSequence()) {
+      auto kind = [](const Tensor& t) { return t.empty() ? "no value" : t.isSequence() ? "a sequence" : "a tensor"; };
+      diff = std::string("expected ") + kind(expected) + ", got " + kind(got);
+    } else if (expected.isSequence()) {
+      if (got.items().size() != tensors.size())
+        diff = "expected a sequence of " + std::to_string(tensors.size()) + " items, got " + std::to_string(got.items().size());
+      for (size_t i = 0; diff.empty() && i < tensors.size(); ++i) {
+        diff = compareTensor(tensors[i], got.items()[i]);
+        if (!diff.empty()) diff = "item " + std::to_string(i) + ": " + diff;
+      }
+    } else if (!expected.empty()) {
+      diff = compareTensor(tensors.at(0), got);
+    }
     if (!diff.empty()) {
       std::string name = k < static_cast<int>(outputInfo.size()) ? outputInfo[k].name : "?";
       return fail(Outcome::Wrong, "output " + std::to_string(k) + " '" + name + "'" + where + ": " + diff);
@@ -311,14 +368,19 @@ Failure runCase(const CaseInfo& info, int fd) {
   // Sent before anything that might crash, so even a crashed case has its ops and dtypes.
   writeAll(fd, encodeLine({"META", join({ops.begin(), ops.end()}, ","), join({dtypes.begin(), dtypes.end()}, ",")}));
 
+  auto held = [](const onnx::ValueInfo& vi) {
+    return vi.kind == onnx::ValueInfo::kTensor || vi.kind == onnx::ValueInfo::kSequence || vi.kind == onnx::ValueInfo::kOptional;
+  };
   for (const auto* vi : m.inputs)
-    if (vi->kind != onnx::ValueInfo::kTensor)
+    if (!held(*vi))
       return fail(Outcome::Unsupported, "graph input '" + vi->name + "' has type " + valueTypeLabel(*vi) +
-                                            "; the runner and Osprey only handle tensors");
-  for (const auto& vi : graph.outputs)
-    if (vi.kind != onnx::ValueInfo::kTensor)
+                                            "; the runner and Osprey handle tensors, sequences and optionals");
+  for (const auto& vi : graph.outputs) {
+    if (!held(vi))
       return fail(Outcome::Unsupported, "graph output '" + vi.name + "' has type " + valueTypeLabel(vi) +
-                                            "; the runner and Osprey only handle tensors");
+                                            "; the runner and Osprey handle tensors, sequences and optionals");
+    m.outputs.push_back(&vi);
+  }
 
   auto model = std::make_shared<Model>();
   st = convertOnnxFile(modelPath, model.get());

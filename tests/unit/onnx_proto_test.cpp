@@ -518,6 +518,50 @@ TEST(OnnxProtoReal, StringsAndFloat16) {
   }
 }
 
+// SequenceProto / OptionalProto by hand: elem_type (2), tensor_values / tensor_value (3),
+// sequence_value (5); each tensor dims [2], float, raw_data.
+TEST(OnnxProto, SequenceAndOptionalValues) {
+  const std::vector<uint8_t> tensor = {0x08, 0x02, 0x10, 0x01, 0x4a, 0x08, 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40};
+  auto wrapped = [&](uint8_t field, const std::vector<uint8_t>& inner) {
+    std::vector<uint8_t> v = {static_cast<uint8_t>(field << 3 | 2), static_cast<uint8_t>(inner.size())};
+    v.insert(v.end(), inner.begin(), inner.end());
+    return v;
+  };
+  std::vector<uint8_t> sequence = {0x10, 0x01};
+  for (int k = 0; k < 2; ++k) {
+    const std::vector<uint8_t> item = wrapped(3, tensor);
+    sequence.insert(sequence.end(), item.begin(), item.end());
+  }
+  ValueProto v;
+  ASSERT_TRUE(parseValue(sequence.data(), sequence.size(), ValueProto::kSequence, &v).isOk());
+  EXPECT_TRUE(v.isSequence);
+  ASSERT_EQ(v.tensors.size(), 2u);
+  EXPECT_EQ(v.tensors[1].dims, (std::vector<int64_t>{2}));
+  EXPECT_EQ(v.tensors[1].data.size(), 8u);
+
+  std::vector<uint8_t> optional = {0x10, 0x03};
+  const std::vector<uint8_t> held = wrapped(5, sequence);
+  optional.insert(optional.end(), held.begin(), held.end());
+  ASSERT_TRUE(parseValue(optional.data(), optional.size(), ValueProto::kOptional, &v).isOk());
+  EXPECT_TRUE(v.hasValue && v.isSequence);
+  EXPECT_EQ(v.tensors.size(), 2u);
+  const std::vector<uint8_t> none = {0x10, 0x01};
+  ASSERT_TRUE(parseValue(none.data(), none.size(), ValueProto::kOptional, &v).isOk());
+  EXPECT_FALSE(v.hasValue);
+
+  // An optional whose elem_type names a tensor but that holds a sequence; a sequence of sequences;
+  // every truncation.
+  optional[1] = 0x01;
+  EXPECT_EQ(parseValue(optional.data(), optional.size(), ValueProto::kOptional, &v).code(), StatusCode::InvalidModel);
+  const std::vector<uint8_t> nested = wrapped(5, sequence);
+  EXPECT_EQ(parseValue(nested.data(), nested.size(), ValueProto::kSequence, &v).code(), StatusCode::Unsupported);
+  for (size_t cut = 1; cut < sequence.size(); ++cut) {
+    const Status st = parseValue(sequence.data(), cut, ValueProto::kSequence, &v);
+    if (cut == 2 || cut == 2 + wrapped(3, tensor).size()) continue;  // ends between fields: a shorter valid message
+    EXPECT_FALSE(st.isOk()) << "cut at " << cut;
+  }
+}
+
 TEST(OnnxProtoReal, UnknownTypesAndSequencesAreErrorsOrUndefinedNotCrashes) {
   {
     REQUIRE_NODE_TEST("test_dequantizelinear_e4m3fn_float16");  // float8: one byte per element

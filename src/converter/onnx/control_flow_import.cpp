@@ -74,6 +74,7 @@ Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset
     const size_t declared = body->inputs.size() - captured.size();
     for (size_t i = 2; i < declared; ++i)
       for (int64_t& d : body->tensors[body->inputs[i]].shape) d = -1;
+
   }
   Node& n = addControlNode(ctx, node, type, captured);
   for (auto& a : node.attributes) {

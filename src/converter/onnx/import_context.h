@@ -51,6 +51,12 @@ NodeImporter findImporter(const std::string& opType);
 // Control flow (control_flow_import.cpp).
 Status importIf(ImportContext& ctx, const NodeProto& node, int64_t opset);
 Status importLoopOrScan(ImportContext& ctx, const NodeProto& node, int64_t opset, OpType type);
+// Optional: its `type` attribute (a TypeProto) only names what an absent value would hold.
+Status importOptional(ImportContext& ctx, const NodeProto& node, int64_t opset);
+// Marks the tensors that hold sequences (DataType::Sequence) or optionals (TensorInfo::optional),
+// from the ops that make them and the declared types of subgraph outputs, so that the runtime
+// runs what makes or reads them on the host.
+void markHostValues(Graph& g);
 // com.microsoft.DynamicQuantizeLSTM as the LSTM of its dequantized weights.
 Status importDynamicQuantizeLSTM(ImportContext& ctx, const NodeProto& node);
 // Ops imported as-is: attributes copied, inputs and outputs in ONNX order.

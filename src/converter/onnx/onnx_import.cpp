@@ -9,9 +9,27 @@ namespace osprey::onnx {
 
 namespace {
 
+// A sequence, optional(tensor) or optional(sequence) value's kind onto `t` (its shape is then unknown).
+Status importValueKind(const ValueInfo& vi, TensorInfo* t, const char* role) {
+  if (vi.kind == ValueInfo::kTensor) return Status::ok();
+  const bool sequence = (vi.kind == ValueInfo::kSequence && vi.innerKind == ValueInfo::kTensor) ||
+                        (vi.kind == ValueInfo::kOptional && vi.innerKind == ValueInfo::kSequence);
+  const bool optionalTensor = vi.kind == ValueInfo::kOptional && vi.innerKind == ValueInfo::kTensor;
+  if (!sequence && !optionalTensor)
+    return Status::unsupported(std::string(role) + " '" + vi.name + "' is a map, a sparse tensor, or a nesting of sequences " +
+                               "and optionals, which Osprey does not support");
+  t->optional = vi.kind == ValueInfo::kOptional;
+  if (sequence) {
+    t->elementDtype = t->dtype;
+    t->dtype = DataType::Sequence;
+    t->hasShape = false;
+    t->shape.clear();
+    t->dimNames.clear();
+  }
+  return Status::ok();
+}
+
 Status importValueInfo(const ValueInfo& vi, TensorInfo* t, const char* role) {
-  if (vi.kind != ValueInfo::kTensor)
-    return Status::unsupported(std::string(role) + " '" + vi.name + "' is a sequence, map or optional, which Osprey does not support yet");
   if (vi.elemType != 0) {
     if (!isKnownDataType(vi.elemType))
       return Status::unsupported(std::string(role) + " '" + vi.name + "' has ONNX element type " +
@@ -24,7 +42,7 @@ Status importValueInfo(const ValueInfo& vi, TensorInfo* t, const char* role) {
   bool anyName = false;
   for (auto& n : vi.dimParams) anyName |= !n.empty();
   if (!anyName) t->dimNames.clear();
-  return Status::ok();
+  return importValueKind(vi, t, role);
 }
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
@@ -142,6 +160,7 @@ Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vect
       }
     }
   }
+  markHostValues(*g);
   for (const ValueInfo& vi : gp.outputs) {
     if (!ctx.has(vi.name)) return Status::invalidModel("graph output '" + vi.name + "' is never produced");
     int idx = ctx.tensor(vi.name);
@@ -156,8 +175,7 @@ Status importGraph(ImportState& state, const GraphProto& gp, Graph* g, std::vect
       for (auto& n : vi.dimParams) anyName |= !n.empty();
       if (!anyName) t.dimNames.clear();
     }
-    if (vi.kind != ValueInfo::kTensor)
-      return Status::unsupported("output '" + vi.name + "' is a sequence, map or optional, which Osprey does not support yet");
+    if (!t.isConstant && t.dtype != DataType::Sequence) OSPREY_RETURN_IF_ERROR(importValueKind(vi, &t, "output"));
     g->outputs.push_back(idx);
   }
   return Status::ok();

@@ -70,6 +70,10 @@ enum : uint32_t { kDim = 1 };
 namespace dim_f {  // TensorShapeProto.Dimension: a oneof of value and symbol
 enum : uint32_t { kValue = 1, kParam = 2 };
 }
+namespace seq_f {  // SequenceProto and OptionalProto share their numbers (one value or repeated)
+enum : uint32_t { kName = 1, kElemType = 2, kTensor = 3, kSparseTensor = 4, kSequence = 5, kMap = 6, kOptional = 7 };
+enum : int32_t { kElemTensor = 1, kElemSequence = 3 };  // SequenceProto.DataType / OptionalProto.DataType
+}
 constexpr int32_t kDataLocationExternal = 1;
 constexpr size_t kMaxTensorRank = 1024;  // far above any real tensor
 
@@ -148,6 +152,22 @@ OSPREY_MESSAGE(kWrapTypeMsg, "TypeProto.Sequence", {{wrap_f::kElemType, "elem_ty
 OSPREY_MESSAGE(kShapeMsg, "TensorShapeProto", {{shape_f::kDim, "dim", kLen}});
 OSPREY_MESSAGE(kDimMsg, "TensorShapeProto.Dimension",
                {{dim_f::kValue, "dim_value", kVarint}, {dim_f::kParam, "dim_param", kLen}});
+OSPREY_MESSAGE(kSequenceMsg, "SequenceProto",
+               {{seq_f::kName, "name", kLen},
+                {seq_f::kElemType, "elem_type", kVarint},
+                {seq_f::kTensor, "tensor_values", kLen},
+                {seq_f::kSparseTensor, "sparse_tensor_values", kLen},
+                {seq_f::kSequence, "sequence_values", kLen},
+                {seq_f::kMap, "map_values", kLen},
+                {seq_f::kOptional, "optional_values", kLen}});
+OSPREY_MESSAGE(kOptionalMsg, "OptionalProto",
+               {{seq_f::kName, "name", kLen},
+                {seq_f::kElemType, "elem_type", kVarint},
+                {seq_f::kTensor, "tensor_value", kLen},
+                {seq_f::kSparseTensor, "sparse_tensor_value", kLen},
+                {seq_f::kSequence, "sequence_value", kLen},
+                {seq_f::kMap, "map_value", kLen},
+                {seq_f::kOptional, "optional_value", kLen}});
 #undef OSPREY_MESSAGE
 
 Status parseGraph(Ctx& c, size_t begin, size_t end, GraphProto* g);
@@ -465,6 +485,10 @@ Status parseWrappedType(Ctx& c, size_t begin, size_t end, ValueInfo* vi) {
     ValueInfo inner;
     OSPREY_RETURN_IF_ERROR(nested(c, f, [&](size_t b, size_t e) { return parseTypeProto(c, b, e, &inner); }));
     vi->elemType = inner.elemType;
+    // Nestings beyond optional(sequence(tensor)) are reported as maps are: not supported.
+    vi->innerKind = inner.kind == ValueInfo::kOptional || (inner.kind == ValueInfo::kSequence && inner.innerKind != ValueInfo::kTensor)
+                        ? ValueInfo::kMap
+                        : inner.kind;
   }
 }
 
@@ -653,6 +677,73 @@ Status parseTensor(const uint8_t* data, size_t size, TensorProto* out) {
     TensorProto t;
     OSPREY_RETURN_IF_ERROR(parseTensorMsg(c, 0, size, &t));
     *out = std::move(t);
+    return Status::ok();
+  });
+}
+
+namespace {
+
+// A SequenceProto's tensors, or an OptionalProto's one value (a tensor or a sequence of them).
+Status parseValueMsg(Ctx& c, size_t begin, size_t end, bool optional, ValueProto* v) {
+  const char* what = optional ? "OptionalProto" : "SequenceProto";
+  Reader r(c, optional ? kOptionalMsg : kSequenceMsg, begin, end);
+  int32_t elemType = 0;
+  bool held = false;
+  for (Field f;;) {
+    OSPREY_RETURN_IF_ERROR(r.next(&f));
+    if (!f.spec) break;
+    switch (f.spec->number) {
+      case seq_f::kElemType: elemType = static_cast<int32_t>(f.bits); break;
+      case seq_f::kTensor:
+        if (optional && held) return Status::invalidModel(std::string(what) + " holds more than one value");
+        v->tensors.emplace_back();
+        OSPREY_RETURN_IF_ERROR(nested(c, f, [&](size_t b, size_t e) { return parseTensorMsg(c, b, e, &v->tensors.back()); }));
+        held = true;
+        break;
+      case seq_f::kSequence: {
+        if (!optional) return Status::unsupported("a SequenceProto of sequences: Osprey holds sequences of tensors only");
+        if (held) return Status::invalidModel(std::string(what) + " holds more than one value");
+        ValueProto inner;
+        OSPREY_RETURN_IF_ERROR(nested(c, f, [&](size_t b, size_t e) { return parseValueMsg(c, b, e, false, &inner); }));
+        v->tensors = std::move(inner.tensors);
+        v->isSequence = held = true;
+        break;
+      }
+      case seq_f::kSparseTensor:
+      case seq_f::kMap:
+      case seq_f::kOptional:
+        return Status::unsupported(std::string(what) + " field '" + f.spec->name + "': Osprey holds tensors and sequences of tensors only");
+      default: break;
+    }
+  }
+  if (!optional) {
+    if (elemType != seq_f::kElemTensor && !(elemType == 0 && v->tensors.empty()))
+      return Status::unsupported("SequenceProto of elem_type " + std::to_string(elemType) + ": Osprey holds sequences of tensors only");
+    v->kind = ValueProto::kSequence;
+    v->isSequence = true;
+    return Status::ok();
+  }
+  v->kind = ValueProto::kOptional;
+  v->hasValue = held;
+  if (held && elemType != (v->isSequence ? seq_f::kElemSequence : seq_f::kElemTensor))
+    return Status::invalidModel("OptionalProto's elem_type " + std::to_string(elemType) + " does not name the value it holds");
+  return Status::ok();
+}
+
+}  // namespace
+
+Status parseValue(const uint8_t* data, size_t size, int kind, ValueProto* out) {
+  if (!out) return Status::invalidArgument("parseValue: null output");
+  *out = ValueProto();
+  if (kind != ValueProto::kSequence && kind != ValueProto::kOptional)
+    return Status::invalidArgument("parseValue reads a SequenceProto or an OptionalProto");
+  if (!data && size) return Status::invalidArgument("parseValue: null data");
+  const char* what = kind == ValueProto::kSequence ? "ONNX sequence" : "ONNX optional";
+  return guarded(what, [&] {
+    Ctx c{data, size, what, kMaxNestingDepth};
+    ValueProto v;
+    OSPREY_RETURN_IF_ERROR(parseValueMsg(c, 0, size, kind == ValueProto::kOptional, &v));
+    *out = std::move(v);
     return Status::ok();
   });
 }

@@ -89,6 +89,7 @@ struct ValueInfo {
   // ONNX element type (may be one Osprey does not model). For sequence/optional, that of the
   // tensor inside; 0 when unknown.
   int32_t elemType = 0;
+  int innerKind = kTensor;  // of an optional: what it wraps (a tensor or a sequence)
   bool hasShape = false;  // false: rank unknown. true with empty dims: a scalar
   std::vector<int64_t> dims;            // -1 where the dim is symbolic or unknown
   std::vector<std::string> dimParams;   // the symbol (dim_param), or "" when not symbolic
@@ -120,7 +121,19 @@ struct ModelProto {
 // so hostile input cannot exhaust the stack. Real models nest a handful of levels.
 constexpr int kMaxNestingDepth = 64;
 
+// A sequence or optional value as ONNX's test data writes one (SequenceProto, OptionalProto).
+// Only what Osprey holds: a sequence of tensors, an optional of a tensor or of such a sequence.
+struct ValueProto {
+  enum Kind : int { kTensor = 0, kSequence = 1, kOptional = 2 };
+  int kind = kTensor;
+  bool hasValue = true;  // an optional's; false: it holds nothing
+  bool isSequence = false;  // what it holds (a sequence's items are tensors)
+  std::vector<TensorProto> tensors;  // one for a tensor, the items of a sequence
+};
+
 Status parseModel(const uint8_t* data, size_t size, ModelProto* out);
+// Parses a SequenceProto (kind kSequence) or an OptionalProto (kind kOptional).
+Status parseValue(const uint8_t* data, size_t size, int kind, ValueProto* out);
 Status parseTensor(const uint8_t* data, size_t size, TensorProto* out);
 Status loadModelFile(const std::string& path, ModelProto* out);
 Status loadTensorFile(const std::string& path, TensorProto* out);

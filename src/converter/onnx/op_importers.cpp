@@ -316,6 +316,8 @@ const std::unordered_map<std::string, NodeImporter>& importers() {
       {"PRelu", importPRelu},
       {"Loop", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Loop); }},
       {"Scan", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::Scan); }},
+      {"SequenceMap", [](ImportContext& c, const NodeProto& n, int64_t o) { return importLoopOrScan(c, n, o, OpType::SequenceMap); }},
+      {"Optional", importOptional},
       {"Clip", importClip},
       {"Pad", importPad},
       {"Slice", importSlice},

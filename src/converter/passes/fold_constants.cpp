@@ -12,6 +12,10 @@ constexpr size_t kMaxGrowthBytes = 1 << 20;
 }  // namespace
 
 bool foldNode(Graph& g, const Node& node, bool shapesOnly) {
+  // Sequences and optionals are values of a run, never constants.
+  if (opDef(node.type).hostOnly) return false;
+  for (int o : node.outputs)
+    if (o >= 0 && (g.tensors[o].dtype == DataType::Sequence || g.tensors[o].optional)) return false;
   size_t inputBytes = 0;
   TensorViews in(node.inputs.size()), out(node.outputs.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) {

@@ -27,7 +27,7 @@ bool hasSubgraph(const Node& node) {
 // runtime computes them at resize; false when any of that is unknown or the shape function fails.
 bool inferNode(const Graph& g, const Node& node, const std::vector<bool>& known, TensorViews* outViews) {
   const OpDef& def = opDef(node.type);
-  if (hasSubgraph(node) || !def.shape) return false;
+  if (hasSubgraph(node) || !def.shape || def.hostOnly) return false;
   TensorViews in(node.inputs.size()), out(node.outputs.size());
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const int idx = node.inputs[i];
@@ -36,7 +36,7 @@ bool inferNode(const Graph& g, const Node& node, const std::vector<bool>& known,
       continue;
     }
     const TensorInfo& t = g.tensors[idx];
-    if (!known[idx]) return false;
+    if (!known[idx] || t.dtype == DataType::Sequence || t.optional) return false;
     in[i].dtype = t.dtype;
     in[i].shape = t.shape;
     if (t.isConstant) {
