@@ -21,6 +21,9 @@ import glob, os, sys, time
 
 import numpy as np
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import zoo_tables  # noqa: E402
+
 BOUND = 1e-4
 DETECTORS = ("rcnn", "retinanet", "fcos", "ssd")
 # Its detection transform resizes the 320x320 image to 300 (linear, half_pixel): ONNX Runtime's
@@ -52,43 +55,49 @@ def torchvision_models(names):
             yield n, m, (x,), {"input": x.numpy()}
 
 
+def skip(name, error):
+    print("SKIP", name, (str(error).splitlines() or [type(error).__name__])[0][:160], flush=True)
+
+
 def timm_models(names):
     import torch, timm
-    for n in names or ["resnet26d", "convnext_atto", "vit_tiny_patch16_224", "swin_tiny_patch4_window7_224",
-                       "levit_128s", "mobilevit_xxs", "efficientformer_l1", "sequencer2d_s", "dm_nfnet_f0",
-                       "ghostnet_100", "hrnet_w18_small", "repvgg_a0", "coatnet_nano_rw_224", "eva02_tiny_patch14_224"]:
-        m = timm.create_model(n, pretrained=False)
+    for n in names or zoo_tables.TIMM:
+        try:
+            m = timm.create_model(n, pretrained=False)
+        except Exception as e:  # a name this timm does not know
+            skip(n, e)
+            continue
         x = torch.randn(1, *m.pretrained_cfg.get("input_size", (3, 224, 224)))
         yield n, m, (x,), {"input": x.numpy()}
 
 
 def transformers_models(names):
     import torch, transformers as T
-    small = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128)
-    text = {"bert": (T.BertConfig, T.BertModel, small), "gpt2": (T.GPT2Config, T.GPT2Model, dict(n_embd=64, n_layer=2, n_head=4)),
-            "llama": (T.LlamaConfig, T.LlamaModel, dict(small, num_key_value_heads=2)),
-            "deberta_v2": (T.DebertaV2Config, T.DebertaV2Model, small),
-            "t5_encoder": (T.T5Config, T.T5EncoderModel, dict(d_model=64, num_layers=2, num_heads=4, d_ff=128, d_kv=16))}
-    vision = {"vit": (T.ViTConfig, T.ViTModel, dict(small, image_size=64, patch_size=8)),
-              "swin": (T.SwinConfig, T.SwinModel, dict(image_size=64, patch_size=4, embed_dim=32, depths=[1, 1],
-                                                       num_heads=[2, 4], window_size=4)),
-              "segformer": (T.SegformerConfig, T.SegformerModel, dict(hidden_sizes=[16, 32, 64, 128], depths=[1, 1, 1, 1],
-                                                                      num_attention_heads=[1, 2, 4, 8]))}
-    for n, (config, model, kw) in {**text, **vision}.items():
-        if names and n not in names:
-            continue
-        m = model(config(**kw))
-        if n in text:
-            ids, mask = torch.randint(1, 100, (2, 16)), torch.ones(2, 16, dtype=torch.int64)
-            mask[1, 12:] = 0
-            yield n, first_output(m, text=True), (ids, mask), {"input_ids": ids.numpy(), "attention_mask": mask.numpy()}
-        else:
-            x = torch.randn(1, 3, 64, 64)
-            yield n, first_output(m, text=False), (x,), {"pixel_values": x.numpy()}
+    tables = (("text", zoo_tables.TEXT), ("vision", zoo_tables.VISION), ("audio", zoo_tables.AUDIO))
+    for group, table in tables:
+        for n, (config, model, kw) in table.items():
+            if names and n not in names:
+                continue
+            try:
+                cfg = getattr(T, config)(**kw)
+                m = T.WhisperModel(cfg).get_encoder() if model == "WhisperModel.encoder" else getattr(T, model)(cfg)
+            except Exception as e:  # a class this transformers does not have, or builds otherwise
+                skip(n, e)
+                continue
+            if group == "text":
+                ids, mask = torch.randint(1, 100, (2, 16)), torch.ones(2, 16, dtype=torch.int64)
+                mask[1, 12:] = 0
+                feeds = {"input_ids": ids, "attention_mask": mask}
+            elif group == "vision":
+                size = kw.get("image_size", 224)
+                feeds = {"pixel_values": torch.randn(1, 3, *(size if isinstance(size, list) else [size, size]))}
+            else:
+                feeds = {"input_features": torch.randn(1, 80, 100)} if n == "whisper_enc" else {"input_values": torch.randn(1, 1600)}
+            yield n, first_output(m.eval(), list(feeds)), tuple(feeds.values()), {k: v.numpy() for k, v in feeds.items()}
 
 
-def first_output(model, text):
-    """The model's first output as a plain tensor (exports take no dicts)."""
+def first_output(model, keys):
+    """The model's first output as a plain tensor (exports take no dicts), its inputs by keyword."""
     import torch
 
     class Wrapped(torch.nn.Module):
@@ -97,12 +106,11 @@ def first_output(model, text):
             self.m = model
 
         def forward(self, *args):
-            kwargs = {"input_ids": args[0], "attention_mask": args[1]} if text else {"pixel_values": args[0]}
-            return self.m(**kwargs, return_dict=False)[0]
+            return self.m(**dict(zip(keys, args)), return_dict=False)[0]
     return Wrapped()
 
 
-def export(family, out, names):
+def export(family, out, names, dynamo):
     import torch
     os.makedirs(out, exist_ok=True)
     models = {"torchvision": torchvision_models, "timm": timm_models, "transformers": transformers_models}[family](names)
@@ -116,13 +124,23 @@ def export(family, out, names):
             print("SKIP", str(e).splitlines()[0][:160] if str(e) else type(e).__name__, flush=True)
             continue
         path = os.path.join(out, n + ".onnx")
-        try:
-            with torch.no_grad():
-                torch.onnx.export(m.eval(), args, path, opset_version=17, input_names=list(feeds))
-            np.savez(os.path.join(out, n + ".inputs.npz"), **feeds)
-            print("EXPORTED", n, flush=True)
-        except Exception as e:
-            print("NOEXPORT", n, (str(e).splitlines() or [type(e).__name__])[0][:160], flush=True)
+        errors = []
+        # torch's dynamo exporter first where asked (its default since torch 2.9), TorchScript's after.
+        for exporter in (("dynamo", "torchscript") if dynamo else ("torchscript",)):
+            try:
+                with torch.no_grad():
+                    if exporter == "dynamo":
+                        torch.onnx.export(m.eval(), args, path, input_names=list(feeds), dynamo=True, external_data=False)
+                    else:
+                        torch.onnx.export(m.eval(), args, path, opset_version=17, input_names=list(feeds),
+                                          **({"dynamo": False} if dynamo else {}))
+                np.savez(os.path.join(out, n + ".inputs.npz"), **feeds)
+                print("EXPORTED", n, exporter, flush=True)
+                break
+            except Exception as e:
+                errors.append((str(e).strip().splitlines() or [type(e).__name__])[-1][:160])
+        else:
+            print("NOEXPORT", n, " | ".join(errors), flush=True)
 
 
 def distance(ref, got):
@@ -212,7 +230,7 @@ def main():
         print(__doc__)
         return 2
     if args[0] == "export":
-        export(args[1], args[2], args[3:])
+        export(args[1], args[2], args[3:], "--dynamo" in sys.argv)
         return 0
     return 1 if compare(args[1], args[2:], "--bisect" in sys.argv) else 0
 
