@@ -106,9 +106,10 @@ Backend::PackCounts SessionImpl::packCounts() const {
 
 bool SessionImpl::hostInput(int tensor) const {
   const TensorInfo& info = model_->graph.tensors[tensor];
-  if (info.dtype == DataType::Sequence || info.optional) return true;
+  if (info.dtype == DataType::Sequence || info.dtype == DataType::String || info.optional) return true;
   auto given = givenDtypes_.find(info.name);
-  return given != givenDtypes_.end() && (given->second == DataType::Sequence || given->second == DataType::Undefined);
+  return given != givenDtypes_.end() && (given->second == DataType::Sequence || given->second == DataType::String ||
+                                         given->second == DataType::Undefined);
 }
 
 bool SessionImpl::isInput(int tensor) const {
@@ -234,7 +235,7 @@ Status SessionImpl::plan() {
     if (hostInput(i)) {
       hostValue_[i] = true;
       auto given = givenDtypes_.find(t.name);
-      if (given != givenDtypes_.end() && given->second == DataType::Sequence) t.dtype = DataType::Sequence;
+      if (given != givenDtypes_.end() && given->second != DataType::Undefined) t.dtype = given->second;
       continue;
     }
     if (t.dtype == DataType::Undefined || isStage_) {
@@ -280,10 +281,11 @@ void SessionImpl::releaseModelPages() {
 
 Status SessionImpl::computeNode(const Node& node, bool* planned) {
   const OpDef& def = opDef(node.type);
-  // Sequences and optionals live on the host: what makes or reads one runs there.
+  // Sequences, optionals and strings of a run live on the host: what makes or reads one runs there.
   auto hostTyped = [&](int i) {
     return i >= 0 && (hostValue_[i] || tensors_[i].dtype == DataType::Sequence || model_->graph.tensors[i].optional ||
-                      model_->graph.tensors[i].dtype == DataType::Sequence);
+                      model_->graph.tensors[i].dtype == DataType::Sequence ||
+                      (tensors_[i].dtype == DataType::String && !known_[i]));
   };
   if (def.hostOnly || std::any_of(node.inputs.begin(), node.inputs.end(), hostTyped) ||
       std::any_of(node.outputs.begin(), node.outputs.end(), hostTyped)) {
@@ -311,6 +313,11 @@ Status SessionImpl::computeNode(const Node& node, bool* planned) {
   for (size_t i = 0; i < node.outputs.size(); ++i) out[i].present = node.outputs[i] >= 0;
   std::vector<RasterPlan> rasters;
   OSPREY_RETURN_IF_ERROR(computeShapes(node, in, out));
+  for (size_t i = 0; i < node.outputs.size(); ++i)
+    if (node.outputs[i] >= 0 && out[i].dtype == DataType::String) {  // strings are made on the host, at each run
+      *planned = false;
+      return Status::ok();
+    }
   for (size_t i = 0; i < node.outputs.size(); ++i) {
     if (node.outputs[i] < 0) continue;
     RuntimeTensor& t = tensors_[node.outputs[i]];
