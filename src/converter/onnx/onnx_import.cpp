@@ -47,6 +47,15 @@ Status importValueInfo(const ValueInfo& vi, TensorInfo* t, const char* role) {
 
 bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx"; }
 
+// The ai.onnx.ml ops Osprey implements (ops/ml.cpp), and the opset each follows.
+OpType mlOp(const std::string& opType, int64_t opset) {
+  static const std::pair<const char*, int64_t> kOps[] = {
+      {"Binarizer", 1}, {"ArrayFeatureExtractor", 1}, {"LabelEncoder", 2}, {"TreeEnsemble", 5}};
+  for (auto [op, since] : kOps)
+    if (opType == op && opset >= since) return opTypeFromName(op);
+  return OpType::Invalid;
+}
+
 // The com.microsoft ops (ONNX Runtime's contrib ops) Osprey implements, imported as they are.
 OpType microsoftOp(const std::string& opType) {
   static const char* const kOps[] = {"QLinearAdd",           "QLinearMul",           "QLinearGlobalAveragePool",
@@ -81,24 +90,27 @@ void importNodes(ImportState& state, ImportContext& ctx, const GraphProto& gp) {
     std::string key = (defaultDomain ? "" : node.domain + ".") + node.opType + " (opset " +
                       std::to_string(defaultDomain ? state.opset : state.model->opsetFor(node.domain)) + ")";
     // Preview ops (ai.onnx.preview) are imported where Osprey has an importer for them, and
-    // ONNX Runtime's com.microsoft ops where Osprey implements them.
-    const OpType microsoft = node.domain == "com.microsoft" ? microsoftOp(node.opType) : OpType::Invalid;
+    // ONNX Runtime's com.microsoft ops and ONNX-ML's where Osprey implements them.
+    const OpType implemented = node.domain == "com.microsoft" ? microsoftOp(node.opType)
+                             : node.domain == "ai.onnx.ml" ? mlOp(node.opType, state.model->opsetFor(node.domain))
+                                                           : OpType::Invalid;
     const bool quantizedLstm = node.domain == "com.microsoft" && node.opType == "DynamicQuantizeLSTM";
-    if (!defaultDomain && microsoft == OpType::Invalid && !quantizedLstm &&
+    if (!defaultDomain && implemented == OpType::Invalid && !quantizedLstm &&
         !(node.domain == "ai.onnx.preview" && findImporter(node.opType))) {
       state.unsupported.insert(key);
       continue;
     }
     Status st;
-    if (microsoft != OpType::Invalid) {
-      st = importDirect(ctx, node, microsoft);
+    if (implemented != OpType::Invalid) {
+      st = importDirect(ctx, node, implemented);
     } else if (quantizedLstm) {
       st = importDynamicQuantizeLSTM(ctx, node);
     } else if (NodeImporter importer = findImporter(node.opType)) {
       st = importer(ctx, node, state.opset);
     } else {
       OpType type = opTypeFromName(node.opType);
-      if (type == OpType::Invalid || type == OpType::Raster || type == OpType::ByteLookup || microsoftOp(node.opType) != OpType::Invalid) {
+      if (type == OpType::Invalid || type == OpType::Raster || type == OpType::ByteLookup || microsoftOp(node.opType) != OpType::Invalid ||
+          mlOp(node.opType, 5) != OpType::Invalid) {
         state.unsupported.insert(key);
         continue;
       }
