@@ -58,3 +58,30 @@ def test_classifiers(make, classes):
     np.testing.assert_array_equal(out[0], ref[0])
     assert_close(out[1], ref[1], "probabilities")
     np.testing.assert_array_equal(out[0], model.predict(x))
+
+
+@pytest.mark.parametrize("classes", [2, 3])
+def test_linear_models_and_transforms(classes):
+    from sklearn import linear_model, pipeline, preprocessing
+    x, y = data(3, classes)
+    x[:, 4] *= 10
+    x[:, 5] += 3
+    models = [linear_model.LinearRegression().fit(x, x[:, 0] * 2 - x[:, 1]),
+              linear_model.Ridge(alpha=0.5).fit(x, np.stack([x[:, 0], x[:, 1] * 3], axis=1)),
+              linear_model.LogisticRegression(max_iter=500).fit(x, y),
+              pipeline.make_pipeline(preprocessing.StandardScaler(), linear_model.LogisticRegression(max_iter=500)).fit(x, y),
+              pipeline.make_pipeline(preprocessing.Normalizer(norm="l1"), preprocessing.MinMaxScaler(),
+                                     linear_model.LogisticRegression(max_iter=500)).fit(x, y),
+              pipeline.make_pipeline(preprocessing.Normalizer(norm="max"), preprocessing.MaxAbsScaler(),
+                                     linear_model.LinearRegression()).fit(x, x[:, 2])]
+    for model in models:
+        onx = skl2onnx.convert_sklearn(model, initial_types=[("x", FloatTensorType([None, 6]))],
+                                       options={"zipmap": False} if hasattr(model, "classes_") else None,
+                                       target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
+        ref = ort.InferenceSession(onx, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+        out = osprey.InferenceSession(onx).run(None, {"x": x})
+        for o, r in zip(out, ref):
+            if r.dtype == np.int64:
+                np.testing.assert_array_equal(o, r)
+            else:
+                assert_close(o, r, type(model).__name__)

@@ -51,7 +51,8 @@ bool isDefaultDomain(const std::string& d) { return d.empty() || d == "ai.onnx";
 OpType mlOp(const std::string& opType, int64_t opset) {
   static const std::pair<const char*, int64_t> kOps[] = {
       {"Binarizer", 1}, {"ArrayFeatureExtractor", 1}, {"LabelEncoder", 2}, {"TreeEnsemble", 5},
-      {"TreeEnsembleRegressor", 1}, {"TreeEnsembleClassifier", 1}};
+      {"TreeEnsembleRegressor", 1}, {"TreeEnsembleClassifier", 1}, {"LinearRegressor", 1}, {"LinearClassifier", 1},
+      {"Scaler", 1}, {"Normalizer", 1}};
   for (auto [op, since] : kOps)
     if (opType == op && opset >= since) return opTypeFromName(op);
   return OpType::Invalid;
