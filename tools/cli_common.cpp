@@ -177,8 +177,12 @@ std::string describeValue(const Tensor& t, int count) {
   if (t.empty()) return "no value";
   if (!t.isSequence()) return std::string(dataTypeName(t.dtype())) + " " + shapeToString(t.shape()) + " " + previewValues(t, count);
   std::string s = "sequence of " + std::to_string(t.items().size()) + " " + dataTypeName(t.elementType());
-  for (size_t i = 0; i < t.items().size(); ++i)
-    s += (i ? ", " : ": ") + shapeToString(t.items()[i].shape()) + " " + previewValues(t.items()[i], count);
+  for (size_t i = 0; i < t.items().size(); ++i) {
+    const Tensor& item = t.items()[i];
+    s += (i ? ", " : ": ");
+    s += item.isMap() ? "map of " + std::to_string(item.items().at(0).elements()) + " " + previewValues(item.items().at(1), count)
+                      : shapeToString(item.shape()) + " " + previewValues(item, count);
+  }
   return s;
 }
 

@@ -25,6 +25,9 @@ class Tensor {
   static Tensor wrap(DataType dtype, Shape shape, void* data, Layout layout = Layout::NCHW);
   // A sequence of tensors of `elementType` (every item must have it); shape [items.size()].
   static Tensor sequence(DataType elementType, std::vector<Tensor> items);
+  // A map: keys[i] -> values[i] (1-D tensors of one length; int64 or string keys); items() holds
+  // {keys, values}, elementType() the values' dtype.
+  static Tensor map(Tensor keys, Tensor values);
 
   DataType dtype() const { return dtype_; }
   const Shape& shape() const { return shape_; }
@@ -46,6 +49,7 @@ class Tensor {
   const std::vector<std::string>& strings() const { return strings_; }
   // A sequence's items and element type (empty and Undefined for a tensor).
   bool isSequence() const { return dtype_ == DataType::Sequence; }
+  bool isMap() const { return dtype_ == DataType::Map; }
   const std::vector<Tensor>& items() const;
   DataType elementType() const;
 

@@ -40,6 +40,9 @@ enum class DataType : int32_t {
   // Not an element type: a value that is an ordered list of tensors of one element type (ONNX
   // seq(tensor)); it lives on the host (Tensor::sequence) and the ops that read or make it run there.
   Sequence = 100,
+  // A map from keys (int64 or strings) to values (ONNX map(K, V)), as ZipMap makes for each row:
+  // Tensor::map; it too lives on the host.
+  Map = 101,
 };
 
 // True for the one-byte low-precision types above (Float8*, Float4E2M1, (U)Int4, (U)Int2).

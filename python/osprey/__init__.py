@@ -117,7 +117,7 @@ class NodeArg:
         engine_name = info["dtype_name"]
         if engine_name == "sequence":
             element = info["element_dtype_name"]
-            type_name = "seq(tensor(%s))" % _ORT_TYPE_NAMES.get(element, element)
+            type_name = "seq(map)" if element == "map" else "seq(tensor(%s))" % _ORT_TYPE_NAMES.get(element, element)
         else:
             type_name = "tensor(%s)" % _ORT_TYPE_NAMES.get(engine_name, engine_name)
         if info["optional"]:

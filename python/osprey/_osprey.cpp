@@ -159,6 +159,18 @@ py::array stringArray(const Tensor& t) {
 // A sequence becomes a list of arrays, an absent optional None (as ONNX Runtime returns them).
 py::object toNumpy(Tensor&& t, const std::string& name) {
   if (t.empty()) return py::none();
+  if (t.isMap()) {  // {key: value}, as ONNX Runtime returns ZipMap's rows
+    py::dict d;
+    const Tensor &keys = t.items().at(0), &values = t.items().at(1);
+    for (int64_t i = 0; i < keys.elements(); ++i) {
+      py::object key = keys.dtype() == DataType::String ? py::object(py::str(keys.strings()[i]))
+                                                        : py::object(py::int_(keys.data<int64_t>()[i]));
+      d[key] = values.dtype() == DataType::Float64 ? py::float_(values.data<double>()[i])
+               : values.dtype() == DataType::Int64 ? py::float_(static_cast<double>(values.data<int64_t>()[i]))
+                                                   : py::float_(values.data<float>()[i]);
+    }
+    return d;
+  }
   if (t.isSequence()) {
     py::list items;
     for (const Tensor& item : t.items()) items.append(toNumpy(Tensor(item), name));

@@ -85,3 +85,24 @@ def test_linear_models_and_transforms(classes):
                 np.testing.assert_array_equal(o, r)
             else:
                 assert_close(o, r, type(model).__name__)
+
+
+def test_zipmap_probabilities_as_onnxruntime_gives_them():
+    """skl2onnx's default classifier output: a list of {label: probability} per row."""
+    from sklearn import linear_model
+    x, y = data(4, 3)
+    for labels in (y, np.array(["ant", "bee", "cat"])[y]):
+        for model in (linear_model.LogisticRegression(max_iter=500).fit(x, labels),
+                      ensemble.RandomForestClassifier(n_estimators=5, max_depth=4, random_state=0).fit(x, labels)):
+            onx = skl2onnx.convert_sklearn(model, initial_types=[("x", FloatTensorType([None, 6]))],
+                                           target_opset={"": 17, "ai.onnx.ml": 3}).SerializeToString()
+            ref = ort.InferenceSession(onx, providers=["CPUExecutionProvider"]).run(None, {"x": x[:7]})
+            session = osprey.InferenceSession(onx)
+            assert session.get_outputs()[1].type.startswith("seq(")
+            out = session.run(None, {"x": x[:7]})
+            np.testing.assert_array_equal(out[0], ref[0])
+            assert isinstance(out[1], list) and len(out[1]) == 7
+            for got, want in zip(out[1], ref[1]):
+                assert set(got) == set(want)
+                for k in want:
+                    assert abs(got[k] - want[k]) <= 1e-5, (k, got[k], want[k])

@@ -41,6 +41,14 @@ Tensor Tensor::sequence(DataType elementType, std::vector<Tensor> items) {
   return t;
 }
 
+Tensor Tensor::map(Tensor keys, Tensor values) {
+  const DataType valueType = values.dtype();
+  Tensor t = sequence(valueType, {std::move(keys), std::move(values)});
+  t.dtype_ = DataType::Map;
+  t.shape_ = {t.items()[0].elements()};
+  return t;
+}
+
 const std::vector<Tensor>& Tensor::items() const {
   static const std::vector<Tensor> kNone;
   return sequence_ ? sequence_->items : kNone;

@@ -31,6 +31,7 @@ size_t dataTypeSize(DataType t) {
     case DataType::Int2: return 1;
     case DataType::String:
     case DataType::Sequence:
+    case DataType::Map:
     case DataType::Undefined: return 0;
   }
   return 0;  // a value cast from an unchecked int
@@ -64,6 +65,7 @@ const char* dataTypeName(DataType t) {
     case DataType::UInt2: return "uint2";
     case DataType::Int2: return "int2";
     case DataType::Sequence: return "sequence";
+    case DataType::Map: return "map";
   }
   return "unknown";
 }

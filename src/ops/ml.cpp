@@ -1,6 +1,7 @@
 // ONNX-ML ops (domain ai.onnx.ml) of scikit-learn style models: Binarizer, ArrayFeatureExtractor,
-// LabelEncoder (opset 4: keys and values as lists or tensors), TreeEnsemble (opset 5); the older
-// tree ensembles are in ml_trees.cpp. Attributes
+// LabelEncoder (opset 4: keys and values as lists or tensors), TreeEnsemble (opset 5), ZipMap (a
+// sequence of maps: Tensor::map); the older tree ensembles are in ml_trees.cpp, the linear models in
+// ml_linear.cpp. Attributes
 // given as lists or as tensor attributes are read the same way (mlValues).
 #include <algorithm>
 #include <cmath>
@@ -275,8 +276,33 @@ Status treeKernel(const Node& node, const TensorViews& in, TensorViews& out, Thr
   return Status::ok();
 }
 
+// ---- ZipMap: each row of scores as a map from the class labels to them; a sequence of rows ----
+
+Status zipMap(const Node& node, const TensorViews& in, std::vector<Tensor>* out) {
+  const TensorView& x = in[0];
+  if (x.dtype != DataType::Float32 || (x.rank() != 1 && x.rank() != 2))
+    return Status::invalidArgument("X must be float32 [N, C] or [C], not " + std::string(dataTypeName(x.dtype)) + " " + shapeToString(x.shape));
+  const Attribute* strings = node.attr("classlabels_strings");
+  const std::vector<int64_t> ints = node.getInts("classlabels_int64s");
+  const int64_t classes = x.shape.back();
+  if ((strings ? static_cast<int64_t>(strings->strings.size()) : static_cast<int64_t>(ints.size())) != classes)
+    return Status::invalidArgument("X has " + std::to_string(classes) + " columns; the labels are not as many");
+  Tensor keys = strings ? Tensor(DataType::String, {classes}) : Tensor(DataType::Int64, {classes});
+  if (strings) keys.strings() = strings->strings;
+  else std::copy(ints.begin(), ints.end(), keys.data<int64_t>());
+  std::vector<Tensor> rows;
+  for (int64_t r = 0; r < (x.rank() == 2 ? x.shape[0] : 1); ++r) {
+    Tensor values(DataType::Float32, {classes});
+    std::copy(x.as<const float>() + r * classes, x.as<const float>() + (r + 1) * classes, values.data<float>());
+    rows.push_back(Tensor::map(keys, values));
+  }
+  *out = {Tensor::sequence(DataType::Map, std::move(rows))};
+  return Status::ok();
+}
+
 }  // namespace
 
+const OpDef kOpDef_ZipMap = {OpType::ZipMap, "ZipMap", 1, 1, 1, 1, nullptr, nullptr, nullptr, 0, true, false, 0, zipMap, true};
 const OpDef kOpDef_Binarizer = {OpType::Binarizer, "Binarizer", 1, 1, 1, 1, binarizerShape, binarizerKernel, nullptr, 0, false};
 const OpDef kOpDef_ArrayFeatureExtractor = {OpType::ArrayFeatureExtractor, "ArrayFeatureExtractor", 2, 2, 1, 1,
                                             featureShape, featureKernel, nullptr, 0, false};

@@ -31,7 +31,7 @@ Status readTensor(const fb::Tensor* t, TensorInfo* out, const BufferOwner& owner
   const bool notConstant = (t->dtype() == 0 || t->dtype() == static_cast<int>(DataType::Sequence)) && !t->is_constant();
   if (!notConstant && !isKnownDataType(t->dtype())) return Status::invalidModel("tensor '" + out->name + "' has an unknown dtype " + std::to_string(t->dtype()));
   out->dtype = static_cast<DataType>(t->dtype());
-  if (t->element_dtype() != 0 && !isKnownDataType(t->element_dtype()))
+  if (t->element_dtype() != 0 && !isKnownDataType(t->element_dtype()) && t->element_dtype() != static_cast<int>(DataType::Map))
     return Status::invalidModel("tensor '" + out->name + "' has an unknown element dtype " + std::to_string(t->element_dtype()));
   out->elementDtype = static_cast<DataType>(t->element_dtype());
   out->optional = t->is_optional();

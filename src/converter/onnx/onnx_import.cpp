@@ -14,6 +14,14 @@ Status importValueKind(const ValueInfo& vi, TensorInfo* t, const char* role) {
   if (vi.kind == ValueInfo::kTensor) return Status::ok();
   const bool sequence = (vi.kind == ValueInfo::kSequence && vi.innerKind == ValueInfo::kTensor) ||
                         (vi.kind == ValueInfo::kOptional && vi.innerKind == ValueInfo::kSequence);
+  if (vi.kind == ValueInfo::kSequence && vi.innerKind == ValueInfo::kMapOfTensors) {  // ZipMap's output
+    t->dtype = DataType::Sequence;
+    t->elementDtype = DataType::Map;
+    t->hasShape = false;
+    t->shape.clear();
+    t->dimNames.clear();
+    return Status::ok();
+  }
   const bool optionalTensor = vi.kind == ValueInfo::kOptional && vi.innerKind == ValueInfo::kTensor;
   if (!sequence && !optionalTensor)
     return Status::unsupported(std::string(role) + " '" + vi.name + "' is a map, a sparse tensor, or a nesting of sequences " +
@@ -52,7 +60,7 @@ OpType mlOp(const std::string& opType, int64_t opset) {
   static const std::pair<const char*, int64_t> kOps[] = {
       {"Binarizer", 1}, {"ArrayFeatureExtractor", 1}, {"LabelEncoder", 2}, {"TreeEnsemble", 5},
       {"TreeEnsembleRegressor", 1}, {"TreeEnsembleClassifier", 1}, {"LinearRegressor", 1}, {"LinearClassifier", 1},
-      {"Scaler", 1}, {"Normalizer", 1}};
+      {"Scaler", 1}, {"Normalizer", 1}, {"ZipMap", 1}};
   for (auto [op, since] : kOps)
     if (opType == op && opset >= since) return opTypeFromName(op);
   return OpType::Invalid;

@@ -487,8 +487,9 @@ Status parseWrappedType(Ctx& c, size_t begin, size_t end, ValueInfo* vi) {
     vi->elemType = inner.elemType;
     // Nestings beyond optional(sequence(tensor)) are reported as maps are: not supported.
     vi->innerKind = inner.kind == ValueInfo::kOptional || (inner.kind == ValueInfo::kSequence && inner.innerKind != ValueInfo::kTensor)
-                        ? ValueInfo::kMap
-                        : inner.kind;
+                        ? ValueInfo::kOther
+                        : inner.kind == ValueInfo::kMap && vi->kind == ValueInfo::kSequence ? ValueInfo::kMapOfTensors
+                                                                                              : inner.kind;
   }
 }
 

@@ -81,7 +81,8 @@ struct NodeProto {
 };
 
 struct ValueInfo {
-  enum Kind : int { kTensor = 0, kSequence = 1, kOptional = 2, kMap = 3, kSparseTensor = 4, kOther = 5 };
+  // kMapOfTensors: a map, as the element type of a sequence (ZipMap's output); any other map is kMap.
+  enum Kind : int { kTensor = 0, kSequence = 1, kOptional = 2, kMap = 3, kSparseTensor = 4, kOther = 5, kMapOfTensors = 6 };
 
   std::string name;
   bool hasType = false;

@@ -58,6 +58,9 @@ void markHostValues(Graph& g) {
       case OpType::SequenceAt:
         if (TensorInfo* o = out(0); o && input(n, 0) && o->dtype == DataType::Undefined) o->dtype = input(n, 0)->elementDtype;
         break;
+      case OpType::ZipMap:
+        if (TensorInfo* o = out(0)) makeSequence(*o, DataType::Map);
+        break;
       case OpType::SequenceMap:
         for (size_t i = 0; i < n.outputs.size(); ++i)
           if (TensorInfo* o = out(i)) makeSequence(*o, DataType::Undefined);
