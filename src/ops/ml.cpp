@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "core/dtype.h"
+#include "ops/ml_post_transform.h"
 #include "ops/op_def.h"
 #include "ops/op_util.h"
 
@@ -189,7 +190,7 @@ Status readTrees(const Node& node, Trees* t) {
   if (t->leafTargets.size() != t->leafWeights.size()) return Status::invalidModel("leaf_targetids and leaf_weights differ in length");
   if (t->targets < 1) return Status::invalidModel("n_targets must be positive");
   if (t->aggregate < 0 || t->aggregate > 3) return Status::invalidModel("aggregate_function must be 0 to 3");
-  if (t->post < 0 || t->post > 3) return Status::unsupported("post_transform " + std::to_string(t->post) + " (PROBIT is not supported)");
+  OSPREY_RETURN_IF_ERROR(checkPostTransform(postTransformName(t->post)));
   t->members.resize(n);
   size_t at = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -262,15 +263,7 @@ Status treeKernel(const Node& node, const TensorViews& in, TensorViews& out, Thr
     }
     if (t.aggregate == 0 && !t.roots.empty())
       for (double& s : score) s /= static_cast<double>(t.roots.size());
-    if (t.post == 2) {
-      for (double& s : score) s = 1.0 / (1.0 + std::exp(-s));
-    } else if (t.post == 1 || t.post == 3) {  // SOFTMAX, SOFTMAX_ZERO (zeros stay zero)
-      double peak = -std::numeric_limits<double>::infinity(), sum = 0;
-      for (double s : score)
-        if (t.post == 1 || s != 0) peak = std::max(peak, s);
-      for (double& s : score) sum += (s = (t.post == 3 && s == 0) ? 0.0 : std::exp(s - peak));
-      for (double& s : score) s = sum > 0 ? s / sum : 0.0;
-    }
+    applyPostTransform(postTransformName(t.post), &score);
     for (int64_t k = 0; k < t.targets; ++k) storeFromDouble(out[0].dtype, out[0].data, r * t.targets + k, score[k]);
   }
   return Status::ok();

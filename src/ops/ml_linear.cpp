@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/dtype.h"
+#include "ops/ml_post_transform.h"
 #include "ops/op_def.h"
 #include "ops/op_util.h"
 
@@ -21,25 +22,6 @@ Status checkFeatures(const TensorView& x) {
 
 int64_t rowsOf(const TensorView& x) { return x.rank() == 2 ? x.shape[0] : 1; }
 int64_t featuresOf(const TensorView& x) { return x.shape.back(); }
-
-void postTransform(const std::string& post, std::vector<double>* score) {
-  if (post == "LOGISTIC") {
-    for (double& s : *score) s = 1.0 / (1.0 + std::exp(-s));
-  } else if (post == "SOFTMAX" || post == "SOFTMAX_ZERO") {
-    const bool zero = post == "SOFTMAX_ZERO";
-    double peak = -std::numeric_limits<double>::infinity(), sum = 0;
-    for (double s : *score)
-      if (!zero || s != 0) peak = std::max(peak, s);
-    for (double& s : *score) sum += (s = zero && s == 0 ? 0.0 : std::exp(s - peak));
-    for (double& s : *score) s = sum > 0 ? s / sum : 0.0;
-  }
-}
-
-Status checkPost(const std::string& post) {
-  if (post != "NONE" && post != "SOFTMAX" && post != "LOGISTIC" && post != "SOFTMAX_ZERO")
-    return Status::unsupported("post_transform '" + post + "'");
-  return Status::ok();
-}
 
 // scores[r][t] = x[r] . coefficients[t] + intercepts[t]
 Status linearScores(const Node& node, const TensorView& x, int64_t targets, std::vector<std::vector<double>>* scores) {
@@ -61,7 +43,7 @@ Status linearScores(const Node& node, const TensorView& x, int64_t targets, std:
 
 Status regressorShape(const Node& node, const TensorViews& in, TensorViews& out) {
   OSPREY_RETURN_IF_ERROR(checkFeatures(in[0]));
-  OSPREY_RETURN_IF_ERROR(checkPost(node.getString("post_transform", "NONE")));
+  OSPREY_RETURN_IF_ERROR(checkPostTransform(node.getString("post_transform", "NONE")));
   out[0].dtype = DataType::Float32;
   out[0].shape = {rowsOf(in[0]), node.getInt("targets", 1)};
   return Status::ok();
@@ -72,7 +54,7 @@ Status regressorKernel(const Node& node, const TensorViews& in, TensorViews& out
   OSPREY_RETURN_IF_ERROR(linearScores(node, in[0], node.getInt("targets", 1), &scores));
   const std::string post = node.getString("post_transform", "NONE");
   for (size_t r = 0; r < scores.size(); ++r) {
-    postTransform(post, &scores[r]);
+    applyPostTransform(post, &scores[r]);
     for (size_t t = 0; t < scores[r].size(); ++t) out[0].as<float>()[r * scores[r].size() + t] = static_cast<float>(scores[r][t]);
   }
   return Status::ok();
@@ -84,7 +66,7 @@ Status linearClassifier(const Node& node, const TensorViews& in, std::vector<Ten
   const TensorView& x = in[0];
   OSPREY_RETURN_IF_ERROR(checkFeatures(x));
   const std::string post = node.getString("post_transform", "NONE");
-  OSPREY_RETURN_IF_ERROR(checkPost(post));
+  OSPREY_RETURN_IF_ERROR(checkPostTransform(post));
   const Attribute* stringLabels = node.attr("classlabels_strings");
   const std::vector<int64_t> intLabels = node.getInts("classlabels_ints");
   const int64_t labels = stringLabels ? static_cast<int64_t>(stringLabels->strings.size()) : static_cast<int64_t>(intLabels.size());
@@ -101,12 +83,12 @@ Status linearClassifier(const Node& node, const TensorViews& in, std::vector<Ten
     std::vector<double>& s = scores[r];
     int64_t best = 0;
     if (binary) {
-      postTransform(post, &s);
+      applyPostTransform(post, &s);
       const bool probability = post == "LOGISTIC";
       best = probability ? (s[0] > 0.5 ? 1 : 0) : (s[0] > 0 ? 1 : 0);
       s = {probability ? 1.0 - s[0] : -s[0], s[0]};
     } else {
-      postTransform(post, &s);
+      applyPostTransform(post, &s);
       best = std::max_element(s.begin(), s.end()) - s.begin();
     }
     if (stringLabels) y.strings()[r] = stringLabels->strings[best];

@@ -10,6 +10,7 @@
 #include <map>
 
 #include "core/dtype.h"
+#include "ops/ml_post_transform.h"
 #include "ops/op_def.h"
 #include "ops/op_util.h"
 
@@ -104,9 +105,7 @@ Status readLegacy(const Node& node, const char* prefix, int64_t targets, LegacyT
   t->post = node.getString("post_transform", "NONE");
   if (t->aggregate != "SUM" && t->aggregate != "AVERAGE" && t->aggregate != "MIN" && t->aggregate != "MAX")
     return Status::invalidModel("aggregate_function '" + t->aggregate + "'");
-  if (t->post != "NONE" && t->post != "SOFTMAX" && t->post != "LOGISTIC" && t->post != "SOFTMAX_ZERO")
-    return Status::unsupported("post_transform '" + t->post + "'");
-  return Status::ok();
+  return checkPostTransform(t->post);
 }
 
 bool goesTrue(const LegacyTrees& t, int64_t node, double x) {
@@ -147,19 +146,6 @@ Status rawScores(const LegacyTrees& t, const TensorView& x, int64_t r, std::vect
   return Status::ok();
 }
 
-void postTransform(const std::string& post, std::vector<double>* score) {
-  if (post == "LOGISTIC") {
-    for (double& s : *score) s = 1.0 / (1.0 + std::exp(-s));
-  } else if (post == "SOFTMAX" || post == "SOFTMAX_ZERO") {
-    const bool zero = post == "SOFTMAX_ZERO";
-    double peak = -std::numeric_limits<double>::infinity(), sum = 0;
-    for (double s : *score)
-      if (!zero || s != 0) peak = std::max(peak, s);
-    for (double& s : *score) sum += (s = zero && s == 0 ? 0.0 : std::exp(s - peak));
-    for (double& s : *score) s = sum > 0 ? s / sum : 0.0;
-  }
-}
-
 Status checkX(const TensorView& x) {
   if (x.dtype != DataType::Float32 && x.dtype != DataType::Float64 && x.dtype != DataType::Int64 && x.dtype != DataType::Int32)
     return Status::unsupported(dtypeError(x, "X"));
@@ -184,7 +170,7 @@ Status regressorKernel(const Node& node, const TensorViews& in, TensorViews& out
   for (int64_t r = 0; r < rowsOf(in[0]); ++r) {
     OSPREY_RETURN_IF_ERROR(rawScores(t, in[0], r, &score, &hit));
     for (size_t k = 0; k < t.base.size() && k < score.size(); ++k) score[k] += t.base[k];
-    postTransform(t.post, &score);
+    applyPostTransform(t.post, &score);
     for (int64_t k = 0; k < t.targets; ++k) storeFromDouble(DataType::Float32, out[0].data, r * t.targets + k, score[k]);
   }
   return Status::ok();
@@ -231,7 +217,7 @@ Status classifier(const Node& node, const TensorViews& in, std::vector<Tensor>* 
       score[0] = t.post == "LOGISTIC" || positive ? 1.0 - s : -s;
     } else {
       for (size_t k = 0; k < t.base.size() && k < score.size(); ++k) score[k] += t.base[k];
-      postTransform(t.post, &score);
+      applyPostTransform(t.post, &score);
       best = std::max_element(score.begin(), score.end()) - score.begin();
     }
     if (stringLabels) labels.strings()[r] = stringLabels->strings[best];
