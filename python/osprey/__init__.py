@@ -426,9 +426,11 @@ class InferenceSession:
             output_names: the outputs to return, in this order; None (or empty) for all of them.
             input_feed: every input of the model by name, as numpy arrays (anything ``np.asarray``
                 accepts) of the input's dtype. C-contiguous arrays are read in place, without a copy.
+                A sequence input takes a list of arrays, an optional one None for no value.
 
         Returns:
-            One numpy array per requested output.
+            One value per requested output: a numpy array; a list of arrays for a sequence (of
+            dicts for ZipMap's maps); None for an optional output without a value.
 
         Raises:
             InvalidArgumentError: an unknown input or output name, a missing input, or an input of
