@@ -63,15 +63,15 @@ def main():
 
     nodes = [helper.make_node("Relu", ["x"], ["a"]),
              helper.make_node("FancyOp", ["a"], ["b"]),
-             helper.make_node("TfIdfVectorizer", ["b"], ["c"]),
+             helper.make_node("RandomUniformLike", ["b"], ["c"]),  # random: not supported
              helper.make_node("FancyOp", ["c"], ["y"])]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 2])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 2])])
     m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)])
     unsupported = os.path.join(tmp, "unsupported.onnx")
     onnx.save(m, unsupported)
-    expect_error(["convert", unsupported, os.path.join(tmp, "u.osp")], "FancyOp (opset 13)", "TfIdfVectorizer (opset 13)")
-    expect_error(["run", unsupported], "FancyOp (opset 13)", "TfIdfVectorizer (opset 13)")
+    expect_error(["convert", unsupported, os.path.join(tmp, "u.osp")], "FancyOp (opset 13)", "RandomUniformLike (opset 13)")
+    expect_error(["run", unsupported], "FancyOp (opset 13)", "RandomUniformLike (opset 13)")
 
     wrong_shape = os.path.join(tmp, "wrong_shape.npy")
     np.save(wrong_shape, np.zeros((1, 3, 32, 32), np.float32))
