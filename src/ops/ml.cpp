@@ -9,7 +9,7 @@
 #include <limits>
 
 #include "core/dtype.h"
-#include "ops/ml_post_transform.h"
+#include "ops/ml_util.h"
 #include "ops/op_def.h"
 #include "ops/op_util.h"
 

@@ -5,23 +5,13 @@
 #include <limits>
 
 #include "core/dtype.h"
-#include "ops/ml_post_transform.h"
+#include "ops/ml_util.h"
 #include "ops/op_def.h"
 #include "ops/op_util.h"
 
 namespace osprey {
 
 namespace {
-
-Status checkFeatures(const TensorView& x) {
-  if (x.dtype != DataType::Float32 && x.dtype != DataType::Float64 && x.dtype != DataType::Int64 && x.dtype != DataType::Int32)
-    return Status::unsupported(dtypeError(x, "X"));
-  if (x.rank() != 1 && x.rank() != 2) return Status::invalidArgument("X must be [N, features], not " + shapeToString(x.shape));
-  return Status::ok();
-}
-
-int64_t rowsOf(const TensorView& x) { return x.rank() == 2 ? x.shape[0] : 1; }
-int64_t featuresOf(const TensorView& x) { return x.shape.back(); }
 
 // scores[r][t] = x[r] . coefficients[t] + intercepts[t]
 Status linearScores(const Node& node, const TensorView& x, int64_t targets, std::vector<std::vector<double>>* scores) {
@@ -82,13 +72,12 @@ Status linearClassifier(const Node& node, const TensorViews& in, std::vector<Ten
   for (int64_t r = 0; r < rows; ++r) {
     std::vector<double>& s = scores[r];
     int64_t best = 0;
+    applyPostTransform(post, &s);
     if (binary) {
-      applyPostTransform(post, &s);
       const bool probability = post == "LOGISTIC";
       best = probability ? (s[0] > 0.5 ? 1 : 0) : (s[0] > 0 ? 1 : 0);
       s = {probability ? 1.0 - s[0] : -s[0], s[0]};
     } else {
-      applyPostTransform(post, &s);
       best = std::max_element(s.begin(), s.end()) - s.begin();
     }
     if (stringLabels) y.strings()[r] = stringLabels->strings[best];

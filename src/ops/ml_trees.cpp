@@ -10,7 +10,7 @@
 #include <map>
 
 #include "core/dtype.h"
-#include "ops/ml_post_transform.h"
+#include "ops/ml_util.h"
 #include "ops/op_def.h"
 #include "ops/op_util.h"
 
@@ -146,17 +146,8 @@ Status rawScores(const LegacyTrees& t, const TensorView& x, int64_t r, std::vect
   return Status::ok();
 }
 
-Status checkX(const TensorView& x) {
-  if (x.dtype != DataType::Float32 && x.dtype != DataType::Float64 && x.dtype != DataType::Int64 && x.dtype != DataType::Int32)
-    return Status::unsupported(dtypeError(x, "X"));
-  if (x.rank() != 2 && x.rank() != 1) return Status::invalidArgument("X must be [N, features], not " + shapeToString(x.shape));
-  return Status::ok();
-}
-
-int64_t rowsOf(const TensorView& x) { return x.rank() == 2 ? x.shape[0] : 1; }
-
 Status regressorShape(const Node& node, const TensorViews& in, TensorViews& out) {
-  OSPREY_RETURN_IF_ERROR(checkX(in[0]));
+  OSPREY_RETURN_IF_ERROR(checkFeatures(in[0]));
   out[0].dtype = DataType::Float32;
   out[0].shape = {rowsOf(in[0]), node.getInt("n_targets", 1)};
   return Status::ok();
@@ -184,7 +175,7 @@ int64_t classCount(const Node& node) {
 
 // Y: the labels (int64, or strings on the host), Z: the scores [N, classes].
 Status classifier(const Node& node, const TensorViews& in, std::vector<Tensor>* out) {
-  OSPREY_RETURN_IF_ERROR(checkX(in[0]));
+  OSPREY_RETURN_IF_ERROR(checkFeatures(in[0]));
   const int64_t classes = classCount(node);
   if (classes < 1) return Status::invalidModel("classlabels_int64s or classlabels_strings must be given");
   LegacyTrees t;

@@ -1,5 +1,6 @@
-// The score transforms of the ONNX-ML models (post_transform): NONE, SOFTMAX, LOGISTIC and
-// SOFTMAX_ZERO (a softmax over the nonzero scores; zeros stay zero). PROBIT is not supported.
+// What the ONNX-ML models share: their feature input X ([N, features] or [features]) and their
+// score transforms (post_transform): NONE, SOFTMAX, LOGISTIC and SOFTMAX_ZERO (a softmax over the
+// nonzero scores; zeros stay zero). PROBIT is not supported.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -7,9 +8,19 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_util.h"
 #include "osprey/status.h"
 
 namespace osprey {
+
+inline Status checkFeatures(const TensorView& x) {
+  if (x.dtype != DataType::Float32 && x.dtype != DataType::Float64 && x.dtype != DataType::Int64 && x.dtype != DataType::Int32)
+    return Status::unsupported(dtypeError(x, "X"));
+  if (x.rank() != 1 && x.rank() != 2) return Status::invalidArgument("X must be [N, features], not " + shapeToString(x.shape));
+  return Status::ok();
+}
+inline int64_t rowsOf(const TensorView& x) { return x.rank() == 2 ? x.shape[0] : 1; }
+inline int64_t featuresOf(const TensorView& x) { return x.shape.back(); }
 
 inline Status checkPostTransform(const std::string& post) {
   if (post != "NONE" && post != "SOFTMAX" && post != "LOGISTIC" && post != "SOFTMAX_ZERO")
